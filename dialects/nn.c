@@ -1,0 +1,318 @@
+// The `nn` dialect from C: IRDL loading, op kinds, attribute accessors and
+// typed builders (IRDL-defined dialects get no generated C++ or C classes).
+#include "nn.h"
+
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Dialect/IRDL.h"
+#include "mlir-c/RegisterEverything.h"
+
+// The IRDL text of nn.irdl.mlir, embedded at build time (nn_irdl.c).
+extern const char nn_irdl_text[];
+extern const size_t nn_irdl_text_len;
+
+static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+//===----------------------------------------------------------------------===//
+// Dialect loading
+//===----------------------------------------------------------------------===//
+
+MlirLogicalResult nn_load_dialect(MlirContext ctx) {
+  if (!mlirDialectIsNull(mlirContextGetOrLoadDialect(ctx, str("nn"))))
+    return mlirLogicalResultSuccess();
+  mlirDialectHandleLoadDialect(mlirGetDialectHandle__irdl__(), ctx);
+  MlirModule defs = mlirModuleCreateParse(
+      ctx, mlirStringRefCreate(nn_irdl_text, nn_irdl_text_len));
+  if (mlirModuleIsNull(defs))
+    return mlirLogicalResultFailure();
+  // The loaded dialect keeps its own constraint objects, so the IRDL module
+  // is not needed afterwards.
+  MlirLogicalResult result = mlirLoadIRDLDialects(defs);
+  mlirModuleDestroy(defs);
+  return result;
+}
+
+MlirContext nn_context_create(void) {
+  MlirContext ctx = mlirContextCreate();
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  mlirRegisterAllDialects(registry);
+  mlirContextAppendDialectRegistry(ctx, registry);
+  mlirDialectRegistryDestroy(registry);
+  mlirRegisterAllPasses();
+  if (mlirLogicalResultIsFailure(nn_load_dialect(ctx))) {
+    mlirContextDestroy(ctx);
+    return (MlirContext){NULL};
+  }
+  return ctx;
+}
+
+//===----------------------------------------------------------------------===//
+// Op kinds
+//===----------------------------------------------------------------------===//
+
+static const char *const kOpNames[NN_OP_COUNT] = {
+    [NN_OP_EMBEDDING] = "nn.embedding",
+    [NN_OP_LINEAR] = "nn.linear",
+    [NN_OP_RMS_NORM] = "nn.rms_norm",
+    [NN_OP_ROTARY_EMBEDDING] = "nn.rotary_embedding",
+    [NN_OP_APPLY_ROTARY] = "nn.apply_rotary",
+    [NN_OP_ATTENTION] = "nn.attention",
+    [NN_OP_GLU] = "nn.glu",
+    [NN_OP_RELU2] = "nn.relu2",
+    [NN_OP_ADD] = "nn.add",
+    [NN_OP_CROSS_ENTROPY] = "nn.cross_entropy",
+};
+
+const char *nn_op_name(nn_op_kind kind) {
+  return kind < NN_OP_COUNT ? kOpNames[kind] : NULL;
+}
+
+nn_op_kind nn_op_kind_of(MlirOperation op) {
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  if (name.length < 3 || strncmp(name.data, "nn.", 3) != 0)
+    return NN_OP_NONE;
+  for (int k = 0; k < NN_OP_COUNT; ++k)
+    if (strlen(kOpNames[k]) == name.length &&
+        memcmp(kOpNames[k], name.data, name.length) == 0)
+      return (nn_op_kind)k;
+  return NN_OP_NONE;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes and shapes
+//===----------------------------------------------------------------------===//
+
+MlirStringRef nn_module_of(MlirOperation op) {
+  return nn_attr_str(op, NN_MODULE_ATTR);
+}
+
+int64_t nn_attr_int(MlirOperation op, const char *name, int64_t fallback) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, str(name));
+  if (mlirAttributeIsNull(a))
+    return fallback;
+  if (mlirAttributeIsABool(a))
+    return mlirBoolAttrGetValue(a) ? 1 : 0;
+  if (mlirAttributeIsAInteger(a))
+    return mlirIntegerAttrGetValueInt(a);
+  return fallback;
+}
+
+double nn_attr_float(MlirOperation op, const char *name, double fallback) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, str(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAFloat(a))
+    return fallback;
+  return mlirFloatAttrGetValueDouble(a);
+}
+
+MlirStringRef nn_attr_str(MlirOperation op, const char *name) {
+  MlirAttribute a = mlirOperationGetAttributeByName(op, str(name));
+  if (mlirAttributeIsNull(a) || !mlirAttributeIsAString(a))
+    return mlirStringRefCreate("", 0);
+  return mlirStringAttrGetValue(a);
+}
+
+bool nn_shape_of(MlirType type, nn_shape *out) {
+  if (!mlirTypeIsARankedTensor(type) || !mlirShapedTypeHasStaticShape(type))
+    return false;
+  int64_t rank = mlirShapedTypeGetRank(type);
+  if (rank > NN_MAX_RANK)
+    return false;
+  out->rank = (int)rank;
+  for (int i = 0; i < out->rank; ++i)
+    out->dims[i] = mlirShapedTypeGetDimSize(type, i);
+  out->element = mlirShapedTypeGetElementType(type);
+  return true;
+}
+
+MlirType nn_tensor_type(MlirContext ctx, int rank, const int64_t *dims,
+                        MlirType element) {
+  (void)ctx;
+  return mlirRankedTensorTypeGet(rank, dims, element, mlirAttributeGetNull());
+}
+
+//===----------------------------------------------------------------------===//
+// Builders
+//===----------------------------------------------------------------------===//
+
+// Up to this many inherent attributes per op, plus nn.module.
+enum { kMaxAttrs = 12 };
+
+typedef struct op_spec {
+  nn_builder *b;
+  MlirOperationState state;
+  MlirNamedAttribute attrs[kMaxAttrs];
+  int nattrs;
+} op_spec;
+
+static void spec_init(op_spec *s, nn_builder *b, nn_op_kind kind,
+                      const char *module) {
+  s->b = b;
+  s->state = mlirOperationStateGet(str(nn_op_name(kind)), b->loc);
+  s->nattrs = 0;
+  s->attrs[s->nattrs++] = mlirNamedAttributeGet(
+      mlirIdentifierGet(b->ctx, str(NN_MODULE_ATTR)),
+      mlirStringAttrGet(b->ctx, str(module)));
+}
+
+static void spec_attr(op_spec *s, const char *name, MlirAttribute value) {
+  s->attrs[s->nattrs++] =
+      mlirNamedAttributeGet(mlirIdentifierGet(s->b->ctx, str(name)), value);
+}
+
+static void spec_int(op_spec *s, const char *name, int64_t v) {
+  spec_attr(s, name, mlirIntegerAttrGet(mlirIntegerTypeGet(s->b->ctx, 64), v));
+}
+
+static void spec_float(op_spec *s, const char *name, double v) {
+  spec_attr(s, name, mlirFloatAttrDoubleGet(s->b->ctx, mlirF64TypeGet(s->b->ctx), v));
+}
+
+static void spec_bool(op_spec *s, const char *name, bool v) {
+  spec_attr(s, name, mlirBoolAttrGet(s->b->ctx, v));
+}
+
+static void spec_str(op_spec *s, const char *name, const char *v) {
+  spec_attr(s, name, mlirStringAttrGet(s->b->ctx, str(v)));
+}
+
+static void spec_operands(op_spec *s, int n, const MlirValue *v) {
+  mlirOperationStateAddOperands(&s->state, n, v);
+}
+
+// Creates the op with `nresults` results and appends it to the block.
+static MlirOperation spec_finish(op_spec *s, int nresults,
+                                 const MlirType *results) {
+  mlirOperationStateAddResults(&s->state, nresults, results);
+  mlirOperationStateAddAttributes(&s->state, s->nattrs, s->attrs);
+  MlirOperation op = mlirOperationCreate(&s->state);
+  mlirBlockAppendOwnedOperation(s->b->block, op);
+  return op;
+}
+
+static MlirValue finish1(op_spec *s, MlirType result) {
+  return mlirOperationGetResult(spec_finish(s, 1, &result), 0);
+}
+
+MlirValue nn_build_embedding(nn_builder *b, const char *module, MlirValue ids,
+                             MlirValue weight, double scale) {
+  nn_shape is, ws;
+  nn_shape_of(mlirValueGetType(ids), &is);
+  nn_shape_of(mlirValueGetType(weight), &ws);
+  int64_t dims[3] = {is.dims[0], is.dims[1], ws.dims[1]};
+  op_spec s;
+  spec_init(&s, b, NN_OP_EMBEDDING, module);
+  spec_operands(&s, 2, (MlirValue[]){ids, weight});
+  spec_float(&s, "scale", scale);
+  return finish1(&s, nn_tensor_type(b->ctx, 3, dims, ws.element));
+}
+
+MlirValue nn_build_linear(nn_builder *b, const char *module, MlirValue x,
+                          MlirValue weight, MlirValue bias) {
+  nn_shape xs, ws;
+  nn_shape_of(mlirValueGetType(x), &xs);
+  nn_shape_of(mlirValueGetType(weight), &ws);
+  xs.dims[xs.rank - 1] = ws.dims[0];
+  op_spec s;
+  spec_init(&s, b, NN_OP_LINEAR, module);
+  spec_operands(&s, 2, (MlirValue[]){x, weight});
+  if (!mlirValueIsNull(bias))
+    spec_operands(&s, 1, &bias);
+  return finish1(&s, nn_tensor_type(b->ctx, xs.rank, xs.dims, xs.element));
+}
+
+MlirValue nn_build_rms_norm(nn_builder *b, const char *module, MlirValue x,
+                            MlirValue weight, double eps, double offset,
+                            int64_t head_dim) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_RMS_NORM, module);
+  spec_operands(&s, 2, (MlirValue[]){x, weight});
+  spec_float(&s, "eps", eps);
+  spec_float(&s, "offset", offset);
+  spec_int(&s, "head_dim", head_dim);
+  return finish1(&s, mlirValueGetType(x));
+}
+
+void nn_build_rotary_embedding(nn_builder *b, const char *module,
+                               const nn_rope *rope, int64_t batch, int64_t seq,
+                               MlirType element, MlirValue *cos,
+                               MlirValue *sin) {
+  int64_t dims[3] = {batch, seq, rope->head_dim};
+  MlirType t = nn_tensor_type(b->ctx, 3, dims, element);
+  op_spec s;
+  spec_init(&s, b, NN_OP_ROTARY_EMBEDDING, module);
+  spec_int(&s, "head_dim", rope->head_dim);
+  spec_float(&s, "theta", rope->theta);
+  spec_str(&s, "rope_type", rope->rope_type);
+  if (strcmp(rope->rope_type, "llama3") == 0) {
+    spec_float(&s, "factor", rope->factor);
+    spec_float(&s, "low_freq_factor", rope->low_freq_factor);
+    spec_float(&s, "high_freq_factor", rope->high_freq_factor);
+    spec_int(&s, "original_max_position_embeddings",
+             rope->original_max_position_embeddings);
+  }
+  MlirOperation op = spec_finish(&s, 2, (MlirType[]){t, t});
+  *cos = mlirOperationGetResult(op, 0);
+  *sin = mlirOperationGetResult(op, 1);
+}
+
+MlirValue nn_build_apply_rotary(nn_builder *b, const char *module, MlirValue x,
+                                MlirValue cos, MlirValue sin, int64_t head_dim) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_APPLY_ROTARY, module);
+  spec_operands(&s, 3, (MlirValue[]){x, cos, sin});
+  spec_int(&s, "head_dim", head_dim);
+  return finish1(&s, mlirValueGetType(x));
+}
+
+MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
+                             MlirValue k, MlirValue v,
+                             const nn_attention_config *cfg) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_ATTENTION, module);
+  spec_operands(&s, 3, (MlirValue[]){q, k, v});
+  spec_int(&s, "num_heads", cfg->num_heads);
+  spec_int(&s, "num_kv_heads", cfg->num_kv_heads);
+  spec_int(&s, "head_dim", cfg->head_dim);
+  spec_bool(&s, "causal", cfg->causal);
+  spec_float(&s, "scale", cfg->scale);
+  spec_int(&s, "sliding_window", cfg->sliding_window);
+  spec_float(&s, "softcap", cfg->softcap);
+  return finish1(&s, mlirValueGetType(q));
+}
+
+MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
+                       MlirValue up, const char *activation) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_GLU, module);
+  spec_operands(&s, 2, (MlirValue[]){gate, up});
+  spec_str(&s, "activation", activation);
+  return finish1(&s, mlirValueGetType(gate));
+}
+
+MlirValue nn_build_relu2(nn_builder *b, const char *module, MlirValue x) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_RELU2, module);
+  spec_operands(&s, 1, &x);
+  return finish1(&s, mlirValueGetType(x));
+}
+
+MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,
+                       MlirValue rhs) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_ADD, module);
+  spec_operands(&s, 2, (MlirValue[]){lhs, rhs});
+  return finish1(&s, mlirValueGetType(lhs));
+}
+
+MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,
+                                 MlirValue logits, MlirValue labels,
+                                 int64_t ignore_index, bool shift) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_CROSS_ENTROPY, module);
+  spec_operands(&s, 2, (MlirValue[]){logits, labels});
+  spec_int(&s, "ignore_index", ignore_index);
+  spec_bool(&s, "shift", shift);
+  return finish1(&s, nn_tensor_type(b->ctx, 0, NULL, mlirF32TypeGet(b->ctx)));
+}

@@ -1,0 +1,177 @@
+// The `nn` dialect from C: loading the IRDL definition, typed builders and
+// accessors over the generic MLIR C API (IRDL generates none).
+//
+// Every op is documented in nn.irdl.mlir (operands, shapes, attributes).
+// Builders infer result types from operand shapes, attach the Hugging Face
+// module path as `nn.module`, and append the op to the builder's block.
+#ifndef SHARD_DIALECTS_NN_H
+#define SHARD_DIALECTS_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mlir-c/IR.h"
+
+//===----------------------------------------------------------------------===//
+// Dialect loading
+//===----------------------------------------------------------------------===//
+
+/// Loads the `nn` dialect (the IRDL text embedded at build time) into `ctx`,
+/// together with the `irdl` dialect it needs. Idempotent: a second call on the
+/// same context does nothing. Returns failure (with a diagnostic on `ctx`)
+/// only if the embedded definition does not parse, which is a build bug.
+MlirLogicalResult nn_load_dialect(MlirContext ctx);
+
+/// Registers every upstream dialect and pass (mlirRegisterAllDialects /
+/// mlirRegisterAllPasses) and loads `nn`: the context every tool works in.
+/// The caller owns the returned context (mlirContextDestroy). Returns a null
+/// context if the nn dialect fails to load.
+MlirContext nn_context_create(void);
+
+//===----------------------------------------------------------------------===//
+// Op kinds
+//===----------------------------------------------------------------------===//
+
+typedef enum nn_op_kind {
+  NN_OP_EMBEDDING,
+  NN_OP_LINEAR,
+  NN_OP_RMS_NORM,
+  NN_OP_ROTARY_EMBEDDING,
+  NN_OP_APPLY_ROTARY,
+  NN_OP_ATTENTION,
+  NN_OP_GLU,
+  NN_OP_RELU2,
+  NN_OP_ADD,
+  NN_OP_CROSS_ENTROPY,
+  NN_OP_COUNT,
+  NN_OP_NONE = NN_OP_COUNT, // not an nn op
+} nn_op_kind;
+
+/// The full op name of `kind`, e.g. "nn.linear"; NULL for NN_OP_NONE.
+const char *nn_op_name(nn_op_kind kind);
+
+/// The kind of `op`, or NN_OP_NONE if it is not an nn op.
+nn_op_kind nn_op_kind_of(MlirOperation op);
+
+//===----------------------------------------------------------------------===//
+// Attributes and shapes
+//===----------------------------------------------------------------------===//
+
+/// Name of the discardable attribute carrying an op's Hugging Face module
+/// path ("model.layers.0.self_attn.q_proj").
+#define NN_MODULE_ATTR "nn.module"
+/// Name of the argument attribute carrying a parameter's Hugging Face tensor
+/// name ("model.layers.0.self_attn.q_proj.weight").
+#define NN_PARAM_ATTR "nn.param"
+
+/// The op's `nn.module` string, or an empty string ref if it has none. The
+/// returned data is owned by the context.
+MlirStringRef nn_module_of(MlirOperation op);
+
+/// Integer attribute `name` of `op` (i64 or i1); `fallback` if absent or not
+/// an integer.
+int64_t nn_attr_int(MlirOperation op, const char *name, int64_t fallback);
+
+/// Float attribute `name` of `op` as a double; `fallback` if absent or not a
+/// float.
+double nn_attr_float(MlirOperation op, const char *name, double fallback);
+
+/// String attribute `name` of `op`; an empty ref if absent or not a string.
+MlirStringRef nn_attr_str(MlirOperation op, const char *name);
+
+/// Maximum tensor rank the helpers below handle.
+#define NN_MAX_RANK 8
+
+/// A statically shaped ranked tensor type, unpacked.
+typedef struct nn_shape {
+  int rank;
+  int64_t dims[NN_MAX_RANK];
+  MlirType element; // element type
+} nn_shape;
+
+/// Unpacks `type` into `out`. Returns false (leaving `out` unspecified) if
+/// `type` is not a ranked tensor, has a dynamic dimension, or a rank above
+/// NN_MAX_RANK.
+bool nn_shape_of(MlirType type, nn_shape *out);
+
+/// Builds tensor<dims x element>.
+MlirType nn_tensor_type(MlirContext ctx, int rank, const int64_t *dims,
+                        MlirType element);
+
+//===----------------------------------------------------------------------===//
+// Builders
+//===----------------------------------------------------------------------===//
+
+/// Where builders put ops: appended at the end of `block`, with location
+/// `loc`. The block must outlive the built ops' use of the builder.
+typedef struct nn_builder {
+  MlirContext ctx;
+  MlirBlock block;
+  MlirLocation loc;
+} nn_builder;
+
+/// ids [B, S] (integer), weight [V, D] -> [B, S, D] in the weight's element type.
+MlirValue nn_build_embedding(nn_builder *b, const char *module, MlirValue ids,
+                             MlirValue weight, double scale);
+
+/// x [..., in], weight [out, in], bias [out] or a null value -> [..., out].
+MlirValue nn_build_linear(nn_builder *b, const char *module, MlirValue x,
+                          MlirValue weight, MlirValue bias);
+
+/// x [..., F], weight [F] (head_dim = 0) or [head_dim] -> x's type.
+MlirValue nn_build_rms_norm(nn_builder *b, const char *module, MlirValue x,
+                            MlirValue weight, double eps, double offset,
+                            int64_t head_dim);
+
+/// Rotary embedding parameters; the llama3 fields are used when
+/// rope_type is "llama3" (Hugging Face's `rope_scaling`).
+typedef struct nn_rope {
+  int64_t head_dim;
+  double theta;
+  const char *rope_type; // "default" or "llama3"
+  double factor, low_freq_factor, high_freq_factor;
+  int64_t original_max_position_embeddings;
+} nn_rope;
+
+/// Builds the rotary tuple for positions 0..S-1: cos and sin, each
+/// [batch, seq, head_dim] in `element`.
+void nn_build_rotary_embedding(nn_builder *b, const char *module,
+                               const nn_rope *rope, int64_t batch, int64_t seq,
+                               MlirType element, MlirValue *cos,
+                               MlirValue *sin);
+
+/// x [B, S, N * head_dim], cos/sin [B, S, head_dim] -> x's type.
+MlirValue nn_build_apply_rotary(nn_builder *b, const char *module, MlirValue x,
+                                MlirValue cos, MlirValue sin, int64_t head_dim);
+
+/// Attention configuration (see nn.irdl.mlir for the sentinels).
+typedef struct nn_attention_config {
+  int64_t num_heads, num_kv_heads, head_dim;
+  bool causal;
+  double scale;
+  int64_t sliding_window; // 0 = none
+  double softcap;         // 0 = none
+} nn_attention_config;
+
+/// q [B, S, H * hd], k/v [B, S, KV * hd] -> q's type.
+MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
+                             MlirValue k, MlirValue v,
+                             const nn_attention_config *cfg);
+
+/// activation "silu" or "gelu_tanh"; gate and up of one type -> that type.
+MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
+                       MlirValue up, const char *activation);
+
+/// relu(x)^2 -> x's type.
+MlirValue nn_build_relu2(nn_builder *b, const char *module, MlirValue x);
+
+/// lhs + rhs (one type) -> that type.
+MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,
+                       MlirValue rhs);
+
+/// logits [B, S, V], labels [B, S] -> tensor<f32> (mean over kept labels).
+MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,
+                                 MlirValue logits, MlirValue labels,
+                                 int64_t ignore_index, bool shift);
+
+#endif // SHARD_DIALECTS_NN_H

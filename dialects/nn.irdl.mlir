@@ -1,0 +1,151 @@
+// The `nn` dialect: model graphs at Hugging Face *module* granularity, so that
+// each op maps to one fused kernel and one sharding rule. Loaded at run time
+// through mlirLoadIRDLDialects; embedded in every tool at build time.
+//
+// Conventions (checked further by the `nn-verify` pass, which says what IRDL
+// cannot: shapes, element types, value ranges):
+// - activations are tensor<B x S x F>; attention activations keep heads
+//   folded in the last dim ([B, S, heads * head_dim]) so a head split is a
+//   last-dim split;
+// - linear weights are [out_features, in_features] as in torch.nn.Linear;
+// - every op carries `nn.module = "<Hugging Face module path>"`;
+// - IRDL has no optional attributes, so "absent" is spelled with a sentinel
+//   documented per attribute (0 = none).
+// Each `irdl.any`/`irdl.base` is one constraint *variable*: operands or
+// attributes sharing one must be equal, which is how "output has the input's
+// type" is said; independent attributes each get their own variable.
+irdl.dialect @nn {
+  // Token embedding: output[b, s, :] = weight[ids[b, s], :] * scale.
+  // ids: tensor<BxSxi64>, weight: [vocab, hidden], output: [B, S, hidden].
+  // scale: 1.0, or sqrt(hidden) for Gemma (rounded to the weight dtype).
+  irdl.operation @embedding {
+    %ids = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    %scale = irdl.base "#builtin.float"
+    irdl.operands(input_ids: %ids, weight: %w)
+    irdl.results(output: %out)
+    irdl.attributes {"scale" = %scale}
+  }
+
+  // y = x W^T (+ b). x: [..., in], weight: [out, in], bias: [out], y: [..., out].
+  irdl.operation @linear {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    %y = irdl.base "!builtin.tensor"
+    irdl.operands(input: %x, weight: %w, bias: optional %b)
+    irdl.results(output: %y)
+  }
+
+  // RMSNorm in fp32: y = (offset + w) * x / sqrt(mean(x^2) + eps), the mean
+  // taken over groups of `head_dim` elements of the last dim (q_norm/k_norm on
+  // [B, S, heads * head_dim]) or over the whole last dim when head_dim = 0.
+  // offset: 0.0, or 1.0 for Gemma's (1 + w). weight: [head_dim or last dim].
+  irdl.operation @rms_norm {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %eps = irdl.base "#builtin.float"
+    %zero = irdl.is 0.0 : f64
+    %one = irdl.is 1.0 : f64
+    %offset = irdl.any_of(%zero, %one)
+    %group = irdl.base "#builtin.integer"
+    irdl.operands(input: %x, weight: %w)
+    irdl.results(output: %x)
+    irdl.attributes {"eps" = %eps, "offset" = %offset, "head_dim" = %group}
+  }
+
+  // The rotary tuple: (cos, sin), each [B, S, head_dim], computed once per
+  // model from positions (position_ids [B, S], or 0..S-1 when absent) and
+  // handed to every attention layer. rope_type "llama3" also needs the
+  // attributes factor, low_freq_factor, high_freq_factor and
+  // original_max_position_embeddings (checked by nn-verify).
+  irdl.operation @rotary_embedding {
+    %pos = irdl.base "!builtin.tensor"
+    %cs = irdl.base "!builtin.tensor"
+    %hd = irdl.base "#builtin.integer"
+    %theta = irdl.base "#builtin.float"
+    %default = irdl.is "default"
+    %llama3 = irdl.is "llama3"
+    %type = irdl.any_of(%default, %llama3)
+    irdl.operands(position_ids: optional %pos)
+    irdl.results(cos: %cs, sin: %cs)
+    irdl.attributes {"head_dim" = %hd, "theta" = %theta, "rope_type" = %type}
+  }
+
+  // Applies RoPE (rotate-half convention, as in Hugging Face) to every head of
+  // x: [B, S, heads * head_dim] with cos/sin [B, S, head_dim].
+  irdl.operation @apply_rotary {
+    %x = irdl.base "!builtin.tensor"
+    %cs = irdl.base "!builtin.tensor"
+    %hd = irdl.base "#builtin.integer"
+    irdl.operands(input: %x, cos: %cs, sin: %cs)
+    irdl.results(output: %x)
+    irdl.attributes {"head_dim" = %hd}
+  }
+
+  // Scaled dot-product attention with grouped KV heads.
+  // query: [B, S, num_heads * head_dim], key/value: [B, S, num_kv_heads * head_dim],
+  // output: [B, S, num_heads * head_dim]. sliding_window = 0: none;
+  // softcap = 0.0: none (else scores = softcap * tanh(scores / softcap)).
+  irdl.operation @attention {
+    %q = irdl.base "!builtin.tensor"
+    %kv = irdl.base "!builtin.tensor"
+    %heads = irdl.base "#builtin.integer"
+    %kv_heads = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %causal = irdl.any_of(%true, %false)
+    %scale = irdl.base "#builtin.float"
+    %window = irdl.base "#builtin.integer"
+    %softcap = irdl.base "#builtin.float"
+    irdl.operands(query: %q, key: %kv, value: %kv)
+    irdl.results(output: %q)
+    irdl.attributes {"num_heads" = %heads, "num_kv_heads" = %kv_heads,
+                     "head_dim" = %head_dim, "causal" = %causal,
+                     "scale" = %scale, "sliding_window" = %window,
+                     "softcap" = %softcap}
+  }
+
+  // Gated MLP activation: act(gate) * up, act = silu or gelu (tanh form).
+  irdl.operation @glu {
+    %x = irdl.base "!builtin.tensor"
+    %silu = irdl.is "silu"
+    %gelu = irdl.is "gelu_tanh"
+    %act = irdl.any_of(%silu, %gelu)
+    irdl.operands(gate: %x, up: %x)
+    irdl.results(output: %x)
+    irdl.attributes {"activation" = %act}
+  }
+
+  // Squared ReLU (NemotronH MLP): relu(x)^2.
+  irdl.operation @relu2 {
+    %x = irdl.base "!builtin.tensor"
+    irdl.operands(input: %x)
+    irdl.results(output: %x)
+  }
+
+  // Elementwise sum of two tensors of one type (residual connections).
+  irdl.operation @add {
+    %x = irdl.base "!builtin.tensor"
+    irdl.operands(lhs: %x, rhs: %x)
+    irdl.results(output: %x)
+  }
+
+  // Causal-LM loss: mean cross-entropy over labels != ignore_index.
+  // logits: [B, S, vocab], labels: tensor<BxSxi64>, loss: tensor<f32>.
+  // shift = true: logits at 0..S-2 are scored against labels at 1..S-1.
+  irdl.operation @cross_entropy {
+    %logits = irdl.base "!builtin.tensor"
+    %labels = irdl.base "!builtin.tensor"
+    %loss = irdl.base "!builtin.tensor"
+    %int = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %bool = irdl.any_of(%true, %false)
+    irdl.operands(logits: %logits, labels: %labels)
+    irdl.results(loss: %loss)
+    irdl.attributes {"ignore_index" = %int, "shift" = %bool}
+  }
+}

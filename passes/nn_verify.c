@@ -1,0 +1,339 @@
+// nn-verify: the checks on nn ops that IRDL cannot express: static shapes,
+// dimensions that must agree between operands, element types and ranges of
+// attributes. Every error names the op, its `nn.module`, the dimension and
+// the values involved, at the op's location.
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "nn.h"
+#include "pass.h"
+
+typedef struct checker {
+  MlirOperation op;
+  int errors;
+} checker;
+
+// Emits "'nn.X' (module): <message>" at the op's location.
+__attribute__((format(printf, 2, 3))) static void fail(checker *c,
+                                                        const char *fmt, ...) {
+  char msg[768];
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(c->op));
+  MlirStringRef module = nn_module_of(c->op);
+  int n = snprintf(msg, sizeof msg, "'%.*s' (%.*s): ", (int)name.length,
+                   name.data, (int)module.length, module.data);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  va_end(ap);
+  mlirEmitError(mlirOperationGetLocation(c->op), msg);
+  ++c->errors;
+}
+
+// Writes "[d0, d1, ...]" into buf.
+static const char *dims_str(const nn_shape *s, char *buf, size_t len) {
+  size_t n = (size_t)snprintf(buf, len, "[");
+  for (int i = 0; i < s->rank && n < len; ++i)
+    n += (size_t)snprintf(buf + n, len - n, "%s%lld", i ? ", " : "",
+                          (long long)s->dims[i]);
+  if (n < len)
+    snprintf(buf + n, len - n, "]");
+  return buf;
+}
+
+static int64_t last(const nn_shape *s) { return s->dims[s->rank - 1]; }
+
+static bool is_int(MlirType t) { return mlirTypeIsAInteger(t); }
+static bool is_float(MlirType t) { return mlirTypeIsAFloat(t); }
+
+// Unpacks operand i; reports a non-static or unranked type.
+static bool operand_shape(checker *c, intptr_t i, const char *what, nn_shape *s) {
+  if (nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, i)), s))
+    return true;
+  fail(c, "%s must be a statically shaped ranked tensor", what);
+  return false;
+}
+
+static bool result_shape(checker *c, intptr_t i, nn_shape *s) {
+  if (nn_shape_of(mlirValueGetType(mlirOperationGetResult(c->op, i)), s))
+    return true;
+  fail(c, "result %d must be a statically shaped ranked tensor", (int)i);
+  return false;
+}
+
+static bool want_rank(checker *c, const char *what, const nn_shape *s, int rank) {
+  if (s->rank == rank)
+    return true;
+  char b[128];
+  fail(c, "%s must have rank %d, got shape %s", what, rank,
+       dims_str(s, b, sizeof b));
+  return false;
+}
+
+// Checks that `got` equals `want`, naming both shapes on failure.
+static void want_shape(checker *c, const char *what, const nn_shape *got,
+                       const nn_shape *want) {
+  bool same = got->rank == want->rank;
+  for (int i = 0; same && i < got->rank; ++i)
+    same = got->dims[i] == want->dims[i];
+  if (!same) {
+    char b1[128], b2[128];
+    fail(c, "%s has shape %s, expected %s", what, dims_str(got, b1, sizeof b1),
+         dims_str(want, b2, sizeof b2));
+  } else if (!mlirTypeEqual(got->element, want->element)) {
+    fail(c, "%s has a different element type than expected", what);
+  }
+}
+
+static void want_positive(checker *c, const char *attr, int64_t v) {
+  if (v <= 0)
+    fail(c, "attribute '%s' must be positive, got %lld", attr, (long long)v);
+}
+
+//===----------------------------------------------------------------------===//
+// Per-op checks
+//===----------------------------------------------------------------------===//
+
+static void check_embedding(checker *c) {
+  nn_shape ids, w, out;
+  if (!operand_shape(c, 0, "input_ids", &ids) || !operand_shape(c, 1, "weight", &w) ||
+      !result_shape(c, 0, &out))
+    return;
+  if (!want_rank(c, "input_ids", &ids, 2) || !want_rank(c, "weight", &w, 2))
+    return;
+  if (!is_int(ids.element))
+    fail(c, "input_ids must have an integer element type");
+  nn_shape expect = {3, {ids.dims[0], ids.dims[1], w.dims[1]}, w.element};
+  want_shape(c, "output", &out, &expect);
+}
+
+static void check_linear(checker *c) {
+  nn_shape x, w, out;
+  if (!operand_shape(c, 0, "input", &x) || !operand_shape(c, 1, "weight", &w) ||
+      !result_shape(c, 0, &out))
+    return;
+  if (!want_rank(c, "weight", &w, 2))
+    return;
+  if (x.rank < 1 || w.dims[1] != last(&x)) {
+    fail(c, "weight in_features (dim 1) is %lld but the input's last dim is %lld",
+         (long long)w.dims[1], (long long)(x.rank ? last(&x) : 0));
+    return;
+  }
+  if (mlirOperationGetNumOperands(c->op) == 3) {
+    nn_shape bias;
+    if (!operand_shape(c, 2, "bias", &bias))
+      return;
+    if (bias.rank != 1 || bias.dims[0] != w.dims[0]) {
+      char b[128];
+      fail(c, "bias has shape %s, expected [%lld] (out_features)",
+           dims_str(&bias, b, sizeof b), (long long)w.dims[0]);
+    }
+  }
+  nn_shape expect = x;
+  expect.dims[x.rank - 1] = w.dims[0];
+  want_shape(c, "output", &out, &expect);
+}
+
+static void check_rms_norm(checker *c) {
+  nn_shape x, w;
+  if (!operand_shape(c, 0, "input", &x) || !operand_shape(c, 1, "weight", &w))
+    return;
+  double eps = nn_attr_float(c->op, "eps", 0);
+  if (!(eps > 0))
+    fail(c, "attribute 'eps' must be positive, got %g", eps);
+  int64_t group = nn_attr_int(c->op, "head_dim", 0);
+  if (!want_rank(c, "weight", &w, 1) || x.rank < 1)
+    return;
+  if (group < 0) {
+    fail(c, "attribute 'head_dim' must be 0 (whole last dim) or positive, got %lld",
+         (long long)group);
+  } else if (group == 0 && w.dims[0] != last(&x)) {
+    fail(c, "weight has %lld elements but the input's last dim is %lld",
+         (long long)w.dims[0], (long long)last(&x));
+  } else if (group > 0 && w.dims[0] != group) {
+    fail(c, "weight has %lld elements but head_dim is %lld", (long long)w.dims[0],
+         (long long)group);
+  } else if (group > 0 && last(&x) % group != 0) {
+    fail(c, "input's last dim %lld is not a multiple of head_dim %lld",
+         (long long)last(&x), (long long)group);
+  }
+}
+
+static void check_llama3(checker *c) {
+  static const char *const keys[] = {"factor", "low_freq_factor", "high_freq_factor"};
+  for (int i = 0; i < 3; ++i) {
+    double v = nn_attr_float(c->op, keys[i], -1);
+    if (!(v > 0))
+      fail(c, "rope_type 'llama3' needs a positive float attribute '%s'", keys[i]);
+  }
+  if (nn_attr_float(c->op, "low_freq_factor", 0) >=
+      nn_attr_float(c->op, "high_freq_factor", 0))
+    fail(c, "llama3 low_freq_factor %g must be below high_freq_factor %g",
+         nn_attr_float(c->op, "low_freq_factor", 0),
+         nn_attr_float(c->op, "high_freq_factor", 0));
+  want_positive(c, "original_max_position_embeddings",
+                nn_attr_int(c->op, "original_max_position_embeddings", 0));
+}
+
+static void check_rotary_embedding(checker *c) {
+  nn_shape cs;
+  if (!result_shape(c, 0, &cs) || !want_rank(c, "cos", &cs, 3))
+    return;
+  int64_t hd = nn_attr_int(c->op, "head_dim", 0);
+  if (hd <= 0 || hd % 2 != 0)
+    fail(c, "attribute 'head_dim' must be positive and even, got %lld", (long long)hd);
+  else if (last(&cs) != hd)
+    fail(c, "cos/sin last dim is %lld but head_dim is %lld", (long long)last(&cs),
+         (long long)hd);
+  double theta = nn_attr_float(c->op, "theta", 0);
+  if (!(theta > 0))
+    fail(c, "attribute 'theta' must be positive, got %g", theta);
+  if (mlirOperationGetNumOperands(c->op) == 1) {
+    nn_shape pos;
+    if (!operand_shape(c, 0, "position_ids", &pos))
+      return;
+    nn_shape expect = {2, {cs.dims[0], cs.dims[1]}, pos.element};
+    want_shape(c, "position_ids", &pos, &expect);
+    if (!is_int(pos.element))
+      fail(c, "position_ids must have an integer element type");
+  }
+  MlirStringRef type = nn_attr_str(c->op, "rope_type");
+  if (type.length == 6 && !memcmp(type.data, "llama3", 6))
+    check_llama3(c);
+}
+
+static void check_apply_rotary(checker *c) {
+  nn_shape x, cs;
+  if (!operand_shape(c, 0, "input", &x) || !operand_shape(c, 1, "cos", &cs))
+    return;
+  if (!want_rank(c, "input", &x, 3) || !want_rank(c, "cos", &cs, 3))
+    return;
+  int64_t hd = nn_attr_int(c->op, "head_dim", 0);
+  if (hd <= 0 || hd % 2 != 0) {
+    fail(c, "attribute 'head_dim' must be positive and even, got %lld", (long long)hd);
+    return;
+  }
+  if (last(&x) % hd != 0)
+    fail(c, "input's last dim %lld is not a multiple of head_dim %lld",
+         (long long)last(&x), (long long)hd);
+  nn_shape expect = {3, {x.dims[0], x.dims[1], hd}, cs.element};
+  want_shape(c, "cos/sin", &cs, &expect);
+}
+
+static void check_attention(checker *c) {
+  nn_shape q, k;
+  if (!operand_shape(c, 0, "query", &q) || !operand_shape(c, 1, "key", &k))
+    return;
+  if (!want_rank(c, "query", &q, 3) || !want_rank(c, "key", &k, 3))
+    return;
+  int64_t h = nn_attr_int(c->op, "num_heads", 0);
+  int64_t kv = nn_attr_int(c->op, "num_kv_heads", 0);
+  int64_t hd = nn_attr_int(c->op, "head_dim", 0);
+  want_positive(c, "num_heads", h);
+  want_positive(c, "num_kv_heads", kv);
+  want_positive(c, "head_dim", hd);
+  if (h <= 0 || kv <= 0 || hd <= 0)
+    return;
+  if (h % kv != 0)
+    fail(c, "num_heads %lld is not divisible by num_kv_heads %lld (GQA)",
+         (long long)h, (long long)kv);
+  if (last(&q) != h * hd)
+    fail(c, "query's last dim is %lld but num_heads x head_dim = %lld x %lld = %lld",
+         (long long)last(&q), (long long)h, (long long)hd, (long long)(h * hd));
+  if (last(&k) != kv * hd)
+    fail(c, "key/value last dim is %lld but num_kv_heads x head_dim = %lld x %lld = %lld",
+         (long long)last(&k), (long long)kv, (long long)hd, (long long)(kv * hd));
+  if (q.dims[0] != k.dims[0] || q.dims[1] != k.dims[1])
+    fail(c, "query batch x seq %lld x %lld differs from key's %lld x %lld",
+         (long long)q.dims[0], (long long)q.dims[1], (long long)k.dims[0],
+         (long long)k.dims[1]);
+  double scale = nn_attr_float(c->op, "scale", 0);
+  if (!(scale > 0))
+    fail(c, "attribute 'scale' must be positive, got %g", scale);
+  int64_t window = nn_attr_int(c->op, "sliding_window", 0);
+  if (window < 0)
+    fail(c, "attribute 'sliding_window' must be 0 (none) or positive, got %lld",
+         (long long)window);
+  double softcap = nn_attr_float(c->op, "softcap", 0);
+  if (!(softcap >= 0))
+    fail(c, "attribute 'softcap' must be 0 (none) or positive, got %g", softcap);
+}
+
+static void check_float_elementwise(checker *c) {
+  nn_shape x;
+  if (operand_shape(c, 0, "input", &x) && !is_float(x.element))
+    fail(c, "operands must have a floating-point element type");
+}
+
+static void check_cross_entropy(checker *c) {
+  nn_shape logits, labels, loss;
+  if (!operand_shape(c, 0, "logits", &logits) ||
+      !operand_shape(c, 1, "labels", &labels) || !result_shape(c, 0, &loss))
+    return;
+  if (!want_rank(c, "logits", &logits, 3) || !want_rank(c, "labels", &labels, 2))
+    return;
+  if (!is_int(labels.element))
+    fail(c, "labels must have an integer element type");
+  if (labels.dims[0] != logits.dims[0] || labels.dims[1] != logits.dims[1])
+    fail(c, "labels shape [%lld, %lld] does not match logits batch x seq %lld x %lld",
+         (long long)labels.dims[0], (long long)labels.dims[1],
+         (long long)logits.dims[0], (long long)logits.dims[1]);
+  if (loss.rank != 0 || !mlirTypeIsAF32(loss.element))
+    fail(c, "loss must be tensor<f32>");
+  if (nn_attr_int(c->op, "shift", 0) && logits.dims[1] < 2)
+    fail(c, "shifted labels need a sequence of at least 2, got %lld",
+         (long long)logits.dims[1]);
+}
+
+typedef void (*check_fn)(checker *);
+
+static const check_fn kChecks[NN_OP_COUNT] = {
+    [NN_OP_EMBEDDING] = check_embedding,
+    [NN_OP_LINEAR] = check_linear,
+    [NN_OP_RMS_NORM] = check_rms_norm,
+    [NN_OP_ROTARY_EMBEDDING] = check_rotary_embedding,
+    [NN_OP_APPLY_ROTARY] = check_apply_rotary,
+    [NN_OP_ATTENTION] = check_attention,
+    [NN_OP_GLU] = check_float_elementwise,
+    [NN_OP_RELU2] = check_float_elementwise,
+    [NN_OP_ADD] = check_float_elementwise,
+    [NN_OP_CROSS_ENTROPY] = check_cross_entropy,
+};
+
+static MlirWalkResult verify_op(MlirOperation op, void *data) {
+  int *errors = data;
+  nn_op_kind kind = nn_op_kind_of(op);
+  if (kind == NN_OP_NONE)
+    return MlirWalkResultAdvance;
+  checker c = {op, 0};
+  MlirAttribute module = mlirOperationGetAttributeByName(
+      op, mlirStringRefCreateFromCString(NN_MODULE_ATTR));
+  if (mlirAttributeIsNull(module) || !mlirAttributeIsAString(module) ||
+      nn_module_of(op).length == 0)
+    fail(&c, "missing the '" NN_MODULE_ATTR "' string attribute (the Hugging Face "
+             "module path)");
+  else
+    kChecks[kind](&c);
+  *errors += c.errors;
+  return MlirWalkResultAdvance;
+}
+
+static MlirLogicalResult run_nn_verify(MlirOperation op,
+                                       const tp_option_value *options) {
+  (void)options;
+  int errors = 0;
+  mlirOperationWalk(op, verify_op, &errors, MlirWalkPreOrder);
+  return errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
+}
+
+const tp_pass_info tp_nn_verify_pass = {
+    .argument = "nn-verify",
+    .summary = "Check nn op shapes, element types and attributes beyond IRDL",
+    .anchor = "",
+    .options = NULL,
+    .num_options = 0,
+    .run = run_nn_verify,
+};

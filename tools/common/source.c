@@ -1,0 +1,141 @@
+// Reading, splitting and parsing MLIR sources for the drivers.
+#include "source.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *tool_read_file(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f)
+    return NULL;
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n - 1, f);
+    if (n + 1 < cap)
+      break;
+    char *bigger = realloc(buf, cap * 2);
+    if (!bigger) {
+      free(buf);
+      buf = NULL;
+      errno = ENOMEM;
+      break;
+    }
+    buf = bigger;
+    cap *= 2;
+  }
+  int read_error = ferror(f);
+  if (f != stdin)
+    fclose(f);
+  if (!buf)
+    return NULL;
+  if (read_error) {
+    free(buf);
+    errno = EIO;
+    return NULL;
+  }
+  buf[n] = '\0';
+  *len = n;
+  return buf;
+}
+
+static const char kWrapOpen[] = "module {";
+static const char kSeparator[] = "// -----";
+
+// Is the line starting at `s` (up to `end`) a split marker?
+static bool is_separator(const char *s, const char *end) {
+  size_t n = sizeof kSeparator - 1;
+  if ((size_t)(end - s) < n || memcmp(s, kSeparator, n) != 0)
+    return false;
+  for (s += n; s < end && *s != '\n'; ++s)
+    if (*s != '-' && *s != ' ' && *s != '\r')
+      return false;
+  return true;
+}
+
+// The start of the line after the one starting at `s`, or `end`.
+static const char *next_line(const char *s, const char *end) {
+  const char *nl = memchr(s, '\n', (size_t)(end - s));
+  return nl ? nl + 1 : end;
+}
+
+static bool make_chunk(tool_chunk *c, const char *text, size_t len, int line) {
+  size_t pad = (size_t)(line - 1);
+  c->len = sizeof kWrapOpen - 1 + pad + len + 2;
+  c->text = malloc(c->len + 1);
+  if (!c->text)
+    return false;
+  char *p = c->text;
+  memcpy(p, kWrapOpen, sizeof kWrapOpen - 1);
+  p += sizeof kWrapOpen - 1;
+  memset(p, '\n', pad);
+  p += pad;
+  memcpy(p, text, len);
+  p += len;
+  memcpy(p, "\n}", 3);
+  c->column_shift_line1 = line == 1 ? (int)(sizeof kWrapOpen - 1) : 0;
+  return true;
+}
+
+int tool_split_source(const char *text, size_t len, bool split,
+                      tool_chunk **chunks) {
+  const char *end = text + len;
+  int count = 1;
+  for (const char *s = text; split && s < end; s = next_line(s, end))
+    count += is_separator(s, end);
+  *chunks = calloc((size_t)count, sizeof(tool_chunk));
+  if (!*chunks)
+    return -1;
+  int n = 0, line = 1, chunk_line = 1;
+  const char *chunk_start = text, *s = text;
+  while (split && s < end) {
+    const char *next = next_line(s, end);
+    if (is_separator(s, end)) {
+      if (!make_chunk(&(*chunks)[n++], chunk_start, (size_t)(s - chunk_start), chunk_line))
+        goto oom;
+      chunk_start = next;
+      chunk_line = line + 1;
+    }
+    s = next;
+    ++line;
+  }
+  if (!make_chunk(&(*chunks)[n++], chunk_start, (size_t)(end - chunk_start), chunk_line))
+    goto oom;
+  return n;
+oom:
+  tool_free_chunks(*chunks, n);
+  *chunks = NULL;
+  return -1;
+}
+
+void tool_free_chunks(tool_chunk *chunks, int n) {
+  for (int i = 0; i < n; ++i)
+    free(chunks[i].text);
+  free(chunks);
+}
+
+static bool is_module(MlirOperation op) {
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  return name.length == 14 && !memcmp(name.data, "builtin.module", 14);
+}
+
+MlirOperation tool_parse_chunk(MlirContext ctx, const tool_chunk *chunk,
+                               const char *name) {
+  MlirOperation wrapper = mlirOperationCreateParse(
+      ctx, mlirStringRefCreate(chunk->text, chunk->len),
+      mlirStringRefCreateFromCString(name));
+  if (mlirOperationIsNull(wrapper))
+    return wrapper;
+  // A source that was one module already: unwrap it.
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(wrapper, 0));
+  MlirOperation first = mlirBlockGetFirstOperation(body);
+  if (!mlirOperationIsNull(first) && is_module(first) &&
+      mlirOperationIsNull(mlirOperationGetNextInBlock(first))) {
+    mlirOperationRemoveFromParent(first);
+    mlirOperationDestroy(wrapper);
+    return first;
+  }
+  return wrapper;
+}
