@@ -41,6 +41,11 @@ MlirContext nn_context_create(void) {
   mlirContextAppendDialectRegistry(ctx, registry);
   mlirDialectRegistryDestroy(registry);
   mlirRegisterAllPasses();
+  // Builders create ops of these directly, so they must be loaded, not only
+  // registered (the parser loads dialects on demand, builders do not).
+  static const char *const eager[] = {"func", "shard", "arith", "tensor"};
+  for (size_t i = 0; i < sizeof eager / sizeof *eager; ++i)
+    mlirContextGetOrLoadDialect(ctx, str(eager[i]));
   if (mlirLogicalResultIsFailure(nn_load_dialect(ctx))) {
     mlirContextDestroy(ctx);
     return (MlirContext){NULL};

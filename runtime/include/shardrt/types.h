@@ -1,0 +1,62 @@
+// Basic runtime vocabulary shared by every part of libshardrt: element
+// types, reduction operators and DTensor-style placements.
+#ifndef SHARDRT_TYPES_H
+#define SHARDRT_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shardrt/status.h"
+
+/// Maximum tensor rank handled by the runtime.
+#define SRT_MAX_RANK 8
+
+/// Element types; the names match safetensors' dtype strings.
+typedef enum srt_dtype {
+  SRT_F64,
+  SRT_F32,
+  SRT_F16,
+  SRT_BF16,
+  SRT_I64,
+  SRT_I32,
+  SRT_I16,
+  SRT_I8,
+  SRT_U8,
+  SRT_BOOL,
+  SRT_DTYPE_COUNT,
+} srt_dtype;
+
+/// Size of one element in bytes (0 for an invalid dtype).
+size_t srt_dtype_size(srt_dtype dtype);
+
+/// safetensors' name of `dtype` ("F32", "BF16", ...); "?" if invalid.
+const char *srt_dtype_name(srt_dtype dtype);
+
+/// Parses a safetensors dtype name of `len` bytes; returns SRT_DTYPE_COUNT
+/// if it is not one of ours.
+srt_dtype srt_dtype_parse(const char *name, size_t len);
+
+/// Reductions of all-reduce and reduce-scatter.
+typedef enum srt_reduce_op { SRT_REDUCE_SUM, SRT_REDUCE_MAX } srt_reduce_op;
+
+/// How a tensor lives on one mesh axis (PyTorch DTensor's placements):
+/// Replicate, Shard(dim) (split evenly along `dim`, non-negative here) or
+/// Partial (each rank holds an addend; the value is their sum).
+typedef enum srt_placement_kind {
+  SRT_REPLICATE,
+  SRT_SHARD,
+  SRT_PARTIAL,
+} srt_placement_kind;
+
+typedef struct srt_placement {
+  srt_placement_kind kind;
+  int dim; // for SRT_SHARD
+} srt_placement;
+
+/// An in-place all-reduce of `count` float32 values over a process group,
+/// as a function pointer so that kernels needing one (vocabulary-parallel
+/// cross-entropy) do not depend on the communication backend.
+typedef srt_status (*srt_allreduce_f32_fn)(void *group, float *data,
+                                           int64_t count, srt_reduce_op op);
+
+#endif // SHARDRT_TYPES_H

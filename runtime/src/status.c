@@ -1,0 +1,67 @@
+// srt_status: heap-allocated error objects with code, location and message.
+#include "shardrt/status.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct srt_status_object {
+  srt_code code;
+  const char *file;
+  int line;
+  char message[];
+};
+
+// Returned when allocating a status fails; never freed.
+static struct {
+  struct srt_status_object head;
+  char text[32];
+} oom_status = {{SRT_RESOURCE_EXHAUSTED, __FILE__, __LINE__}, "out of memory"};
+
+srt_status srt_status_make(srt_code code, const char *file, int line,
+                           const char *fmt, ...) {
+  if (code == SRT_OK)
+    return NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    n = 0;
+  struct srt_status_object *s = malloc(sizeof *s + (size_t)n + 1);
+  if (!s)
+    return &oom_status.head;
+  s->code = code;
+  s->file = file;
+  s->line = line;
+  va_start(ap, fmt);
+  vsnprintf(s->message, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+srt_code srt_status_code(srt_status s) { return s ? s->code : SRT_OK; }
+
+const char *srt_status_message(srt_status s) { return s ? s->message : ""; }
+
+const char *srt_code_name(srt_code code) {
+  static const char *const names[] = {
+      "OK", "INVALID_ARGUMENT", "OUT_OF_RANGE", "NOT_FOUND", "DATA_LOSS", "IO",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "UNAVAILABLE", "INTERNAL"};
+  return (unsigned)code < sizeof names / sizeof *names ? names[code] : "UNKNOWN";
+}
+
+const char *srt_status_format(srt_status s, char *buf, unsigned long len) {
+  if (!s)
+    snprintf(buf, len, "OK");
+  else
+    snprintf(buf, len, "%s:%d: %s: %s", s->file, s->line, srt_code_name(s->code),
+             s->message);
+  return buf;
+}
+
+void srt_status_free(srt_status s) {
+  if (s && s != &oom_status.head)
+    free(s);
+}
