@@ -23,6 +23,8 @@ __attribute__((format(printf, 2, 3))) static void fail(checker *c,
   char msg[768];
   MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(c->op));
   MlirStringRef module = nn_module_of(c->op);
+  if (module.length == 0)
+    module = mlirStringRefCreateFromCString("no nn.module");
   int n = snprintf(msg, sizeof msg, "'%.*s' (%.*s): ", (int)name.length,
                    name.data, (int)module.length, module.data);
   va_list ap;

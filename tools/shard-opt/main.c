@@ -179,6 +179,9 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
   }
   mlirPassManagerEnableVerifier(pm, o->verify_each);
   if (o->print_before_all || o->print_after_all || o->print_after_failure) {
+    // Printing the whole module after a nested pass requires a single thread
+    // (MLIR aborts otherwise); mlir-opt makes the same choice.
+    mlirContextEnableMultithreading(ctx, false);
     MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
     mlirPassManagerEnableIRPrinting(pm, o->print_before_all, o->print_after_all,
                                     true, false, o->print_after_failure, flags,
