@@ -1,0 +1,71 @@
+// Collectives on a process group of a context (world, dp, tp, dp_cp):
+// all-reduce, all-gather and reduce-scatter along any tensor dimension,
+// all-to-all (Shard(a) -> Shard(b)) and broadcast, through MPI on the CPU.
+#ifndef SHARDRT_COLLECTIVES_H
+#define SHARDRT_COLLECTIVES_H
+
+#include <stdint.h>
+
+#include "shardrt/context.h"
+#include "shardrt/status.h"
+#include "shardrt/types.h"
+
+// Conventions for every function below:
+// - Collective: every rank of `group` calls it with the same dtype, shapes,
+//   dims, op and root (the SPMD program guarantees this; a rank passing
+//   different arguments is a caller bug that MPI may detect or hang on).
+//   Argument errors are found before any communication and depend only on
+//   those shared arguments, so all ranks fail alike and nobody waits.
+// - Tensors are row-major and contiguous; `ndim` <= SRT_MAX_RANK.
+// - Buffers belong to the caller; `in` and `out` must not overlap.
+// - Dtypes: reductions take F32, F64, I32, I64 (SUM and MAX; MAX of a NaN
+//   is whatever MPI does, so check finiteness separately); data movement
+//   (gather, all-to-all, broadcast) takes every dtype, 16-bit floats as bits.
+// - Per-rank element counts must fit in an int (MPI's count type); larger
+//   messages give SRT_OUT_OF_RANGE.
+// - Gathers and scatters along a dim other than the outermost non-trivial
+//   one pack into the context's scratch buffer (grown once to the largest
+//   message, see srt_context_options.scratch_bytes) and unpack from it.
+// - Errors: SRT_INVALID_ARGUMENT for a bad dim, dtype, op, root or a size
+//   not divisible by the group size; SRT_UNAVAILABLE for an MPI failure,
+//   naming the call, the group and this rank.
+
+/// In place: data[i] = op over the group of every rank's data[i],
+/// `count` elements.
+srt_status srt_all_reduce(srt_group *group, void *data, int64_t count,
+                          srt_dtype dtype, srt_reduce_op op);
+
+/// Concatenates every rank's `in` (shape local_shape[0..ndim)) along `dim`
+/// in group-rank order into `out` (local_shape with dim scaled by the group
+/// size): Shard(dim) -> Replicate.
+srt_status srt_all_gather(srt_group *group, const void *in, void *out,
+                          srt_dtype dtype, int ndim, const int64_t *local_shape,
+                          int dim);
+
+/// Reduces `in` (shape full_shape[0..ndim)) over the group with `op` and
+/// leaves this rank's chunk along `dim` in `out` (full_shape with dim
+/// divided by the group size): Partial -> Shard(dim).
+srt_status srt_reduce_scatter(srt_group *group, const void *in, void *out,
+                              srt_dtype dtype, int ndim, const int64_t *full_shape,
+                              int dim, srt_reduce_op op);
+
+/// Reshards Shard(from_dim) -> Shard(to_dim): `in` is this rank's shard
+/// (shape in_shape: from_dim already split, to_dim whole); `out` gets the
+/// shard with from_dim whole and to_dim split (in_shape[from_dim] * size,
+/// in_shape[to_dim] / size). from_dim == to_dim copies `in` to `out`.
+srt_status srt_all_to_all(srt_group *group, const void *in, void *out,
+                          srt_dtype dtype, int ndim, const int64_t *in_shape,
+                          int from_dim, int to_dim);
+
+/// In place: every rank's `data` (count elements) becomes `root`'s
+/// (root is a rank in the group).
+srt_status srt_broadcast(srt_group *group, void *data, int64_t count,
+                         srt_dtype dtype, int root);
+
+/// srt_all_reduce on F32 data with `group` an srt_group*; has the type
+/// srt_allreduce_f32_fn, for kernels that must not depend on the backend
+/// (vocabulary-parallel cross-entropy: pass it with the tp group).
+srt_status srt_allreduce_f32(void *group, float *data, int64_t count,
+                             srt_reduce_op op);
+
+#endif // SHARDRT_COLLECTIVES_H

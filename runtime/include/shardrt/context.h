@@ -1,0 +1,103 @@
+// srt_context: the runtime's one piece of mutable state per process — MPI,
+// the dp x tp mesh, its communicators (world, dp, tp, dp_cp, created once)
+// and the buffers the runtime allocates up front (arena, collective scratch).
+#ifndef SHARDRT_CONTEXT_H
+#define SHARDRT_CONTEXT_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#include "shardrt/arena.h"
+#include "shardrt/mesh.h"
+#include "shardrt/status.h"
+
+//===----------------------------------------------------------------------===//
+// Groups
+//===----------------------------------------------------------------------===//
+
+/// The process groups of a context. Each is one MPI communicator created by
+/// srt_context_create and freed by srt_context_destroy; collectives never
+/// create communicators.
+typedef enum srt_group_kind {
+  SRT_GROUP_WORLD, ///< every rank of the mesh (a duplicate of the caller's comm)
+  SRT_GROUP_DP,    ///< ranks with the same tp coordinate (size dp)
+  SRT_GROUP_TP,    ///< ranks with the same dp coordinate (size tp)
+  SRT_GROUP_DP_CP, ///< dp x context-parallel ranks; no CP yet, so = dp members
+  SRT_GROUP_COUNT,
+} srt_group_kind;
+
+/// A process group. Owned by its context; valid until srt_context_destroy.
+/// A group's rank within it equals the rank's mesh coordinate on that axis
+/// (dp index in dp and dp_cp, tp index in tp).
+typedef struct srt_group srt_group;
+
+/// Size of the group (>= 1).
+int srt_group_size(const srt_group *group);
+
+/// This process's rank in the group, 0 <= rank < size.
+int srt_group_rank(const srt_group *group);
+
+/// "world", "dp", "tp" or "dp_cp" (used in error messages).
+const char *srt_group_name(const srt_group *group);
+
+/// The group's MPI communicator, for callers who want to add their own MPI
+/// traffic. Owned by the context: do not free it.
+MPI_Comm srt_group_comm(const srt_group *group);
+
+//===----------------------------------------------------------------------===//
+// Context
+//===----------------------------------------------------------------------===//
+
+typedef struct srt_context srt_context;
+
+/// What srt_context_create builds. Start from srt_context_default_options().
+typedef struct srt_context_options {
+  int dp;               ///< data-parallel size; <= 0: world size / tp
+  int tp;               ///< tensor-parallel size (>= 1)
+  MPI_Comm comm;        ///< the processes of the mesh; MPI_COMM_NULL: MPI_COMM_WORLD
+  size_t arena_bytes;   ///< size of the per-rank arena (srt_context_arena); 0: none
+  size_t scratch_bytes; ///< initial collective scratch (grows on demand if short)
+} srt_context_options;
+
+/// dp = 0 (inferred), tp = 1, comm = MPI_COMM_NULL, no arena, no scratch.
+srt_context_options srt_context_default_options(void);
+
+/// Creates a context. Collective over `options->comm`: every rank must call
+/// it with the same dp and tp (checked: a mismatch fails on every rank).
+///
+/// Initialises MPI (MPI_Init) if nobody has; then srt_context_destroy also
+/// finalises it, and MPI cannot be initialised again in this process — so a
+/// program that creates several contexts initialises MPI itself. Duplicates
+/// `comm` (the runtime's traffic never mixes with the caller's), sets
+/// MPI_ERRORS_RETURN on every communicator so that MPI failures come back
+/// as statuses, then splits it once into the dp, tp and dp_cp groups.
+///
+/// Errors: SRT_FAILED_PRECONDITION when the world size is not dp x tp (the
+/// message names both numbers) or MPI was already finalised;
+/// SRT_INVALID_ARGUMENT for a bad option or ranks disagreeing on the mesh;
+/// SRT_UNAVAILABLE for an MPI failure (naming the call); SRT_RESOURCE_EXHAUSTED
+/// when the arena cannot be allocated. On error *out is NULL and nothing leaks.
+srt_status srt_context_create(const srt_context_options *options,
+                              srt_context **out);
+
+/// Frees the communicators, arena and scratch, and finalises MPI if
+/// srt_context_create initialised it. Collective (MPI_Comm_free). NULL is
+/// fine. Always releases everything; returns the first MPI error, if any.
+srt_status srt_context_destroy(srt_context *ctx);
+
+/// The mesh shape.
+const srt_mesh *srt_context_mesh(const srt_context *ctx);
+
+/// This rank's world rank (its rank in the communicator given at creation).
+int srt_context_rank(const srt_context *ctx);
+
+/// This rank's mesh coordinate: coord[SRT_MESH_DP], coord[SRT_MESH_TP].
+void srt_context_coord(const srt_context *ctx, int coord[SRT_MESH_NDIMS]);
+
+/// The group `kind` (owned by ctx).
+srt_group *srt_context_group(srt_context *ctx, srt_group_kind kind);
+
+/// The per-rank arena (owned by ctx), or NULL if options.arena_bytes was 0.
+srt_arena *srt_context_arena(srt_context *ctx);
+
+#endif // SHARDRT_CONTEXT_H

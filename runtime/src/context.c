@@ -1,0 +1,209 @@
+// srt_context: MPI start-up, the dp x tp mesh and its communicators, created
+// once; the arena and the collective scratch; clean shutdown.
+#include "context_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kGroupNames[SRT_GROUP_COUNT] = {
+    [SRT_GROUP_WORLD] = "world",
+    [SRT_GROUP_DP] = "dp",
+    [SRT_GROUP_TP] = "tp",
+    [SRT_GROUP_DP_CP] = "dp_cp",
+};
+
+srt_status srt_mpi_error(int rc, const char *call, const srt_group *group,
+                         const char *file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = "";
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+    strcpy(text, "unknown MPI error");
+  if (!group || group->comm == MPI_COMM_NULL)
+    return srt_status_make(SRT_UNAVAILABLE, file, line,
+                           "%s failed while creating group '%s' (world rank "
+                           "%d): %s (MPI error %d)",
+                           call, group ? group->name : "?",
+                           group ? group->world_rank : -1, text, rc);
+  return srt_status_make(SRT_UNAVAILABLE, file, line,
+                         "%s failed on group '%s' (rank %d of %d, world rank "
+                         "%d): %s (MPI error %d)",
+                         call, group->name, group->rank, group->size,
+                         group->world_rank, text, rc);
+}
+
+srt_context_options srt_context_default_options(void) {
+  srt_context_options o;
+  memset(&o, 0, sizeof o);
+  o.dp = 0;
+  o.tp = 1;
+  o.comm = MPI_COMM_NULL;
+  return o;
+}
+
+// Splits the world communicator into `g` by `color`, ordered by `key`, and
+// checks that the rank in the group is the expected mesh coordinate.
+static srt_status split_group(srt_context *ctx, srt_group *g, int color, int key) {
+  srt_group *world = &ctx->groups[SRT_GROUP_WORLD];
+  SRT_MPI(world, MPI_Comm_split(world->comm, color, key, &g->comm));
+  SRT_MPI(g, MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN));
+  SRT_MPI(g, MPI_Comm_size(g->comm, &g->size));
+  SRT_MPI(g, MPI_Comm_rank(g->comm, &g->rank));
+  if (g->rank != key)
+    return SRT_ERROR(SRT_INTERNAL,
+                     "group '%s': world rank %d has group rank %d, expected "
+                     "its mesh coordinate %d",
+                     g->name, g->world_rank, g->rank, key);
+  return NULL;
+}
+
+static srt_status build(srt_context *ctx, const srt_context_options *o) {
+  srt_group *world = &ctx->groups[SRT_GROUP_WORLD];
+  MPI_Comm parent = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
+  SRT_MPI(world, MPI_Comm_dup(parent, &world->comm));
+  SRT_MPI(world, MPI_Comm_set_errhandler(world->comm, MPI_ERRORS_RETURN));
+  SRT_MPI(world, MPI_Comm_size(world->comm, &world->size));
+  SRT_MPI(world, MPI_Comm_rank(world->comm, &world->rank));
+  for (int k = 0; k < SRT_GROUP_COUNT; ++k)
+    ctx->groups[k].world_rank = world->rank;
+
+  // Every rank must build the same mesh, or the splits below would pair
+  // ranks wrongly; one small all-reduce tells every rank at once.
+  int v[4] = {o->dp, o->tp, -o->dp, -o->tp};
+  SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT, MPI_MAX, world->comm));
+  if (v[0] != o->dp || v[1] != o->tp || -v[2] != o->dp || -v[3] != o->tp)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "context: ranks disagree on the mesh: world rank %d has "
+                     "dp=%d tp=%d, others range over dp=%d..%d tp=%d..%d",
+                     world->rank, o->dp, o->tp, -v[2], v[0], -v[3], v[1]);
+  SRT_RETURN_IF_ERROR(srt_mesh_init(&ctx->mesh, world->size, o->dp, o->tp));
+  srt_mesh_coord(&ctx->mesh, world->rank, ctx->coord);
+  int dpi = ctx->coord[SRT_MESH_DP], tpi = ctx->coord[SRT_MESH_TP];
+
+  // tp: same dp index, ordered by tp index; dp and dp_cp: same tp index.
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_TP], dpi, tpi));
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP], tpi, dpi));
+  // No context parallelism yet: dp_cp has dp's members, but is its own
+  // communicator so that adding CP changes only this split.
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP_CP], tpi, dpi));
+
+  if (o->arena_bytes) {
+    SRT_RETURN_IF_ERROR(srt_arena_init(&ctx->arena, o->arena_bytes));
+    ctx->has_arena = 1;
+  }
+  if (o->scratch_bytes) {
+    void *p;
+    SRT_RETURN_IF_ERROR(srt_context_scratch(ctx, o->scratch_bytes, &p));
+  }
+  return NULL;
+}
+
+// Frees what `ctx` holds; returns the first MPI error.
+static srt_status release(srt_context *ctx) {
+  srt_status first = NULL;
+  for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
+    srt_group *g = &ctx->groups[k];
+    if (g->comm == MPI_COMM_NULL)
+      continue;
+    int rc = MPI_Comm_free(&g->comm);
+    if (rc != MPI_SUCCESS && !first)
+      first = srt_mpi_error(rc, "MPI_Comm_free(&g->comm)", g, __FILE__, __LINE__);
+    g->comm = MPI_COMM_NULL;
+  }
+  srt_arena_destroy(&ctx->arena);
+  free(ctx->scratch);
+  if (ctx->owns_mpi) {
+    int rc = MPI_Finalize();
+    if (rc != MPI_SUCCESS && !first)
+      first = srt_mpi_error(rc, "MPI_Finalize()", NULL, __FILE__, __LINE__);
+  }
+  free(ctx);
+  return first;
+}
+
+srt_status srt_context_create(const srt_context_options *options,
+                              srt_context **out) {
+  *out = NULL;
+  if (!options)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "context: options is NULL");
+  if (options->tp < 1)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "context: tp must be >= 1, got %d",
+                     options->tp);
+  int flag = 0;
+  MPI_Finalized(&flag);
+  if (flag)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "context: MPI was already finalised in this process");
+  srt_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "context: out of memory");
+  for (int k = 0; k < SRT_GROUP_COUNT; ++k) {
+    ctx->groups[k].comm = MPI_COMM_NULL;
+    ctx->groups[k].name = kGroupNames[k];
+    ctx->groups[k].world_rank = -1; // until MPI_Comm_rank tells
+    ctx->groups[k].ctx = ctx;
+  }
+  MPI_Initialized(&flag);
+  if (!flag) {
+    int rc = MPI_Init(NULL, NULL);
+    if (rc != MPI_SUCCESS) {
+      free(ctx);
+      return srt_mpi_error(rc, "MPI_Init(NULL, NULL)", NULL, __FILE__, __LINE__);
+    }
+    ctx->owns_mpi = 1;
+  }
+  srt_status s = build(ctx, options);
+  if (s) {
+    // Release communicators (and MPI, if we started it: the process is left
+    // as it was, except that MPI cannot be initialised again).
+    srt_status_free(release(ctx));
+    return s;
+  }
+  *out = ctx;
+  return NULL;
+}
+
+srt_status srt_context_destroy(srt_context *ctx) {
+  return ctx ? release(ctx) : NULL;
+}
+
+const srt_mesh *srt_context_mesh(const srt_context *ctx) { return &ctx->mesh; }
+
+int srt_context_rank(const srt_context *ctx) {
+  return ctx->groups[SRT_GROUP_WORLD].rank;
+}
+
+void srt_context_coord(const srt_context *ctx, int coord[SRT_MESH_NDIMS]) {
+  coord[SRT_MESH_DP] = ctx->coord[SRT_MESH_DP];
+  coord[SRT_MESH_TP] = ctx->coord[SRT_MESH_TP];
+}
+
+srt_group *srt_context_group(srt_context *ctx, srt_group_kind kind) {
+  return (unsigned)kind < SRT_GROUP_COUNT ? &ctx->groups[kind] : NULL;
+}
+
+srt_arena *srt_context_arena(srt_context *ctx) {
+  return ctx->has_arena ? &ctx->arena : NULL;
+}
+
+srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out) {
+  if (bytes <= ctx->scratch_bytes) {
+    *out = ctx->scratch;
+    return NULL;
+  }
+  size_t rounded = (bytes + SRT_ARENA_ALIGN - 1) / SRT_ARENA_ALIGN * SRT_ARENA_ALIGN;
+  void *p = aligned_alloc(SRT_ARENA_ALIGN, rounded);
+  if (!p)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "collective scratch: cannot allocate %zu bytes (world rank %d)",
+                     rounded, ctx->groups[SRT_GROUP_WORLD].world_rank);
+  free(ctx->scratch);
+  ctx->scratch = p;
+  ctx->scratch_bytes = rounded;
+  *out = p;
+  return NULL;
+}
+
+int srt_group_size(const srt_group *group) { return group->size; }
+int srt_group_rank(const srt_group *group) { return group->rank; }
+const char *srt_group_name(const srt_group *group) { return group->name; }
+MPI_Comm srt_group_comm(const srt_group *group) { return group->comm; }

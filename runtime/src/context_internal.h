@@ -1,0 +1,49 @@
+// Internal layout of srt_context and srt_group, shared by context.c and the
+// files that talk MPI (collectives.c), plus SRT_MPI: the one-word check that
+// turns an MPI error code into an srt_status naming the call, group and rank.
+#ifndef SHARDRT_CONTEXT_INTERNAL_H
+#define SHARDRT_CONTEXT_INTERNAL_H
+
+#include "shardrt/context.h"
+
+struct srt_group {
+  MPI_Comm comm;       // MPI_COMM_NULL until created
+  int size;
+  int rank;            // rank in the group
+  int world_rank;      // for messages
+  const char *name;    // "world", "dp", "tp", "dp_cp"
+  srt_context *ctx;    // owner (for the scratch buffer)
+};
+
+struct srt_context {
+  srt_mesh mesh;
+  int coord[SRT_MESH_NDIMS];
+  int owns_mpi;        // srt_context_create called MPI_Init
+  srt_group groups[SRT_GROUP_COUNT];
+  srt_arena arena;
+  int has_arena;
+  // Collective scratch: packing buffers for gathers/scatters along dims
+  // other than 0. Grows to the largest request, then stays.
+  void *scratch;
+  size_t scratch_bytes;
+};
+
+/// Makes the status for MPI error code `rc` returned by `call` on `group`.
+srt_status srt_mpi_error(int rc, const char *call, const srt_group *group,
+                         const char *file, int line);
+
+/// Evaluates the MPI call `call`; on an error code returns, from the
+/// enclosing function, an SRT_UNAVAILABLE status naming the call text, the
+/// group `g`, its rank and the world rank, and MPI's error string.
+#define SRT_MPI(g, call)                                                       \
+  do {                                                                         \
+    int srt_mpi_rc_ = (call);                                                  \
+    if (srt_mpi_rc_ != MPI_SUCCESS)                                            \
+      return srt_mpi_error(srt_mpi_rc_, #call, (g), __FILE__, __LINE__);      \
+  } while (0)
+
+/// A scratch buffer of at least `bytes` bytes owned by the group's context
+/// (64-byte aligned, contents undefined; valid until the next call).
+srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out);
+
+#endif // SHARDRT_CONTEXT_INTERNAL_H

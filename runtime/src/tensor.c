@@ -1,0 +1,139 @@
+// srt_tensor: placements, local shapes and offsets of Shard(d), allocation.
+#include "shardrt/tensor.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const kAxisNames[SRT_MESH_NDIMS] = {"dp", "tp"};
+
+srt_placement srt_replicate(void) { return (srt_placement){SRT_REPLICATE, 0}; }
+srt_placement srt_shard(int dim) { return (srt_placement){SRT_SHARD, dim}; }
+srt_placement srt_partial(void) { return (srt_placement){SRT_PARTIAL, 0}; }
+
+int64_t srt_shape_numel(int ndim, const int64_t *shape) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; ++d)
+    n *= shape[d];
+  return n;
+}
+
+// Walks the mesh axes in order, splitting `cur` (starts as the global shape)
+// and, if `coord` is given, accumulating the shard's start into `offset`.
+static srt_status split(const char *name, int ndim, const int64_t *global_shape,
+                        const srt_placement placements[SRT_MESH_NDIMS],
+                        const srt_mesh *mesh, const int *coord, int64_t *cur,
+                        int64_t *offset) {
+  if (!name)
+    name = "?";
+  if (ndim < 0 || ndim > SRT_MAX_RANK)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "tensor '%s': rank %d outside [0, %d]", name, ndim, SRT_MAX_RANK);
+  for (int d = 0; d < ndim; ++d) {
+    if (global_shape[d] < 0)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "tensor '%s': dim %d has size %lld",
+                       name, d, (long long)global_shape[d]);
+    cur[d] = global_shape[d];
+    if (offset)
+      offset[d] = 0;
+  }
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
+    srt_placement p = placements[axis];
+    int n = mesh->shape[axis];
+    if (p.kind == SRT_REPLICATE || p.kind == SRT_PARTIAL)
+      continue;
+    if (p.kind != SRT_SHARD)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "tensor '%s': unknown placement kind %d on mesh axis %s",
+                       name, (int)p.kind, kAxisNames[axis]);
+    if (p.dim < 0 || p.dim >= ndim)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "tensor '%s': Shard(%d) on mesh axis %s, but the tensor "
+                       "has rank %d",
+                       name, p.dim, kAxisNames[axis], ndim);
+    if (cur[p.dim] % n != 0)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "tensor '%s': dim %d of size %lld is not divisible by "
+                       "%s=%d (Shard(%d) on mesh axis %s)",
+                       name, p.dim, (long long)cur[p.dim], kAxisNames[axis], n,
+                       p.dim, kAxisNames[axis]);
+    cur[p.dim] /= n;
+    if (offset)
+      offset[p.dim] += (int64_t)coord[axis] * cur[p.dim];
+  }
+  return NULL;
+}
+
+srt_status srt_local_shape(const char *name, int ndim, const int64_t *global_shape,
+                           const srt_placement placements[SRT_MESH_NDIMS],
+                           const srt_mesh *mesh, int64_t *local_shape) {
+  return split(name, ndim, global_shape, placements, mesh, NULL, local_shape, NULL);
+}
+
+srt_status srt_local_offset(const char *name, int ndim, const int64_t *global_shape,
+                            const srt_placement placements[SRT_MESH_NDIMS],
+                            const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
+                            int64_t *offset) {
+  int64_t cur[SRT_MAX_RANK];
+  return split(name, ndim, global_shape, placements, mesh, coord, cur, offset);
+}
+
+srt_status srt_tensor_init(srt_tensor *t, const char *name, srt_dtype dtype,
+                           int ndim, const int64_t *global_shape,
+                           const srt_placement placements[SRT_MESH_NDIMS],
+                           const srt_mesh *mesh) {
+  memset(t, 0, sizeof *t);
+  if (srt_dtype_size(dtype) == 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "tensor '%s': invalid dtype %d",
+                     name ? name : "?", (int)dtype);
+  SRT_RETURN_IF_ERROR(
+      srt_local_shape(name, ndim, global_shape, placements, mesh, t->local_shape));
+  t->name = name;
+  t->dtype = dtype;
+  t->ndim = ndim;
+  memcpy(t->global_shape, global_shape, (size_t)ndim * sizeof *global_shape);
+  t->placements[SRT_MESH_DP] = placements[SRT_MESH_DP];
+  t->placements[SRT_MESH_TP] = placements[SRT_MESH_TP];
+  return NULL;
+}
+
+int64_t srt_tensor_local_numel(const srt_tensor *t) {
+  return srt_shape_numel(t->ndim, t->local_shape);
+}
+
+size_t srt_tensor_local_bytes(const srt_tensor *t) {
+  return (size_t)srt_tensor_local_numel(t) * srt_dtype_size(t->dtype);
+}
+
+srt_status srt_tensor_alloc(srt_tensor *t) {
+  if (t->data)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION, "tensor '%s': already has data",
+                     t->name ? t->name : "?");
+  size_t bytes = srt_tensor_local_bytes(t);
+  size_t rounded = (bytes + SRT_ARENA_ALIGN - 1) / SRT_ARENA_ALIGN * SRT_ARENA_ALIGN;
+  void *p = aligned_alloc(SRT_ARENA_ALIGN, rounded ? rounded : SRT_ARENA_ALIGN);
+  if (!p)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "tensor '%s': cannot allocate %zu bytes", t->name ? t->name : "?",
+                     bytes);
+  memset(p, 0, rounded);
+  t->data = p;
+  t->owns_data = 1;
+  return NULL;
+}
+
+srt_status srt_tensor_alloc_in(srt_tensor *t, srt_arena *arena) {
+  if (t->data)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION, "tensor '%s': already has data",
+                     t->name ? t->name : "?");
+  SRT_RETURN_IF_ERROR(
+      srt_arena_alloc(arena, srt_tensor_local_bytes(t), t->name, &t->data));
+  t->owns_data = 0;
+  return NULL;
+}
+
+void srt_tensor_release(srt_tensor *t) {
+  if (t->owns_data)
+    free(t->data);
+  t->data = NULL;
+  t->owns_data = 0;
+}
