@@ -205,16 +205,17 @@ srt_status srt_all_to_all(srt_group *g, const void *in, void *out, srt_dtype dty
   SRT_RETURN_IF_ERROR(check_dtype(g, what, dtype, 0, &t));
   SRT_RETURN_IF_ERROR(check_shape(g, what, ndim, in_shape, from_dim));
   SRT_RETURN_IF_ERROR(check_shape(g, what, ndim, in_shape, to_dim));
-  if (in_shape[to_dim] % g->size != 0)
-    return bad_arg(g, what,
-                   "to_dim size not divisible by the group size (size, group)",
-                   (long long)in_shape[to_dim], g->size);
   int64_t total = srt_shape_numel(ndim, in_shape), count = total / g->size;
   SRT_RETURN_IF_ERROR(check_count(g, what, total));
   size_t elem = srt_dtype_size(dtype), bytes = (size_t)total * elem;
+  int same = g->size == 1 || from_dim == to_dim; // the shard stays as it is
+  if (!same && in_shape[to_dim] % g->size != 0)
+    return bad_arg(g, what,
+                   "to_dim size not divisible by the group size (size, group)",
+                   (long long)in_shape[to_dim], g->size);
   if (total == 0)
     return NULL;
-  if (g->size == 1 || from_dim == to_dim) {
+  if (same) {
     memcpy(out, in, bytes);
     return NULL;
   }

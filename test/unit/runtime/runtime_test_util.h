@@ -1,0 +1,58 @@
+// Helpers shared by the runtime unit tests: a status assertion that prints
+// the message, a deterministic random generator, and MPI start-up.
+#ifndef SHARD_TEST_RUNTIME_TEST_UTIL_H
+#define SHARD_TEST_RUNTIME_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "shardrt/status.h"
+
+/// Fails the test with the status text unless `expr` returns OK.
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    srt_status st_ = (expr);                                                   \
+    if (st_) {                                                                 \
+      char buf_[1024];                                                         \
+      srt_status_format(st_, buf_, sizeof buf_);                               \
+      srt_status_free(st_);                                                    \
+      fail_msg("%s", buf_);                                                    \
+    }                                                                          \
+  } while (0)
+
+/// Asserts that `expr` fails with `code` and a message containing `needle`.
+#define ASSERT_ERROR(expr, code, needle)                                       \
+  do {                                                                         \
+    srt_status st_ = (expr);                                                   \
+    assert_non_null(st_);                                                      \
+    char buf_[1024];                                                           \
+    srt_status_format(st_, buf_, sizeof buf_);                                 \
+    int code_ok_ = srt_status_code(st_) == (code);                             \
+    int text_ok_ = strstr(srt_status_message(st_), (needle)) != NULL;          \
+    srt_status_free(st_);                                                      \
+    if (!code_ok_ || !text_ok_)                                                \
+      fail_msg("expected %s with \"%s\", got: %s", srt_code_name(code),        \
+               (needle), buf_);                                                \
+  } while (0)
+
+/// splitmix64: a small, seedable generator so every rank can regenerate
+/// the same "global" data independently.
+static inline uint64_t test_rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// Uniform in [0, 1).
+static inline double test_rng_uniform(uint64_t *s) {
+  return (double)(test_rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+#endif // SHARD_TEST_RUNTIME_TEST_UTIL_H
