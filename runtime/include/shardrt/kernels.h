@@ -1,0 +1,363 @@
+// CPU kernels of libshardrt: one fp32 forward and backward per `nn` op
+// (dialects/nn.irdl.mlir), plain float pointers and explicit sizes, row-major.
+//
+// Conventions shared by every kernel here (they are the `nn` dialect's):
+// - activations are [B, S, F] contiguous; a kernel that treats every token
+//   alike takes `n` = B * S rows (or `n` elements for elementwise ops);
+// - attention activations keep heads folded in the last dim: q and out are
+//   [B, S, H * hd], k and v are [B, S, KV * hd];
+// - linear weights are [out, in] (torch.nn.Linear): y = x W^T + b;
+// - backward kernels ACCUMULATE (+=) into parameter gradients and WRITE (=)
+//   input gradients, unless the doc comment says otherwise;
+// - pointers named by the caller are not retained; no kernel allocates
+//   memory: scratch space is passed in, sized by the documented formula;
+// - no kernel keeps state between calls; kernels are reentrant.
+// Kernels whose only failure is a violated precondition return void; the
+// others return srt_status (NULL = OK). Sizes are element counts.
+#ifndef SHARDRT_KERNELS_H
+#define SHARDRT_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shardrt/status.h"
+#include "shardrt/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+//===----------------------------------------------------------------------===//
+// embedding (runtime/cpu/embedding.c)
+//===----------------------------------------------------------------------===//
+
+/// Token embedding with a local vocabulary range (vocabulary-parallel
+/// embedding, torch's RowwiseParallel on nn.Embedding):
+///   out[t, :] = scale * weight[ids[t] - vocab_start, :]
+///                 if vocab_start <= ids[t] < vocab_start + local_vocab,
+///   out[t, :] = 0 otherwise (another rank owns the row; the all-reduce of
+///                 the Partial result assembles the full embedding).
+/// out: [n, hidden]; ids: [n] (int64, any values); weight: [local_vocab, hidden].
+/// scale: 1.0f, or Gemma's sqrt(hidden) rounded to the weight dtype.
+/// Preconditions: n, hidden, local_vocab >= 0; out does not overlap weight.
+void srt_cpu_embedding_forward(float *out, const int64_t *ids,
+                               const float *weight, int64_t n, int64_t hidden,
+                               int64_t vocab_start, int64_t local_vocab,
+                               float scale);
+
+/// Gradient of srt_cpu_embedding_forward with respect to the weight:
+///   dweight[ids[t] - vocab_start, :] += scale * dout[t, :]  (ids in range).
+/// ACCUMULATES into dweight [local_vocab, hidden]; dout: [n, hidden]. Rows hit
+/// by several tokens receive the sum of their gradients. ids have no gradient.
+void srt_cpu_embedding_backward(float *dweight, const float *dout,
+                                const int64_t *ids, int64_t n, int64_t hidden,
+                                int64_t vocab_start, int64_t local_vocab,
+                                float scale);
+
+//===----------------------------------------------------------------------===//
+// linear (runtime/cpu/linear.c)
+//===----------------------------------------------------------------------===//
+
+/// y = x W^T (+ b), torch.nn.Linear, through one cblas_sgemm.
+/// y: [n, out]; x: [n, in]; weight: [out, in]; bias: [out] or NULL.
+/// Errors: SRT_INVALID_ARGUMENT when a size is negative or does not fit the
+/// BLAS integer (int).
+srt_status srt_cpu_linear_forward(float *y, const float *x, const float *weight,
+                                  const float *bias, int64_t n, int64_t in,
+                                  int64_t out);
+
+/// Gradients of srt_cpu_linear_forward given dy [n, out]:
+///   dx  = dy W            [n, in]   WRITTEN (skipped when dx is NULL);
+///   dw += dy^T x          [out, in] ACCUMULATED (skipped when NULL);
+///   db += sum_t dy[t, :]  [out]     ACCUMULATED (skipped when NULL).
+/// Errors: as srt_cpu_linear_forward.
+srt_status srt_cpu_linear_backward(float *dx, float *dweight, float *dbias,
+                                   const float *dy, const float *x,
+                                   const float *weight, int64_t n, int64_t in,
+                                   int64_t out);
+
+//===----------------------------------------------------------------------===//
+// rms_norm (runtime/cpu/rms_norm.c)
+//===----------------------------------------------------------------------===//
+
+/// RMSNorm in fp32 (Hugging Face LlamaRMSNorm / Gemma3RMSNorm):
+///   y = (offset + w) * x / sqrt(mean(x^2) + eps)
+/// where the mean runs over groups of `group` consecutive elements of the
+/// last dim: group = features for a plain norm, group = head_dim for the
+/// per-head q_norm/k_norm of Qwen3/Gemma3 on [B, S, heads * head_dim]
+/// (group = 0 means features).
+/// y, x: [n, features]; weight: [group]; offset: 0.0f, or 1.0f for Gemma's
+/// (1 + w). Sums of squares accumulate in double. y may equal x (in place).
+/// Preconditions: group divides features; eps > 0 or no all-zero group.
+void srt_cpu_rms_norm_forward(float *y, const float *x, const float *weight,
+                              int64_t n, int64_t features, int64_t group,
+                              float eps, float offset);
+
+/// Gradients of srt_cpu_rms_norm_forward given dy (same shape as x). With
+/// r = 1/sqrt(mean(x^2) + eps) per group and g = offset + w:
+///   dx_i  = r g_i dy_i - r^3 x_i / group * sum_j g_j dy_j x_j   WRITTEN
+///   dw_j += sum over groups of dy_j x_j r                       ACCUMULATED
+/// The 1/rms is recomputed from x (no saved statistics). dx or dweight may be
+/// NULL to skip it. dx must not alias x or dy.
+void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
+                               const float *x, const float *weight, int64_t n,
+                               int64_t features, int64_t group, float eps,
+                               float offset);
+
+//===----------------------------------------------------------------------===//
+// rotary (runtime/cpu/rotary.c)
+//===----------------------------------------------------------------------===//
+
+/// RoPE frequency scaling; rope_type "default" is no scaling (pass NULL).
+typedef enum srt_rope_type { SRT_ROPE_DEFAULT, SRT_ROPE_LLAMA3 } srt_rope_type;
+
+/// Rotary-embedding parameters (Hugging Face config names).
+typedef struct srt_rope_config {
+  int64_t head_dim;     ///< rotated dims per head; even
+  double theta;         ///< rope_theta (base), > 0
+  srt_rope_type type;   ///< default or llama3
+  // llama3 only (rope_scaling / rope_parameters):
+  double factor;                            ///< e.g. 8 (Llama 3.1), 32 (3.2)
+  double low_freq_factor;                   ///< e.g. 1
+  double high_freq_factor;                  ///< e.g. 4; > low_freq_factor
+  double original_max_position_embeddings;  ///< e.g. 8192
+} srt_rope_config;
+
+/// The head_dim/2 inverse frequencies of `config`, as Hugging Face's
+/// _compute_default_rope_parameters: inv_freq[i] = theta^(-2i/head_dim), and
+/// for llama3 as _compute_llama3_parameters: with wavelen = 2 pi / inv_freq,
+/// low = L / low_freq_factor, high = L / high_freq_factor
+/// (L = original_max_position_embeddings):
+///   wavelen < high:          inv_freq unchanged;
+///   wavelen > low:           inv_freq / factor;
+///   otherwise, with s = (L / wavelen - low_freq_factor)
+///                       / (high_freq_factor - low_freq_factor):
+///                           (1 - s) inv_freq / factor + s inv_freq.
+/// Computed in double, rounded once to float (Hugging Face computes in fp32;
+/// the two agree to about one ulp). inv_freq: [head_dim / 2].
+/// Errors: SRT_INVALID_ARGUMENT for an odd or non-positive head_dim, theta <= 0,
+/// or llama3 factors that are not positive or high <= low.
+srt_status srt_cpu_rotary_inv_freq(float *inv_freq,
+                                   const srt_rope_config *config);
+
+/// The rotary tuple (cos, sin), each [B, S, head_dim] (Hugging Face's
+/// rotary_emb forward): angle[b, s, i] = pos[b, s] * inv_freq[i mod head_dim/2]
+/// with the product rounded to fp32 as Hugging Face's fp32 matmul does, then
+/// cos/sin of that angle (attention scaling factor 1 for default and llama3).
+/// position_ids: [B, S] int64, or NULL for 0..S-1 in every batch row.
+/// cos/sin depend only on positions: they have no gradient (no backward).
+/// Errors: as srt_cpu_rotary_inv_freq; SRT_INVALID_ARGUMENT for negative B, S.
+srt_status srt_cpu_rotary_embedding_forward(float *cos, float *sin,
+                                            const int64_t *position_ids,
+                                            int64_t B, int64_t S,
+                                            const srt_rope_config *config);
+
+/// Applies RoPE to every head (Hugging Face apply_rotary_pos_emb,
+/// rotate-half convention): with h = head_dim / 2, per head,
+///   out[i]     = x[i] cos[i]         - x[i + h] sin[i]      (i < h)
+///   out[i + h] = x[i + h] cos[i + h] + x[i] sin[i + h]
+/// out, x: [B, S, heads * head_dim]; cos, sin: [B, S, head_dim].
+/// out may equal x (in place). Precondition: head_dim even.
+void srt_cpu_apply_rotary_forward(float *out, const float *x, const float *cos,
+                                  const float *sin, int64_t B, int64_t S,
+                                  int64_t heads, int64_t head_dim);
+
+/// Gradient of srt_cpu_apply_rotary_forward with respect to x (the transpose
+/// rotation): dx[i] = dy[i] cos[i] + dy[i + h] sin[i + h],
+/// dx[i + h] = dy[i + h] cos[i + h] - dy[i] sin[i]. dx WRITTEN; dx may equal
+/// dy (in place). cos/sin get no gradient.
+void srt_cpu_apply_rotary_backward(float *dx, const float *dy, const float *cos,
+                                   const float *sin, int64_t B, int64_t S,
+                                   int64_t heads, int64_t head_dim);
+
+//===----------------------------------------------------------------------===//
+// attention (runtime/cpu/attention.c)
+//===----------------------------------------------------------------------===//
+
+/// Shape and options of one scaled dot-product attention (the `nn.attention`
+/// op's attributes).
+typedef struct srt_attention_config {
+  int64_t batch;        ///< B
+  int64_t seq;          ///< S (queries and keys alike)
+  int64_t heads;        ///< H, query heads
+  int64_t kv_heads;     ///< KV, divides H; query head h reads KV head
+                        ///< h / (H / KV) (Hugging Face repeat_kv)
+  int64_t head_dim;     ///< hd
+  bool causal;          ///< key j visible from query i only when j <= i
+  float scale;          ///< multiplies q.k, e.g. 1/sqrt(hd) or Gemma3's
+                        ///< query_pre_attn_scalar^-0.5
+  int64_t sliding_window; ///< 0: none; W > 0: key j visible from query i only
+                          ///< when |i - j| < W (causal: i - j < W, W keys
+                          ///< counting i itself, as Hugging Face's
+                          ///< sliding_window_causal mask)
+  float softcap;        ///< 0: none; c > 0: logits = c tanh(scale q.k / c)
+} srt_attention_config;
+
+/// Floats of scratch space srt_cpu_attention_forward/backward need:
+/// 2 * min(S, 64) * S (two query-block-by-keys score tiles). 0 for a bad config.
+int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
+
+/// Attention forward, per batch b and head h (kv = h / (H / KV)):
+///   logits[i, j] = softcap(scale * q_i . k_j) for visible j, -inf otherwise
+///   p[i, :] = softmax(logits[i, :]);  out_i = sum_j p[i, j] v_j
+/// q, out: [B, S, H * hd]; k, v: [B, S, KV * hd];
+/// lse: [B, H, S], WRITTEN with log(sum_j exp(logits[i, j])) per query, the
+/// only state the backward needs besides the inputs and out;
+/// workspace: srt_cpu_attention_workspace_floats(config) floats.
+/// Scores go through cblas_sgemm per (b, h, block of 64 queries), touching
+/// only the key range the causal/sliding mask leaves visible.
+/// Errors: SRT_INVALID_ARGUMENT for non-positive sizes, KV not dividing H,
+/// a negative window, a negative softcap, or sizes past the BLAS int.
+srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
+                                     const float *k, const float *v,
+                                     float *workspace,
+                                     const srt_attention_config *config);
+
+/// Attention backward (FlashAttention-style: probabilities are recomputed
+/// from q, k and lse). Given dout [B, S, H * hd] and the forward's out and
+/// lse, WRITES dq [B, S, H * hd], dk and dv [B, S, KV * hd] (a KV head's
+/// gradient sums over the query heads that share it):
+///   dp = dout_i . v_j;  dlogit = p (dp - dout_i . out_i)
+///   dscore = dlogit * (1 - tanh^2) with softcap;  dq_i = scale sum_j dscore k_j
+///   dk_j = scale sum_i dscore q_i;  dv_j = sum_i p[i, j] dout_i
+/// workspace: as forward. Errors: as forward.
+srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
+                                      const float *dout, const float *q,
+                                      const float *k, const float *v,
+                                      const float *out, const float *lse,
+                                      float *workspace,
+                                      const srt_attention_config *config);
+
+//===----------------------------------------------------------------------===//
+// glu (runtime/cpu/glu.c)
+//===----------------------------------------------------------------------===//
+
+/// Activation of a gated MLP.
+typedef enum srt_glu_activation {
+  SRT_GLU_SILU,      ///< silu(x) = x sigmoid(x) (Llama, Qwen)
+  SRT_GLU_GELU_TANH, ///< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+                     ///< (torch gelu approximate="tanh", Gemma)
+} srt_glu_activation;
+
+/// out = act(gate) * up, elementwise over n elements. out may equal gate or up.
+void srt_cpu_glu_forward(float *out, const float *gate, const float *up,
+                         int64_t n, srt_glu_activation act);
+
+/// dgate = dout * up * act'(gate), dup = dout * act(gate); both WRITTEN
+/// (either may be NULL). dgate/dup may alias dout but not gate or up.
+void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
+                          const float *gate, const float *up, int64_t n,
+                          srt_glu_activation act);
+
+//===----------------------------------------------------------------------===//
+// relu2 (runtime/cpu/relu2.c)
+//===----------------------------------------------------------------------===//
+
+/// Squared ReLU (NemotronH MLP): out = max(x, 0)^2 over n elements.
+/// out may equal x.
+void srt_cpu_relu2_forward(float *out, const float *x, int64_t n);
+
+/// dx = dout * 2 max(x, 0), WRITTEN; dx may equal dout, not x.
+void srt_cpu_relu2_backward(float *dx, const float *dout, const float *x,
+                            int64_t n);
+
+//===----------------------------------------------------------------------===//
+// add (runtime/cpu/add.c)
+//===----------------------------------------------------------------------===//
+
+/// out = a + b over n elements (residual connections); out may equal a or b.
+void srt_cpu_add_forward(float *out, const float *a, const float *b, int64_t n);
+
+/// da = dout, db = dout, both WRITTEN (either may be NULL, or equal dout, in
+/// which case nothing is copied for it).
+void srt_cpu_add_backward(float *da, float *db, const float *dout, int64_t n);
+
+//===----------------------------------------------------------------------===//
+// cross_entropy (runtime/cpu/cross_entropy.c)
+//===----------------------------------------------------------------------===//
+
+/// Causal-LM cross-entropy over a (possibly vocabulary-sharded) logits tensor.
+typedef struct srt_cross_entropy_config {
+  int64_t batch;        ///< B
+  int64_t seq;          ///< S
+  int64_t vocab;        ///< full vocabulary size V (labels lie in [0, V))
+  int64_t vocab_start;  ///< this rank's first vocabulary row
+  int64_t local_vocab;  ///< this rank's rows: [vocab_start, vocab_start + local_vocab)
+  bool shift;           ///< score logits at s = 0..S-2 against labels at s+1
+  int64_t ignore_index; ///< labels equal to it are skipped (-100)
+  /// All-reduce over the ranks sharing the vocabulary (the tp group), or NULL
+  /// for a single rank owning the whole vocabulary.
+  srt_allreduce_f32_fn allreduce;
+  void *group;          ///< passed to allreduce unchanged
+} srt_cross_entropy_config;
+
+/// Floats of scratch space srt_cpu_cross_entropy_forward needs: 2 * B * S.
+int64_t srt_cpu_cross_entropy_workspace_floats(
+    const srt_cross_entropy_config *config);
+
+/// Mean cross-entropy over the kept labels (torch F.cross_entropy,
+/// reduction="mean", and Hugging Face's shifted causal-LM loss):
+///   loss = (1 / K) sum over kept (b, s) of [lse(b, s) - logits[b, s, y]]
+/// with y = labels[b, s + shift], kept = y != ignore_index, K = kept count.
+/// Vocabulary-parallel (Megatron's vocab-parallel cross-entropy): each rank
+/// holds logits[..., vocab_start : vocab_start + local_vocab] and
+///   1. row max over the local slice, all-reduce MAX;
+///   2. local sum of exp(logit - max) and the target logit (0 on ranks not
+///      owning y), one all-reduce SUM of both (2 * B * S floats: the
+///      reference's two SUM all-reduces fused into one call);
+///   lse = max + log(sum). With allreduce NULL it is the plain loss.
+/// logits: [B, S, local_vocab]; labels: [B, S] int64; loss: one float,
+/// identical on every rank; K = 0 gives NaN, as torch's 0/0.
+/// lse: [B, S], WRITTEN (for the backward; 0 where no row is scored: s = S-1
+/// when shifting); workspace: srt_cpu_cross_entropy_workspace_floats floats.
+/// Errors (returned before any collective, so every rank of a group fails
+/// alike given the same labels): SRT_INVALID_ARGUMENT for bad sizes or a
+/// local range outside [0, V); SRT_OUT_OF_RANGE for a label outside [0, V)
+/// that is not ignore_index; a failed all-reduce's status is passed up.
+srt_status srt_cpu_cross_entropy_forward(float *loss, float *lse,
+                                         const float *logits,
+                                         const int64_t *labels,
+                                         float *workspace,
+                                         const srt_cross_entropy_config *config);
+
+/// Gradient of the loss with respect to this rank's logits, given dloss:
+///   dlogits[b, s, v] = dloss / K * (exp(logit - lse) - [v == y])
+/// for kept rows, 0 for ignored rows (and s = S-1 when shifting). WRITTEN
+/// [B, S, local_vocab]; needs no collective. K = 0 gives all zeros. dlogits
+/// may equal logits (in place). The config's allreduce is not used.
+/// Precondition: labels as validated by the forward.
+void srt_cpu_cross_entropy_backward(float *dlogits, const float *logits,
+                                    const float *lse, const int64_t *labels,
+                                    float dloss,
+                                    const srt_cross_entropy_config *config);
+
+//===----------------------------------------------------------------------===//
+// adamw (runtime/cpu/adamw.c)
+//===----------------------------------------------------------------------===//
+
+/// AdamW hyper-parameters (torch.optim.AdamW names).
+typedef struct srt_adamw_config {
+  float lr;
+  float beta1, beta2;
+  float eps;
+  float weight_decay;
+} srt_adamw_config;
+
+/// One AdamW step over n parameters, in torch.optim.AdamW's order
+/// (single-tensor path, amsgrad=False, maximize=False), step t >= 1 being the
+/// step count after this update:
+///   p *= 1 - lr wd                       (decoupled weight decay)
+///   m  = m + (1 - beta1) (g - m)          (torch lerp_)
+///   v  = beta2 v + (1 - beta2) g^2
+///   p -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+/// Bias corrections are computed in double, elementwise math in fp32, as
+/// torch does for fp32 tensors. param, m (exp_avg), v (exp_avg_sq): [n],
+/// updated in place; grad: [n]. Preconditions: t >= 1; buffers distinct.
+void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
+                        int64_t n, int64_t t, const srt_adamw_config *config);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // SHARDRT_KERNELS_H

@@ -1,0 +1,226 @@
+// Unit tests of attention (runtime/cpu/attention.c): causal, GQA ratios 2
+// and 4, sliding window, softcap, non-causal and multi-tile sequences; the
+// forward against float64 loops, the backward against finite differences.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernel_testing.h"
+#include "shardrt/kernels.h"
+
+// Straightforward float64 attention: out [B, S, H*hd], lse [B, H, S].
+static void ref_attention(double *out, double *lse, const double *q,
+                          const double *k, const double *v,
+                          const srt_attention_config *c) {
+  int64_t B = c->batch, S = c->seq, H = c->heads, KV = c->kv_heads,
+          hd = c->head_dim, W = c->sliding_window;
+  double *logit = kt_calloc(S, sizeof *logit);
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t h = 0; h < H; h++) {
+      int64_t kvh = h / (H / KV);
+      for (int64_t i = 0; i < S; i++) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < S; j++) {
+          bool visible = (!c->causal || j <= i) &&
+                         (W == 0 || (i > j ? i - j : j - i) < W);
+          if (!visible) {
+            logit[j] = -INFINITY;
+            continue;
+          }
+          double s = 0.0;
+          for (int64_t d = 0; d < hd; d++)
+            s += q[(b * S + i) * H * hd + h * hd + d] *
+                 k[(b * S + j) * KV * hd + kvh * hd + d];
+          s *= c->scale;
+          if (c->softcap > 0)
+            s = c->softcap * tanh(s / c->softcap);
+          logit[j] = s;
+          mx = s > mx ? s : mx;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < S; j++)
+          sum += exp(logit[j] - mx);
+        if (lse)
+          lse[(b * H + h) * S + i] = mx + log(sum);
+        for (int64_t d = 0; d < hd; d++) {
+          double o = 0.0;
+          for (int64_t j = 0; j < S; j++)
+            o += exp(logit[j] - mx) / sum *
+                 v[(b * S + j) * KV * hd + kvh * hd + d];
+          out[(b * S + i) * H * hd + h * hd + d] = o;
+        }
+      }
+    }
+  free(logit);
+}
+
+typedef struct fd_ctx {
+  const srt_attention_config *c;
+  double *q, *k, *v;
+  const double *cot;
+  int64_t qn;
+} fd_ctx;
+
+static double loss(const double *unused, void *p) {
+  (void)unused;
+  fd_ctx *f = p;
+  double *out = kt_calloc(f->qn, sizeof *out);
+  ref_attention(out, NULL, f->q, f->k, f->v, f->c);
+  double l = test_dot(out, f->cot, f->qn);
+  free(out);
+  return l;
+}
+
+// Central differences at `samples` pseudo-random coordinates of x (all of
+// them when samples >= n): grad is written only there, idx lists them.
+static int64_t fd_sampled(fd_ctx *f, double *x, int64_t n, int64_t samples,
+                          test_rng *rng, int64_t *idx, double *grad) {
+  int64_t m = samples < n ? samples : n;
+  for (int64_t s = 0; s < m; s++) {
+    idx[s] = samples < n ? (int64_t)test_uniform(rng, 0, (float)n) % n : s;
+    double keep = x[idx[s]];
+    x[idx[s]] = keep + 1e-6;
+    double up = loss(NULL, f);
+    x[idx[s]] = keep - 1e-6;
+    double down = loss(NULL, f);
+    x[idx[s]] = keep;
+    grad[s] = (up - down) / 2e-6;
+  }
+  return m;
+}
+
+static void check_grad(const char *what, const float *got, fd_ctx *f,
+                       double *x, int64_t n, int64_t samples, test_rng *rng) {
+  int64_t *idx = kt_calloc(n, sizeof *idx);
+  double *want = kt_calloc(n, sizeof *want);
+  float *picked = kt_calloc(n, sizeof *picked);
+  int64_t m = fd_sampled(f, x, n, samples, rng, idx, want);
+  for (int64_t s = 0; s < m; s++)
+    picked[s] = got[idx[s]];
+  // fp32 softmax and sgemm over <= S * hd terms of O(1) values (the test
+  // keeps |logits| <= ~4): observed errors ~1e-6; 2e-5 absolute + 1e-4
+  // relative leaves margin and still catches any missing term (O(0.01+)).
+  test_assert_close(picked, want, m, 2e-5, 1e-4, what);
+  free(idx), free(want), free(picked);
+}
+
+static void check_case(const srt_attention_config *c, int64_t fd_samples,
+                       uint64_t seed) {
+  int64_t qn = c->batch * c->seq * c->heads * c->head_dim;
+  int64_t kvn = c->batch * c->seq * c->kv_heads * c->head_dim;
+  int64_t ln = c->batch * c->heads * c->seq;
+  test_rng rng = {seed};
+  float *q = kt_calloc(qn, 4), *k = kt_calloc(kvn, 4), *v = kt_calloc(kvn, 4);
+  float *out = kt_calloc(qn, 4), *lse = kt_calloc(ln, 4);
+  float *dout = kt_calloc(qn, 4), *dq = kt_calloc(qn, 4);
+  float *dk = kt_calloc(kvn, 4), *dv = kt_calloc(kvn, 4);
+  float *ws = kt_calloc(srt_cpu_attention_workspace_floats(c), 4);
+  test_fill(q, qn, &rng, -1, 1);
+  test_fill(k, kvn, &rng, -1, 1);
+  test_fill(v, kvn, &rng, -1, 1);
+  test_fill(dout, qn, &rng, -1, 1);
+  test_fill(dk, kvn, &rng, 50, 60); // must be overwritten, not accumulated
+  assert_null(srt_cpu_attention_forward(out, lse, q, k, v, ws, c));
+
+  fd_ctx f = {c, test_to_double(q, qn), test_to_double(k, kvn),
+              test_to_double(v, kvn), test_to_double(dout, qn), qn};
+  double *want = kt_calloc(qn, sizeof *want), *wlse = kt_calloc(ln, sizeof *wlse);
+  ref_attention(want, wlse, f.q, f.k, f.v, c);
+  // Outputs are convex combinations of values in [-1, 1]: fp32 softmax and
+  // sgemm errors ~1e-7 per term; 1e-5 absolute bounds S <= 150 terms.
+  test_assert_close(out, want, qn, 1e-5, 0.0, "attention forward");
+  test_assert_close(lse, wlse, ln, 1e-5, 1e-6, "attention lse");
+
+  assert_null(srt_cpu_attention_backward(dq, dk, dv, dout, q, k, v, out, lse,
+                                         ws, c));
+  check_grad("attention dq", dq, &f, f.q, qn, fd_samples, &rng);
+  check_grad("attention dk", dk, &f, f.k, kvn, fd_samples, &rng);
+  check_grad("attention dv", dv, &f, f.v, kvn, fd_samples, &rng);
+  free(q), free(k), free(v), free(out), free(lse), free(dout), free(dq);
+  free(dk), free(dv), free(ws), free(want), free(wlse);
+  free(f.q), free(f.k), free(f.v), free((void *)f.cot);
+}
+
+static const int64_t kAll = INT64_MAX; // finite differences on every input
+
+static void test_causal_gqa2(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 2, .seq = 7, .heads = 4, .kv_heads = 2,
+                            .head_dim = 8, .causal = true,
+                            .scale = 0.35355339f}; // 1/sqrt(8)
+  check_case(&c, kAll, 1);
+}
+
+static void test_causal_gqa4_sliding_window(void **state) {
+  (void)state;
+  // Window 3 < seq 9: query i sees keys i-2..i.
+  srt_attention_config c = {.batch = 1, .seq = 9, .heads = 4, .kv_heads = 1,
+                            .head_dim = 6, .causal = true, .scale = 0.4f,
+                            .sliding_window = 3};
+  check_case(&c, kAll, 2);
+}
+
+static void test_softcap(void **state) {
+  (void)state;
+  // Scale 1.5 makes |scale q.k| reach ~4 with head_dim 6, so softcap 2 is
+  // far into tanh's nonlinear range.
+  srt_attention_config c = {.batch = 2, .seq = 6, .heads = 2, .kv_heads = 2,
+                            .head_dim = 6, .causal = true, .scale = 1.5f,
+                            .softcap = 2.0f};
+  check_case(&c, kAll, 3);
+}
+
+static void test_non_causal_and_window(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 1, .seq = 5, .heads = 2, .kv_heads = 1,
+                            .head_dim = 4, .causal = false, .scale = 0.5f};
+  check_case(&c, kAll, 4);
+  c.sliding_window = 2; // |i - j| < 2
+  check_case(&c, kAll, 5);
+}
+
+static void test_multi_tile(void **state) {
+  (void)state;
+  // 150 queries = tiles of 64, 64, 22, with a window of 40 crossing tile
+  // boundaries, GQA 2 and softcap: finite differences at 60 sampled inputs
+  // per tensor (all of them would take minutes).
+  srt_attention_config c = {.batch = 1, .seq = 150, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f,
+                            .sliding_window = 40, .softcap = 3.0f};
+  check_case(&c, 60, 6);
+  c.sliding_window = 0;
+  c.softcap = 0.0f;
+  check_case(&c, 60, 7);
+}
+
+static void test_rejects_bad_config(void **state) {
+  (void)state;
+  float x = 0;
+  srt_attention_config c = {.batch = 1, .seq = 4, .heads = 3, .kv_heads = 2,
+                            .head_dim = 4, .causal = true, .scale = 1};
+  srt_status s = srt_cpu_attention_forward(&x, &x, &x, &x, &x, &x, &c);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+  c.kv_heads = 3;
+  c.softcap = -1;
+  s = srt_cpu_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, &x, &c);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_causal_gqa2),
+      cmocka_unit_test(test_causal_gqa4_sliding_window),
+      cmocka_unit_test(test_softcap),
+      cmocka_unit_test(test_non_causal_and_window),
+      cmocka_unit_test(test_multi_tile),
+      cmocka_unit_test(test_rejects_bad_config),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

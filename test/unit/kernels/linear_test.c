@@ -1,0 +1,135 @@
+// Unit tests of the linear layer (runtime/cpu/linear.c): forward against a
+// float64 matrix product, gradients against finite differences.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+
+#include "kernel_testing.h"
+#include "shardrt/kernels.h"
+
+typedef struct dims {
+  int64_t n, in, out;
+} dims;
+
+// x: [n, in], w: [out, in], b: [out] or NULL -> y: [n, out]
+static void ref_forward(double *y, const double *x, const double *w,
+                        const double *b, dims d) {
+  for (int64_t t = 0; t < d.n; t++)
+    for (int64_t o = 0; o < d.out; o++) {
+      double s = b ? b[o] : 0.0;
+      for (int64_t i = 0; i < d.in; i++)
+        s += x[t * d.in + i] * w[o * d.in + i];
+      y[t * d.out + o] = s;
+    }
+}
+
+static void check_forward(dims d, bool with_bias, uint64_t seed) {
+  test_rng rng = {seed};
+  float *x = kt_calloc(d.n * d.in, sizeof(float));
+  float *w = kt_calloc(d.out * d.in, sizeof(float));
+  float *b = kt_calloc(d.out, sizeof(float));
+  float *y = kt_calloc(d.n * d.out, sizeof(float));
+  double *want = kt_calloc(d.n * d.out, sizeof(double));
+  test_fill(x, d.n * d.in, &rng, -1, 1);
+  test_fill(w, d.out * d.in, &rng, -1, 1);
+  test_fill(b, d.out, &rng, -1, 1);
+  test_fill(y, d.n * d.out, &rng, 50, 60); // must be overwritten
+  assert_null(srt_cpu_linear_forward(y, x, w, with_bias ? b : NULL, d.n, d.in,
+                                     d.out));
+  double *xd = test_to_double(x, d.n * d.in), *wd = test_to_double(w, d.out * d.in);
+  double *bd = test_to_double(b, d.out);
+  ref_forward(want, xd, wd, with_bias ? bd : NULL, d);
+  // fp32 dot products of `in` terms in [-1, 1]: rounding error at most
+  // ~in * 2^-24 * in (worst case), typically sqrt(in) * 2^-24; with in <= 96
+  // an absolute 2e-5 bounds the typical case with a wide margin.
+  test_assert_close(y, want, d.n * d.out, 2e-5, 1e-6, "linear forward");
+  free(x), free(w), free(b), free(y), free(want), free(xd), free(wd), free(bd);
+}
+
+static void test_forward(void **state) {
+  (void)state;
+  check_forward((dims){7, 13, 5}, true, 1);
+  check_forward((dims){7, 13, 5}, false, 2);
+  // Large enough for OpenBLAS's blocked paths (and its threads).
+  check_forward((dims){64, 96, 80}, true, 3);
+}
+
+typedef struct fd_ctx {
+  dims d;
+  double *x, *w, *b; // the current point; one of them is being perturbed
+  const double *cot;
+} fd_ctx;
+
+static double loss(const double *unused, void *p) {
+  (void)unused; // the perturbed array is one of ctx's, changed in place
+  fd_ctx *c = p;
+  double *y = kt_calloc(c->d.n * c->d.out, sizeof *y);
+  ref_forward(y, c->x, c->w, c->b, c->d);
+  double l = test_dot(y, c->cot, c->d.n * c->d.out);
+  free(y);
+  return l;
+}
+
+static void test_backward(void **state) {
+  (void)state;
+  dims d = {6, 9, 4};
+  test_rng rng = {11};
+  float x[6 * 9], w[4 * 9], b[4], dy[6 * 4];
+  float dx[6 * 9], dw[4 * 9], db[4], dw0[4 * 9], db0[4];
+  test_fill(x, 54, &rng, -1, 1);
+  test_fill(w, 36, &rng, -1, 1);
+  test_fill(b, 4, &rng, -1, 1);
+  test_fill(dy, 24, &rng, -1, 1);
+  test_fill(dw0, 36, &rng, -1, 1);
+  test_fill(db0, 4, &rng, -1, 1);
+  test_fill(dx, 54, &rng, 50, 60); // must be overwritten
+  for (int i = 0; i < 36; i++)
+    dw[i] = dw0[i];
+  for (int i = 0; i < 4; i++)
+    db[i] = db0[i];
+  assert_null(srt_cpu_linear_backward(dx, dw, db, dy, x, w, d.n, d.in, d.out));
+
+  fd_ctx c = {d, test_to_double(x, 54), test_to_double(w, 36),
+              test_to_double(b, 4), test_to_double(dy, 24)};
+  double gx[54], gw[36], gb[4];
+  test_fd_gradient(loss, &c, c.x, 54, 1e-6, gx);
+  test_fd_gradient(loss, &c, c.w, 36, 1e-6, gw);
+  test_fd_gradient(loss, &c, c.b, 4, 1e-6, gb);
+  for (int i = 0; i < 36; i++)
+    gw[i] += dw0[i];
+  for (int i = 0; i < 4; i++)
+    gb[i] += db0[i];
+  // fp32 sums of <= 6 products in [-1, 1]: < 1e-6; FD error ~1e-10.
+  test_assert_close(dx, gx, 54, 2e-6, 1e-6, "linear dx");
+  test_assert_close(dw, gw, 36, 2e-6, 1e-6, "linear dweight (accumulated)");
+  test_assert_close(db, gb, 4, 2e-6, 1e-6, "linear dbias (accumulated)");
+
+  // NULL gradients are skipped.
+  assert_null(srt_cpu_linear_backward(NULL, NULL, NULL, dy, x, w, d.n, d.in,
+                                      d.out));
+  free(c.x), free(c.w), free(c.b), free((void *)c.cot);
+}
+
+static void test_rejects_bad_sizes(void **state) {
+  (void)state;
+  float v = 0;
+  srt_status s = srt_cpu_linear_forward(&v, &v, &v, NULL, -1, 1, 1);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+  s = srt_cpu_linear_backward(&v, &v, &v, &v, &v, &v, 1, (int64_t)1 << 33, 1);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_forward),
+      cmocka_unit_test(test_backward),
+      cmocka_unit_test(test_rejects_bad_sizes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
