@@ -68,6 +68,7 @@ static const char *const kOpNames[NN_OP_COUNT] = {
     [NN_OP_RELU2] = "nn.relu2",
     [NN_OP_ADD] = "nn.add",
     [NN_OP_CROSS_ENTROPY] = "nn.cross_entropy",
+    [NN_OP_MAMBA2_MIXER] = "nn.mamba2_mixer",
 };
 
 const char *nn_op_name(nn_op_kind kind) {
@@ -320,4 +321,23 @@ MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,
   spec_int(&s, "ignore_index", ignore_index);
   spec_bool(&s, "shift", shift);
   return finish1(&s, nn_tensor_type(b->ctx, 0, NULL, mlirF32TypeGet(b->ctx)));
+}
+
+MlirValue nn_build_mamba2_mixer(nn_builder *b, const char *module, MlirValue x,
+                                const nn_mamba2_params *p,
+                                const nn_mamba2_config *cfg) {
+  op_spec s;
+  spec_init(&s, b, NN_OP_MAMBA2_MIXER, module);
+  spec_operands(&s, 9,
+                (MlirValue[]){x, p->in_proj_weight, p->conv1d_weight,
+                              p->conv1d_bias, p->dt_bias, p->A_log, p->D,
+                              p->norm_weight, p->out_proj_weight});
+  spec_int(&s, "num_heads", cfg->num_heads);
+  spec_int(&s, "head_dim", cfg->head_dim);
+  spec_int(&s, "n_groups", cfg->n_groups);
+  spec_int(&s, "state_size", cfg->state_size);
+  spec_int(&s, "conv_kernel", cfg->conv_kernel);
+  spec_int(&s, "chunk_size", cfg->chunk_size);
+  spec_float(&s, "eps", cfg->eps);
+  return finish1(&s, mlirValueGetType(x));
 }

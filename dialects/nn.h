@@ -43,6 +43,7 @@ typedef enum nn_op_kind {
   NN_OP_RELU2,
   NN_OP_ADD,
   NN_OP_CROSS_ENTROPY,
+  NN_OP_MAMBA2_MIXER,
   NN_OP_COUNT,
   NN_OP_NONE = NN_OP_COUNT, // not an nn op
 } nn_op_kind;
@@ -173,5 +174,27 @@ MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,
 MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,
                                  MlirValue logits, MlirValue labels,
                                  int64_t ignore_index, bool shift);
+
+/// Mamba2 mixer configuration (Hugging Face NemotronH names in comments).
+typedef struct nn_mamba2_config {
+  int64_t num_heads;   // mamba_num_heads
+  int64_t head_dim;    // mamba_head_dim
+  int64_t n_groups;    // n_groups (B/C groups)
+  int64_t state_size;  // ssm_state_size
+  int64_t conv_kernel; // conv_kernel
+  int64_t chunk_size;  // chunk_size
+  double eps;          // layer_norm_epsilon (gated RMSNorm)
+} nn_mamba2_config;
+
+/// The mixer's parameters; shapes as documented on nn.mamba2_mixer.
+typedef struct nn_mamba2_params {
+  MlirValue in_proj_weight, conv1d_weight, conv1d_bias, dt_bias, A_log, D,
+      norm_weight, out_proj_weight;
+} nn_mamba2_params;
+
+/// x [B, S, hidden] -> x's type.
+MlirValue nn_build_mamba2_mixer(nn_builder *b, const char *module, MlirValue x,
+                                const nn_mamba2_params *params,
+                                const nn_mamba2_config *cfg);
 
 #endif // SHARD_DIALECTS_NN_H

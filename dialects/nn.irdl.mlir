@@ -133,6 +133,44 @@ irdl.dialect @nn {
     irdl.results(output: %x)
   }
 
+  // NemotronH's Mamba2 mixer (selective state-space layer) as one op:
+  // in_proj -> split (gate z, conv input xBC, dt) -> causal depthwise conv1d
+  // + silu on xBC -> split (x, B, C) -> SSD scan with A = -exp(A_log),
+  // dt = softplus(dt + dt_bias) and skip D -> gated RMSNorm
+  // (norm(y * silu(z)) per group of intermediate / n_groups) -> out_proj.
+  // With H = hidden, I = num_heads * head_dim, G = n_groups, N = state_size,
+  // K = conv_kernel and C = I + 2 * G * N (the conv channels):
+  // input [B, S, H], in_proj_weight [I + C + num_heads, H],
+  // conv1d_weight [C, 1, K], conv1d_bias [C], dt_bias / a_log / d
+  // [num_heads], norm_weight [I], out_proj_weight [H, I], output [B, S, H].
+  // chunk_size is the SSD scan's chunk length; eps the gated norm's epsilon.
+  irdl.operation @mamba2_mixer {
+    %x = irdl.base "!builtin.tensor"
+    %in_w = irdl.base "!builtin.tensor"
+    %conv_w = irdl.base "!builtin.tensor"
+    %conv_b = irdl.base "!builtin.tensor"
+    %dt_bias = irdl.base "!builtin.tensor"
+    %a_log = irdl.base "!builtin.tensor"
+    %d = irdl.base "!builtin.tensor"
+    %norm_w = irdl.base "!builtin.tensor"
+    %out_w = irdl.base "!builtin.tensor"
+    %heads = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    %groups = irdl.base "#builtin.integer"
+    %state = irdl.base "#builtin.integer"
+    %kernel = irdl.base "#builtin.integer"
+    %chunk = irdl.base "#builtin.integer"
+    %eps = irdl.base "#builtin.float"
+    irdl.operands(input: %x, in_proj_weight: %in_w, conv1d_weight: %conv_w,
+                  conv1d_bias: %conv_b, dt_bias: %dt_bias, a_log: %a_log,
+                  d: %d, norm_weight: %norm_w, out_proj_weight: %out_w)
+    irdl.results(output: %x)
+    irdl.attributes {"num_heads" = %heads, "head_dim" = %head_dim,
+                     "n_groups" = %groups, "state_size" = %state,
+                     "conv_kernel" = %kernel, "chunk_size" = %chunk,
+                     "eps" = %eps}
+  }
+
   // Causal-LM loss: mean cross-entropy over labels != ignore_index.
   // logits: [B, S, vocab], labels: tensor<BxSxi64>, loss: tensor<f32>.
   // shift = true: logits at 0..S-2 are scored against labels at 1..S-1.

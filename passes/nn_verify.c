@@ -290,6 +290,58 @@ static void check_cross_entropy(checker *c) {
          (long long)logits.dims[1]);
 }
 
+// Checks `what` (operand i) against rank/dims in `dims` and x's element type.
+static void want_param(checker *c, intptr_t i, const char *what, int rank,
+                       const int64_t *dims, MlirType element) {
+  nn_shape got;
+  if (!operand_shape(c, i, what, &got))
+    return;
+  nn_shape expect = {rank, {0}, element};
+  for (int d = 0; d < rank; ++d)
+    expect.dims[d] = dims[d];
+  want_shape(c, what, &got, &expect);
+}
+
+static void check_mamba2_mixer(checker *c) {
+  nn_shape x, out;
+  if (!operand_shape(c, 0, "input", &x) || !result_shape(c, 0, &out) ||
+      !want_rank(c, "input", &x, 3))
+    return;
+  if (!is_float(x.element))
+    fail(c, "input must have a floating-point element type");
+  static const char *const keys[] = {"num_heads",  "head_dim",    "n_groups",
+                                     "state_size", "conv_kernel", "chunk_size"};
+  int64_t v[6];
+  bool ok = true;
+  for (int i = 0; i < 6; ++i) {
+    v[i] = nn_attr_int(c->op, keys[i], 0);
+    want_positive(c, keys[i], v[i]);
+    ok = ok && v[i] > 0;
+  }
+  double eps = nn_attr_float(c->op, "eps", 0);
+  if (!(eps > 0))
+    fail(c, "attribute 'eps' must be positive, got %g", eps);
+  if (!ok)
+    return;
+  int64_t heads = v[0], inner = v[0] * v[1], groups = v[2], state = v[3];
+  if (heads % groups != 0) {
+    fail(c, "num_heads %lld is not divisible by n_groups %lld", (long long)heads,
+         (long long)groups);
+    return;
+  }
+  int64_t hidden = last(&x), conv = inner + 2 * groups * state;
+  want_param(c, 1, "in_proj_weight", 2, (int64_t[]){inner + conv + heads, hidden},
+             x.element);
+  want_param(c, 2, "conv1d_weight", 3, (int64_t[]){conv, 1, v[4]}, x.element);
+  want_param(c, 3, "conv1d_bias", 1, (int64_t[]){conv}, x.element);
+  want_param(c, 4, "dt_bias", 1, (int64_t[]){heads}, x.element);
+  want_param(c, 5, "A_log", 1, (int64_t[]){heads}, x.element);
+  want_param(c, 6, "D", 1, (int64_t[]){heads}, x.element);
+  want_param(c, 7, "norm_weight", 1, (int64_t[]){inner}, x.element);
+  want_param(c, 8, "out_proj_weight", 2, (int64_t[]){hidden, inner}, x.element);
+  want_shape(c, "output", &out, &x);
+}
+
 typedef void (*check_fn)(checker *);
 
 static const check_fn kChecks[NN_OP_COUNT] = {
@@ -303,6 +355,7 @@ static const check_fn kChecks[NN_OP_COUNT] = {
     [NN_OP_RELU2] = check_float_elementwise,
     [NN_OP_ADD] = check_float_elementwise,
     [NN_OP_CROSS_ENTROPY] = check_cross_entropy,
+    [NN_OP_MAMBA2_MIXER] = check_mamba2_mixer,
 };
 
 static MlirWalkResult verify_op(MlirOperation op, void *data) {

@@ -1,0 +1,72 @@
+// The table of supported architectures and its lookups.
+#include "arch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const import_arch kArchs[] = {
+    {.architecture = "LlamaForCausalLM", .model_type = "llama",
+     .family = IMPORT_DECODER, .prefix = "model", .embed = "embed_tokens",
+     .final_norm = "norm", .activation_key = "hidden_act", .activation = "silu",
+     .glu = "silu", .eps_key = "rms_norm_eps", .rope = true,
+     .default_rope_theta = 10000.0},
+    {.architecture = "Qwen2ForCausalLM", .model_type = "qwen2",
+     .family = IMPORT_DECODER, .prefix = "model", .embed = "embed_tokens",
+     .final_norm = "norm", .activation_key = "hidden_act", .activation = "silu",
+     .glu = "silu", .eps_key = "rms_norm_eps", .qkv_bias = true, .rope = true,
+     .default_rope_theta = 10000.0},
+    {.architecture = "Qwen3ForCausalLM", .model_type = "qwen3",
+     .family = IMPORT_DECODER, .prefix = "model", .embed = "embed_tokens",
+     .final_norm = "norm", .activation_key = "hidden_act", .activation = "silu",
+     .glu = "silu", .eps_key = "rms_norm_eps", .qk_norm = true, .rope = true,
+     .default_rope_theta = 10000.0},
+    {.architecture = "Gemma3ForCausalLM", .model_type = "gemma3_text",
+     .family = IMPORT_DECODER, .prefix = "model", .embed = "embed_tokens",
+     .final_norm = "norm", .activation_key = "hidden_activation",
+     .activation = "gelu_pytorch_tanh", .glu = "gelu_tanh",
+     .eps_key = "rms_norm_eps", .qk_norm = true, .sandwich_norms = true,
+     .scale_embeddings = true, .local_rope = true, .rope = true, .query_scalar = true,
+     .norm_offset = 1.0, .default_tie = true, .default_rope_theta = 1e6},
+    {.architecture = "Gemma3ForConditionalGeneration",
+     .model_type = "gemma3_text", .top_model_type = "gemma3",
+     .family = IMPORT_DECODER, .text_config = "text_config",
+     .prefix = "model.language_model", .embed = "embed_tokens",
+     .final_norm = "norm", .activation_key = "hidden_activation",
+     .activation = "gelu_pytorch_tanh", .glu = "gelu_tanh",
+     .eps_key = "rms_norm_eps", .qk_norm = true, .sandwich_norms = true,
+     .scale_embeddings = true, .local_rope = true, .rope = true, .query_scalar = true,
+     .norm_offset = 1.0, .default_tie = true, .default_rope_theta = 1e6},
+    {.architecture = "NemotronHForCausalLM", .model_type = "nemotron_h",
+     .family = IMPORT_NEMOTRON_H, .prefix = "backbone", .embed = "embeddings",
+     .final_norm = "norm_f", .activation_key = "mlp_hidden_act",
+     .activation = "relu2", .eps_key = "layer_norm_epsilon",
+     .default_rope_theta = 10000.0},
+};
+
+enum { kNumArchs = sizeof kArchs / sizeof *kArchs };
+
+const import_arch *import_arch_by_name(const char *name) {
+  for (int i = 0; i < kNumArchs; ++i)
+    if (!strcmp(kArchs[i].architecture, name))
+      return &kArchs[i];
+  return NULL;
+}
+
+const import_arch *import_arch_by_model_type(const char *model_type) {
+  for (int i = 0; i < kNumArchs; ++i) {
+    const char *top = kArchs[i].top_model_type ? kArchs[i].top_model_type
+                                               : kArchs[i].model_type;
+    if (!strcmp(top, model_type))
+      return &kArchs[i];
+  }
+  return NULL;
+}
+
+const char *import_arch_list(char *buf, unsigned long len) {
+  size_t n = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < kNumArchs && n < len; ++i)
+    n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "",
+                          kArchs[i].architecture);
+  return buf;
+}

@@ -1,0 +1,133 @@
+// The imported model graph: `func.func @forward(input_ids, labels, params...)`
+// in the nn dialect, built from an import_config, plus the list of its
+// parameters (Hugging Face names, shapes, kinds) that --summary and
+// --weights read. The architecture builders (decoder.c, nemotron_h.c) add
+// layers through the helpers at the end of this header.
+#ifndef SHARD_IMPORT_GRAPH_H
+#define SHARD_IMPORT_GRAPH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "mlir-c/IR.h"
+#include "nn.h"
+
+//===----------------------------------------------------------------------===//
+// The result
+//===----------------------------------------------------------------------===//
+
+/// What a parameter belongs to, for --summary's per-kind counts.
+typedef enum import_param_kind {
+  IMPORT_PARAM_EMBEDDING,
+  IMPORT_PARAM_ATTENTION, // q/k/v/o projection weights and biases
+  IMPORT_PARAM_MLP,
+  IMPORT_PARAM_MAMBA,
+  IMPORT_PARAM_NORM,      // every RMSNorm weight (incl. q_norm / k_norm)
+  IMPORT_PARAM_LM_HEAD,
+  IMPORT_PARAM_KIND_COUNT,
+} import_param_kind;
+
+/// "embedding", "attention", ... for `kind`.
+const char *import_param_kind_name(import_param_kind kind);
+
+/// One function argument carrying `nn.param`.
+typedef struct import_param {
+  char *name; // Hugging Face tensor name, e.g. "model.norm.weight"
+  import_param_kind kind;
+  int rank;   // 1..3
+  int64_t dims[3];
+} import_param;
+
+/// Number of elements of `p`.
+int64_t import_param_numel(const import_param *p);
+
+typedef struct import_options {
+  int64_t batch, seq; // static shape of input_ids / labels, both >= 1
+  bool bf16;          // parameter element type bf16 (else f32)
+  bool logits;        // also return the logits [B, S, vocab]
+} import_options;
+
+typedef struct import_model {
+  MlirModule module;
+  import_param *params; // params[i] is function argument i + 2
+  int num_params;
+  const char *tied_name; // "lm_head.weight" when lm_head is tied, else NULL
+  int tied_to;           // index in params that lm_head reuses, or -1
+} import_model;
+
+/// Builds the graph of `cfg` in `ctx` (which must have the nn, func dialects
+/// loaded, e.g. from nn_context_create). Every op gets the location
+/// `"<nn.module>"(PATH:LINE:COL)` of the config key that sized it. On
+/// failure (only out of memory) writes `err` and returns false. The caller
+/// frees `out` with import_model_free before destroying `ctx`.
+bool import_model_build(MlirContext ctx, const import_config *cfg,
+                        const import_options *opts, import_model *out,
+                        char *err, size_t errlen);
+
+void import_model_free(import_model *m);
+
+//===----------------------------------------------------------------------===//
+// For the architecture builders
+//===----------------------------------------------------------------------===//
+
+enum { IMPORT_LOC_CACHE = 24 };
+
+/// The graph under construction.
+typedef struct import_graph {
+  const import_config *cfg;
+  const import_options *opts;
+  MlirContext ctx;
+  MlirType element; // parameter and activation element type
+  nn_builder b;     // appends to the function body; b.loc set by graph_at
+  import_model *model;
+  int cap;          // capacity of model->params
+  bool oom;
+  struct {
+    const char *key;
+    MlirLocation loc;
+  } locs[IMPORT_LOC_CACHE]; // file locations of config keys
+  int num_locs;
+} import_graph;
+
+/// Sets the location of the next ops: NameLoc(`module`) around the file
+/// location of config key `key` (see import_config_locate).
+void graph_at(import_graph *g, const char *module, const char *key);
+
+/// Adds a parameter argument named printf(`fmt`, ...) with shape
+/// dims[0..rank) in the graph's element type and returns its value.
+MlirValue graph_param(import_graph *g, import_param_kind kind, int rank,
+                      const int64_t *dims, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/// nn.linear at `module` with parameters `module`.weight [out, in] and,
+/// when `bias`, `module`.bias [out]; located at config key `key`.
+MlirValue graph_linear(import_graph *g, const char *module, const char *key,
+                       import_param_kind kind, MlirValue x, int64_t out,
+                       int64_t in, bool bias);
+
+/// nn.rms_norm at `module` with parameter `module`.weight [size]; `head_dim`
+/// 0 normalizes the whole last dim. Uses the config's eps and the arch's
+/// weight offset.
+MlirValue graph_rms_norm(import_graph *g, const char *module, MlirValue x,
+                         int64_t size, int64_t head_dim);
+
+/// Formats into `buf` (IMPORT_NAME_MAX bytes) and returns it.
+enum { IMPORT_NAME_MAX = 256 };
+const char *graph_name(char *buf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// The layer stacks: each takes the embedding output and returns the
+/// hidden state before the final norm.
+MlirValue import_build_decoder(import_graph *g, MlirValue x);
+MlirValue import_build_nemotron_h(import_graph *g, MlirValue x);
+
+/// Self-attention under module `base` ("...layers.N.self_attn"): q/k/v
+/// projections, optional q/k norms, RoPE when `cos` is non-null (pointing at
+/// the rotary tuple), nn.attention with `window` (0 = full), o_proj.
+MlirValue import_build_attention(import_graph *g, const char *base, MlirValue h,
+                                 const MlirValue *cos, const MlirValue *sin,
+                                 int64_t window);
+
+#endif // SHARD_IMPORT_GRAPH_H

@@ -1,0 +1,281 @@
+// shard-import: a Hugging Face config.json (+ safetensors weights) to an
+// nn-dialect model graph.
+//
+//   shard-import CONFIG.json [--weights FILE.safetensors|DIR] --batch B --seq S
+//                [--dtype f32|bf16] [--logits] [-o OUT.mlir] [--summary]
+//                [--print-locations] [--no-verify] [--timing]
+//
+// Errors go to stderr as `file:line:col: error: ...` (or `file: error: ...`)
+// naming the key or tensor involved; any error exits with status 1.
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "config.h"
+#include "diagnostics.h"
+#include "graph.h"
+#include "mlir-c/Pass.h"
+#include "nn.h"
+#include "pass.h"
+#include "summary.h"
+#include "weights.h"
+
+typedef struct options {
+  const char *config;
+  const char *weights;
+  const char *output; // NULL: stdout unless --summary
+  int64_t batch, seq; // 0 = not given
+  bool bf16, logits, summary, locations, verify, timing;
+} options;
+
+static void print_help(void) {
+  printf(
+      "OVERVIEW: shard-import: Hugging Face config.json (+ safetensors) to an\n"
+      "          nn-dialect graph: func.func @forward(input_ids, labels, params...)\n\n"
+      "USAGE: shard-import CONFIG.json --batch B --seq S [options]\n\n"
+      "OPTIONS:\n"
+      "  --batch B             Batch size of input_ids and labels (>= 1)\n"
+      "  --seq S               Sequence length (>= 2: the loss is shifted)\n"
+      "  --dtype f32|bf16      Parameter and activation element type (default f32)\n"
+      "  --logits              Also return the logits as a second result\n"
+      "  --weights PATH        Check a .safetensors file, or a directory with\n"
+      "                        model.safetensors or model.safetensors.index.json,\n"
+      "                        against the graph (names, shapes, dtypes)\n"
+      "  -o FILE               Write the graph to FILE (default: stdout)\n"
+      "  --summary             Print parameter counts, layers, heads and tied\n"
+      "                        parameters (the graph is then written only with -o;\n"
+      "                        --batch/--seq default to 1 and 2)\n"
+      "  --print-locations     Print op locations (config keys) in the output\n"
+      "  --no-verify           Skip verifying the graph (IRDL and nn-verify)\n"
+      "  --timing              Print the time of each phase to stderr\n"
+      "  -h, --help            This help\n\n"
+      "ARCHITECTURES: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM,\n"
+      "  Gemma3ForCausalLM, Gemma3ForConditionalGeneration (text part),\n"
+      "  NemotronHForCausalLM\n");
+}
+
+// Parses a positive integer flag value.
+static bool parse_size(const char *flag, const char *v, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (errno || end == v || *end || x < 1) {
+    fprintf(stderr, "shard-import: %s expects a positive integer, got '%s'\n", flag, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+// `--name VALUE` or `--name=VALUE`; advances *i past a separate value.
+static bool flag_arg(int argc, char **argv, int *i, const char *name,
+                     const char **value) {
+  const char *a = argv[*i];
+  size_t n = strlen(name);
+  if (strncmp(a, name, n) != 0)
+    return false;
+  if (a[n] == '=') {
+    *value = a + n + 1;
+    return true;
+  }
+  if (a[n] != '\0')
+    return false;
+  if (*i + 1 >= argc) {
+    *value = NULL;
+    return true;
+  }
+  *value = argv[++*i];
+  return true;
+}
+
+// 0: ok, 1: usage error (reported), -1: --help.
+static int parse_args(int argc, char **argv, options *o) {
+  *o = (options){.verify = true};
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i], *v;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+      return -1;
+    bool ok = true;
+    if (flag_arg(argc, argv, &i, "--batch", &v))
+      ok = v && parse_size("--batch", v, &o->batch);
+    else if (flag_arg(argc, argv, &i, "--seq", &v))
+      ok = v && parse_size("--seq", v, &o->seq);
+    else if (flag_arg(argc, argv, &i, "--dtype", &v)) {
+      ok = v != NULL;
+      if (v && strcmp(v, "f32") && strcmp(v, "bf16")) {
+        fprintf(stderr, "shard-import: --dtype expects f32 or bf16, got '%s'\n", v);
+        return 1;
+      }
+      o->bf16 = v && !strcmp(v, "bf16");
+    } else if (flag_arg(argc, argv, &i, "--weights", &v))
+      ok = (o->weights = v) != NULL;
+    else if (!strcmp(a, "-o") || flag_arg(argc, argv, &i, "--output", &v)) {
+      if (!strcmp(a, "-o"))
+        v = i + 1 < argc ? argv[++i] : NULL;
+      ok = (o->output = v) != NULL;
+    } else if (!strcmp(a, "--logits"))
+      o->logits = true;
+    else if (!strcmp(a, "--summary"))
+      o->summary = true;
+    else if (!strcmp(a, "--print-locations"))
+      o->locations = true;
+    else if (!strcmp(a, "--no-verify"))
+      o->verify = false;
+    else if (!strcmp(a, "--timing"))
+      o->timing = true;
+    else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "shard-import: unknown option '%s' (see --help)\n", a);
+      return 1;
+    } else if (o->config) {
+      fprintf(stderr, "shard-import: more than one config: '%s' and '%s'\n",
+              o->config, a);
+      return 1;
+    } else
+      o->config = a;
+    if (!ok) {
+      if (!v)
+        fprintf(stderr, "shard-import: %s needs a value\n", a);
+      return 1;
+    }
+  }
+  if (!o->config) {
+    fprintf(stderr, "shard-import: no config.json given (see --help)\n");
+    return 1;
+  }
+  bool graph_out = !o->summary || o->output;
+  if (graph_out && (!o->batch || !o->seq)) {
+    fprintf(stderr, "shard-import: --batch and --seq are required to write a graph\n");
+    return 1;
+  }
+  if (!o->batch)
+    o->batch = 1;
+  if (!o->seq)
+    o->seq = 2;
+  if (o->seq < 2) {
+    fprintf(stderr, "shard-import: --seq must be at least 2 (the loss compares "
+                    "position i with label i + 1), got %" PRId64 "\n", o->seq);
+    return 1;
+  }
+  return 0;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void print_to_file(MlirStringRef s, void *data) {
+  fwrite(s.data, 1, s.length, (FILE *)data);
+}
+
+// IRDL verification and nn-verify; diagnostics print at config locations.
+static bool verify(MlirContext ctx, MlirModule module) {
+  MlirOperation op = mlirModuleGetOperation(module);
+  if (!mlirOperationVerify(op))
+    return false;
+  char err[512];
+  MlirPass pass = tp_pass_create(&tp_nn_verify_pass, NULL, err, sizeof err);
+  if (!pass.ptr) {
+    fprintf(stderr, "shard-import: %s\n", err);
+    return false;
+  }
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  mlirPassManagerAddOwnedPass(pm, pass);
+  MlirLogicalResult r = mlirPassManagerRunOnOp(pm, op);
+  mlirPassManagerDestroy(pm);
+  return mlirLogicalResultIsSuccess(r);
+}
+
+static bool write_graph(const options *o, MlirModule module) {
+  bool to_stdout = !o->output || !strcmp(o->output, "-");
+  FILE *out = to_stdout ? stdout : fopen(o->output, "w");
+  if (!out) {
+    fprintf(stderr, "shard-import: cannot write '%s': %s\n", o->output,
+            strerror(errno));
+    return false;
+  }
+  MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
+  if (o->locations)
+    mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
+  mlirOperationPrintWithFlags(mlirModuleGetOperation(module), flags, print_to_file,
+                              out);
+  mlirOpPrintingFlagsDestroy(flags);
+  fputc('\n', out);
+  bool ok = !ferror(out);
+  if (!to_stdout)
+    ok = fclose(out) == 0 && ok;
+  else
+    ok = fflush(out) == 0 && ok;
+  if (!ok)
+    fprintf(stderr, "shard-import: error writing '%s'\n", to_stdout ? "<stdout>" : o->output);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int rc = parse_args(argc, argv, &o);
+  if (rc < 0) {
+    print_help();
+    return 0;
+  }
+  if (rc)
+    return 1;
+
+  double t0 = now_ms();
+  char err[2048];
+  import_config cfg;
+  if (!import_config_load(o.config, &cfg, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  double t1 = now_ms();
+
+  MlirContext ctx = nn_context_create();
+  if (mlirContextIsNull(ctx)) {
+    fprintf(stderr, "shard-import: cannot load the nn dialect (a build bug)\n");
+    import_config_free(&cfg);
+    return 1;
+  }
+  tool_diagnostics diags = {.out = stderr};
+  tool_diagnostics_attach(ctx, &diags);
+  double t2 = now_ms();
+
+  import_options io = {.batch = o.batch, .seq = o.seq, .bf16 = o.bf16,
+                       .logits = o.logits};
+  import_model model;
+  bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);
+  if (!ok)
+    fprintf(stderr, "%s\n", err);
+  double t3 = now_ms();
+  if (ok && o.verify)
+    ok = verify(ctx, model.module);
+  double t4 = now_ms();
+  if (ok && o.weights) {
+    ok = import_check_weights(o.weights, &model, o.bf16 ? SRT_BF16 : SRT_F32, err,
+                              sizeof err);
+    if (!ok)
+      fprintf(stderr, "%s\n", err);
+  }
+  double t5 = now_ms();
+  if (ok && o.summary)
+    import_summary_print(stdout, &cfg, &model);
+  if (ok && (!o.summary || o.output))
+    ok = write_graph(&o, model.module);
+  double t6 = now_ms();
+  if (o.timing)
+    fprintf(stderr,
+            "timing (ms): config %.2f, context %.2f, build %.2f, verify %.2f, "
+            "weights %.2f, output %.2f, total %.2f\n",
+            t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4, t6 - t5, t6 - t0);
+
+  if (model.module.ptr)
+    import_model_free(&model);
+  mlirContextDestroy(ctx);
+  import_config_free(&cfg);
+  return ok ? 0 : 1;
+}
