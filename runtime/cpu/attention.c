@@ -12,6 +12,12 @@
 // height, and lets causal/sliding masks skip whole key ranges per tile.
 enum { kQueryBlock = 64 };
 
+// tanh(x) = 2 sigmoid(2x) - 1 through one expf: glibc's tanhf is about 4x
+// slower and dominated softcapped attention. Absolute error ~1e-7 (the
+// softcapped logit's error is softcap times that); saturates to +-1 without
+// NaN.
+static float fast_tanh(float x) { return 2.0f / (1.0f + expf(-2.0f * x)) - 1.0f; }
+
 static int64_t query_block(const srt_attention_config *c) {
   return c->seq < kQueryBlock ? c->seq : kQueryBlock;
 }
@@ -107,7 +113,7 @@ srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
           int64_t lo = key_lo(c, i) - j0, hi = key_hi(c, i) - j0;
           if (cap > 0.0f)
             for (int64_t j = lo; j < hi; j++)
-              row[j] = cap * tanhf(row[j] / cap);
+              row[j] = cap * fast_tanh(row[j] / cap);
           float mx = -INFINITY;
           for (int64_t j = lo; j < hi; j++)
             mx = row[j] > mx ? row[j] : mx;
@@ -183,7 +189,7 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
             prow[j] = drow[j] = 0.0f;
           if (cap > 0.0f) {
             for (int64_t j = lo; j < hi; j++) {
-              float t = tanhf(prow[j] / cap);
+              float t = fast_tanh(prow[j] / cap);
               float p = expf(cap * t - li);
               prow[j] = p;
               drow[j] = p * (drow[j] - D) * (1.0f - t * t) * c->scale;

@@ -1,0 +1,334 @@
+// Benchmark of the CPU kernels (runtime/cpu/): each kernel's GFLOP/s and
+// GB/s beside OpenBLAS sgemm's GFLOP/s measured in the same run, as a ratio.
+//
+// Usage: kernels_bench [--quick]. Prints a table; asserts nothing.
+// FLOP counts are the useful arithmetic of each op (stated per row below);
+// bytes are the compulsory traffic (each input read once, each output written
+// once). Elementwise kernels are single-threaded and memory-bound: their
+// GB/s is the number to read, their sgemm ratio shows how far from the
+// compute limit they are by nature. OpenBLAS uses its own threads.
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shardrt/kernels.h"
+
+typedef struct bench {
+  double min_seconds; // keep repeating a kernel until this much time passed
+  double sgemm_gflops;
+} bench;
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static float *alloc_random(int64_t n, unsigned seed) {
+  float *p = malloc((size_t)n * sizeof *p);
+  if (!p) {
+    fprintf(stderr, "kernels_bench: out of memory (%lld floats)\n",
+            (long long)n);
+    exit(1);
+  }
+  for (int64_t i = 0; i < n; i++) {
+    seed = seed * 1664525u + 1013904223u;
+    p[i] = (float)(seed >> 8) / 16777216.0f * 2.0f - 1.0f;
+  }
+  return p;
+}
+
+typedef void (*bench_fn)(void *ctx);
+
+// Best time of one call: one warm-up, then at least 3 calls and min_seconds.
+static double time_best(const bench *b, bench_fn fn, void *ctx) {
+  fn(ctx);
+  double best = INFINITY, start = now();
+  for (int reps = 0; reps < 3 || now() - start < b->min_seconds; reps++) {
+    double t0 = now();
+    fn(ctx);
+    double t = now() - t0;
+    best = t < best ? t : best;
+  }
+  return best;
+}
+
+static void report(const bench *b, const char *name, const char *shape,
+                   double seconds, double flops, double bytes) {
+  double gflops = flops / seconds * 1e-9;
+  printf("%-24s %-30s %9.3f %9.2f %7.3f %8.2f\n", name, shape, seconds * 1e3,
+         gflops, gflops / b->sgemm_gflops, bytes / seconds * 1e-9);
+}
+
+static void check(srt_status s) {
+  if (s) {
+    char buf[512];
+    fprintf(stderr, "kernels_bench: %s\n", srt_status_format(s, buf, sizeof buf));
+    exit(1);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// sgemm: the reference
+//===----------------------------------------------------------------------===//
+
+typedef struct gemm_ctx {
+  int n;
+  float *a, *b, *c;
+} gemm_ctx;
+
+static void run_sgemm(void *p) {
+  gemm_ctx *g = p;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g->n, g->n, g->n, 1.0f,
+              g->a, g->n, g->b, g->n, 0.0f, g->c, g->n);
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+typedef struct linear_ctx {
+  int64_t n, in, out;
+  float *x, *w, *bias, *y, *dy, *dx, *dw, *db;
+} linear_ctx;
+
+static void run_linear_fwd(void *p) {
+  linear_ctx *c = p;
+  check(srt_cpu_linear_forward(c->y, c->x, c->w, c->bias, c->n, c->in, c->out));
+}
+
+static void run_linear_bwd(void *p) {
+  linear_ctx *c = p;
+  check(srt_cpu_linear_backward(c->dx, c->dw, c->db, c->dy, c->x, c->w, c->n,
+                                c->in, c->out));
+}
+
+typedef struct attn_ctx {
+  srt_attention_config cfg;
+  float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv, *ws;
+} attn_ctx;
+
+static void run_attn_fwd(void *p) {
+  attn_ctx *c = p;
+  check(srt_cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, c->ws,
+                                  &c->cfg));
+}
+
+static void run_attn_bwd(void *p) {
+  attn_ctx *c = p;
+  check(srt_cpu_attention_backward(c->dq, c->dk, c->dv, c->dout, c->q, c->k,
+                                   c->v, c->out, c->lse, c->ws, &c->cfg));
+}
+
+// Visible (query, key) pairs of a causal attention with window w (0: none).
+static double visible_pairs(int64_t s, int64_t w) {
+  double pairs = 0;
+  for (int64_t i = 0; i < s; i++)
+    pairs += (double)(w > 0 && w < i + 1 ? w : i + 1);
+  return pairs;
+}
+
+typedef struct ew_ctx { // elementwise and row-wise kernels
+  int64_t n, rows, features;
+  float *a, *b, *c, *d, *e, *w;
+  int64_t *ids;
+  int variant;
+} ew_ctx;
+
+static void run_rms_fwd(void *p) {
+  ew_ctx *c = p;
+  srt_cpu_rms_norm_forward(c->b, c->a, c->w, c->rows, c->features, 0, 1e-6f, 0);
+}
+static void run_rms_bwd(void *p) {
+  ew_ctx *c = p;
+  srt_cpu_rms_norm_backward(c->d, c->e, c->c, c->a, c->w, c->rows, c->features,
+                            0, 1e-6f, 0);
+}
+static void run_rope_fwd(void *p) {
+  ew_ctx *c = p; // a: x [rows, features], d/e: cos/sin [rows, 128]
+  srt_cpu_apply_rotary_forward(c->b, c->a, c->d, c->e, 1, c->rows,
+                               c->features / 128, 128);
+}
+static void run_glu_fwd(void *p) {
+  ew_ctx *c = p;
+  srt_cpu_glu_forward(c->c, c->a, c->b, c->n, (srt_glu_activation)c->variant);
+}
+static void run_glu_bwd(void *p) {
+  ew_ctx *c = p;
+  srt_cpu_glu_backward(c->d, c->e, c->c, c->a, c->b, c->n,
+                       (srt_glu_activation)c->variant);
+}
+static void run_relu2_fwd(void *p) {
+  ew_ctx *c = p;
+  srt_cpu_relu2_forward(c->b, c->a, c->n);
+}
+static void run_add_fwd(void *p) {
+  ew_ctx *c = p;
+  srt_cpu_add_forward(c->c, c->a, c->b, c->n);
+}
+static void run_embedding_fwd(void *p) {
+  ew_ctx *c = p; // a: weight [vocab, features], b: out [rows, features]
+  srt_cpu_embedding_forward(c->b, c->ids, c->a, c->rows, c->features, 0,
+                            c->n, 1.0f);
+}
+static void run_adamw(void *p) {
+  ew_ctx *c = p;
+  srt_adamw_config cfg = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
+  srt_cpu_adamw_step(c->a, c->b, c->c, c->d, c->n, 10, &cfg);
+}
+
+typedef struct ce_ctx {
+  srt_cross_entropy_config cfg;
+  float *logits, *lse, *ws, *dlogits, loss;
+  int64_t *labels;
+} ce_ctx;
+
+static void run_ce_fwd(void *p) {
+  ce_ctx *c = p;
+  check(srt_cpu_cross_entropy_forward(&c->loss, c->lse, c->logits, c->labels,
+                                      c->ws, &c->cfg));
+}
+static void run_ce_bwd(void *p) {
+  ce_ctx *c = p;
+  srt_cpu_cross_entropy_backward(c->dlogits, c->logits, c->lse, c->labels,
+                                 1.0f, &c->cfg);
+}
+
+int main(int argc, char **argv) {
+  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  bench b = {.min_seconds = quick ? 0.05 : 0.3};
+  char shape[64];
+
+  // sgemm reference: square, large enough to reach OpenBLAS's peak.
+  {
+    gemm_ctx g = {.n = quick ? 512 : 1024};
+    int64_t nn = (int64_t)g.n * g.n;
+    g.a = alloc_random(nn, 1), g.b = alloc_random(nn, 2), g.c = alloc_random(nn, 3);
+    double t = time_best(&b, run_sgemm, &g);
+    b.sgemm_gflops = 2.0 * g.n * g.n * (double)g.n / t * 1e-9;
+    printf("OpenBLAS sgemm %dx%dx%d: %.2f GFLOP/s (the ratio column's "
+           "denominator)\n\n", g.n, g.n, g.n, b.sgemm_gflops);
+    printf("%-24s %-30s %9s %9s %7s %8s\n", "kernel", "shape", "ms", "GFLOP/s",
+           "/sgemm", "GB/s");
+    free(g.a), free(g.b), free(g.c);
+  }
+
+  { // linear: 2 n in out FLOPs forward, 4 n in out backward (dx and dW)
+    linear_ctx c = {.n = quick ? 512 : 2048, .in = 1024, .out = 1024};
+    c.x = alloc_random(c.n * c.in, 4), c.w = alloc_random(c.out * c.in, 5);
+    c.bias = alloc_random(c.out, 6), c.y = alloc_random(c.n * c.out, 7);
+    c.dy = alloc_random(c.n * c.out, 8), c.dx = alloc_random(c.n * c.in, 9);
+    c.dw = alloc_random(c.out * c.in, 10), c.db = alloc_random(c.out, 11);
+    double bytes = 4.0 * (c.n * c.in + c.out * c.in + c.n * c.out);
+    snprintf(shape, sizeof shape, "n=%lld in=%lld out=%lld", (long long)c.n,
+             (long long)c.in, (long long)c.out);
+    report(&b, "linear fwd (+bias)", shape, time_best(&b, run_linear_fwd, &c),
+           2.0 * c.n * c.in * c.out, bytes);
+    report(&b, "linear bwd (dx,dW,db)", shape, time_best(&b, run_linear_bwd, &c),
+           4.0 * c.n * c.in * c.out, 2 * bytes);
+    free(c.x), free(c.w), free(c.bias), free(c.y), free(c.dy), free(c.dx);
+    free(c.dw), free(c.db);
+  }
+
+  { // attention: 2 hd FLOPs per visible pair per matmul; forward 2 matmuls
+    // (QK^T, PV), backward 5 (QK^T recomputed, dO V^T, P^T dO, dS K, dS^T Q)
+    int64_t S = quick ? 256 : 1024;
+    attn_ctx c = {.cfg = {.batch = 1, .seq = S, .heads = 8, .kv_heads = 2,
+                   .head_dim = 64, .causal = true, .scale = 0.125f}};
+    int64_t qn = S * 8 * 64, kvn = S * 2 * 64;
+    c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
+    c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
+    c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
+    c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
+    c.dv = alloc_random(kvn, 20);
+    c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
+    double bytes = 4.0 * (2 * qn + 2 * kvn);
+    for (int variant = 0; variant < 3; variant++) {
+      c.cfg.sliding_window = variant == 1 ? S / 4 : 0;
+      c.cfg.softcap = variant == 2 ? 50.0f : 0.0f;
+      double pairs = visible_pairs(S, c.cfg.sliding_window);
+      snprintf(shape, sizeof shape, "S=%lld H=8 KV=2 hd=64%s", (long long)S,
+               variant == 1 ? " W=S/4" : variant == 2 ? " cap" : "");
+      report(&b, "attention fwd causal", shape,
+             time_best(&b, run_attn_fwd, &c), 2 * 2.0 * 64 * pairs * 8, bytes);
+      report(&b, "attention bwd causal", shape,
+             time_best(&b, run_attn_bwd, &c), 5 * 2.0 * 64 * pairs * 8,
+             2 * bytes);
+    }
+    free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
+    free(c.dq), free(c.dk), free(c.dv), free(c.ws);
+  }
+
+  { // row-wise and elementwise kernels over 4096 x 2048 activations
+    int64_t rows = quick ? 1024 : 4096, features = 2048, n = rows * features;
+    ew_ctx c = {.n = n, .rows = rows, .features = features};
+    c.a = alloc_random(n, 22), c.b = alloc_random(n, 23);
+    c.c = alloc_random(n, 24), c.d = alloc_random(n, 25);
+    c.e = alloc_random(n, 26), c.w = alloc_random(features, 27);
+    snprintf(shape, sizeof shape, "%lld x %lld", (long long)rows,
+             (long long)features);
+    double nb = 4.0 * n; // bytes of one [rows, features] tensor
+    // rms_norm: x^2 and its sum (2), scale (1), weight (1) per element
+    report(&b, "rms_norm fwd", shape, time_best(&b, run_rms_fwd, &c), 4.0 * n,
+           2 * nb);
+    // backward: sums (2 x 2), dx (4), dW (3) per element; reads x, dy; writes dx
+    report(&b, "rms_norm bwd", shape, time_best(&b, run_rms_bwd, &c), 11.0 * n,
+           3 * nb);
+    // apply_rotary: 2 products and a sum per element; cos/sin [rows, 128]
+    report(&b, "apply_rotary fwd", shape, time_best(&b, run_rope_fwd, &c),
+           3.0 * n, 2 * nb + 2 * 4.0 * rows * 128);
+    // silu * up: exp, add, div, 2 mul = 5 per element (exp counted as 1)
+    c.variant = SRT_GLU_SILU;
+    report(&b, "glu silu fwd", shape, time_best(&b, run_glu_fwd, &c), 5.0 * n,
+           3 * nb);
+    report(&b, "glu silu bwd", shape, time_best(&b, run_glu_bwd, &c), 11.0 * n,
+           5 * nb);
+    // gelu_tanh * up: 9 per element (tanh counted as 1)
+    c.variant = SRT_GLU_GELU_TANH;
+    report(&b, "glu gelu_tanh fwd", shape, time_best(&b, run_glu_fwd, &c),
+           9.0 * n, 3 * nb);
+    report(&b, "relu2 fwd", shape, time_best(&b, run_relu2_fwd, &c), 2.0 * n,
+           2 * nb);
+    report(&b, "add fwd", shape, time_best(&b, run_add_fwd, &c), 1.0 * n,
+           3 * nb);
+    // embedding: a gather, no FLOPs; rows of a [32000, 2048] table
+    int64_t vocab = 32000;
+    float *table = alloc_random(vocab * features, 28);
+    c.ids = malloc((size_t)rows * sizeof *c.ids);
+    for (int64_t t = 0; t < rows; t++)
+      c.ids[t] = (t * 7919) % vocab;
+    float *keep = c.a;
+    c.a = table, c.n = vocab;
+    report(&b, "embedding fwd", shape, time_best(&b, run_embedding_fwd, &c),
+           0.0, 2 * nb);
+    c.a = keep, c.n = n;
+    free(table), free(c.ids);
+    // adamw: ~14 per parameter; reads p, m, v, g; writes p, m, v
+    snprintf(shape, sizeof shape, "%lld params", (long long)n);
+    report(&b, "adamw step", shape, time_best(&b, run_adamw, &c), 14.0 * n,
+           7 * nb);
+    free(c.a), free(c.b), free(c.c), free(c.d), free(c.e), free(c.w);
+  }
+
+  { // cross-entropy: max (1), sub + exp + add (3) per logit forward;
+    // sub + exp + mul (3) backward
+    ce_ctx c = {.cfg = {.batch = 1, .seq = quick ? 256 : 1024, .vocab = 32000,
+                 .local_vocab = 32000, .shift = true, .ignore_index = -100}};
+    int64_t rows = c.cfg.seq, n = rows * c.cfg.vocab;
+    c.logits = alloc_random(n, 29), c.dlogits = alloc_random(n, 30);
+    c.lse = alloc_random(rows, 31), c.ws = alloc_random(2 * rows, 32);
+    c.labels = malloc((size_t)rows * sizeof *c.labels);
+    for (int64_t t = 0; t < rows; t++)
+      c.labels[t] = (t * 104729) % c.cfg.vocab;
+    snprintf(shape, sizeof shape, "rows=%lld V=32000", (long long)rows);
+    report(&b, "cross_entropy fwd", shape, time_best(&b, run_ce_fwd, &c),
+           4.0 * n, 4.0 * n);
+    report(&b, "cross_entropy bwd", shape, time_best(&b, run_ce_bwd, &c),
+           3.0 * n, 8.0 * n);
+    free(c.logits), free(c.dlogits), free(c.lse), free(c.ws), free(c.labels);
+  }
+  return 0;
+}
