@@ -1,0 +1,229 @@
+// Atomic safetensors writer: header via jansson, data streamed, then
+// fflush, fsync, rename and a directory fsync.
+#include "shardrt/safetensors_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct srt_safetensors_writer {
+  FILE *f;
+  char *path;     // final path
+  char *tmp;      // path + ".tmp"
+  size_t n;       // entries
+  size_t next;    // next entry to put
+  size_t *bytes;  // bytes of each entry
+};
+
+static srt_status io_error(const char *step, const char *file, int err) {
+  return SRT_ERROR(SRT_IO, "safetensors write: %s '%s' failed: %s", step, file,
+                   strerror(err));
+}
+
+static void destroy(srt_safetensors_writer *w, int remove_tmp) {
+  if (!w)
+    return;
+  if (w->f)
+    fclose(w->f);
+  if (remove_tmp && w->tmp)
+    unlink(w->tmp);
+  free(w->path);
+  free(w->tmp);
+  free(w->bytes);
+  free(w);
+}
+
+// The header JSON (compact) of `entries`, with data_offsets laid out
+// contiguously; fills bytes[i].
+static srt_status build_header(const srt_safetensors_entry *e, size_t n,
+                               const char *const *metadata, size_t n_metadata,
+                               size_t *bytes, char **out) {
+  *out = NULL;
+  json_t *root = json_object();
+  if (!root)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
+  srt_status s = NULL;
+  if (n_metadata) {
+    json_t *meta = json_object();
+    for (size_t i = 0; i < n_metadata && meta; ++i)
+      json_object_set_new(meta, metadata[2 * i], json_string(metadata[2 * i + 1]));
+    json_object_set_new(root, "__metadata__", meta);
+  }
+  uint64_t offset = 0;
+  for (size_t i = 0; i < n && !s; ++i) {
+    const char *name = e[i].name ? e[i].name : "";
+    size_t elem = srt_dtype_size(e[i].dtype);
+    if (!*name || !strcmp(name, "__metadata__") || json_object_get(root, name)) {
+      s = SRT_ERROR(SRT_INVALID_ARGUMENT,
+                    "safetensors write: entry %zu has an empty, reserved or "
+                    "duplicate name '%s'",
+                    i, name);
+      break;
+    }
+    if (!elem || e[i].ndim < 0 || e[i].ndim > SRT_MAX_RANK) {
+      s = SRT_ERROR(SRT_INVALID_ARGUMENT,
+                    "safetensors write: tensor '%s' has dtype %d and rank %d", name,
+                    (int)e[i].dtype, e[i].ndim);
+      break;
+    }
+    json_t *shape = json_array();
+    uint64_t numel = 1;
+    for (int d = 0; d < e[i].ndim; ++d) {
+      if (e[i].shape[d] < 0)
+        s = SRT_ERROR(SRT_INVALID_ARGUMENT,
+                      "safetensors write: tensor '%s' dim %d has size %lld", name,
+                      d, (long long)e[i].shape[d]);
+      json_array_append_new(shape, json_integer(e[i].shape[d]));
+      numel *= (uint64_t)e[i].shape[d];
+    }
+    bytes[i] = (size_t)(numel * elem);
+    json_t *t = json_object();
+    json_object_set_new(t, "dtype", json_string(srt_dtype_name(e[i].dtype)));
+    json_object_set_new(t, "shape", shape);
+    json_t *off = json_array();
+    json_array_append_new(off, json_integer((json_int_t)offset));
+    json_array_append_new(off, json_integer((json_int_t)(offset + bytes[i])));
+    json_object_set_new(t, "data_offsets", off);
+    json_object_set_new(root, name, t);
+    offset += bytes[i];
+  }
+  if (!s) {
+    *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    if (!*out)
+      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: cannot print header");
+  }
+  json_decref(root);
+  return s;
+}
+
+srt_status srt_safetensors_writer_begin(const char *path,
+                                        const srt_safetensors_entry *entries,
+                                        size_t n_entries,
+                                        const char *const *metadata,
+                                        size_t n_metadata,
+                                        srt_safetensors_writer **out) {
+  *out = NULL;
+  srt_safetensors_writer *w = calloc(1, sizeof *w);
+  size_t plen = strlen(path);
+  if (w) {
+    w->path = strdup(path);
+    w->tmp = malloc(plen + 5);
+    w->bytes = calloc(n_entries ? n_entries : 1, sizeof *w->bytes);
+  }
+  if (!w || !w->path || !w->tmp || !w->bytes) {
+    destroy(w, 0);
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
+  }
+  memcpy(w->tmp, path, plen);
+  memcpy(w->tmp + plen, ".tmp", 5);
+  w->n = n_entries;
+  char *header;
+  srt_status s = build_header(entries, n_entries, metadata, n_metadata, w->bytes,
+                              &header);
+  if (s) {
+    destroy(w, 0);
+    return s;
+  }
+  // Pad with spaces so the data section starts 8-byte aligned.
+  size_t hlen = strlen(header), padded = (hlen + 7) / 8 * 8;
+  unsigned char len8[8];
+  for (int i = 0; i < 8; ++i) // little-endian u64
+    len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+  w->f = fopen(w->tmp, "wb");
+  if (!w->f) {
+    s = io_error("creating", w->tmp, errno);
+  } else if (fwrite(len8, 1, 8, w->f) != 8 || fwrite(header, 1, hlen, w->f) != hlen ||
+             fwrite("       ", 1, padded - hlen, w->f) != padded - hlen) {
+    s = io_error("writing the header of", w->tmp, errno);
+  }
+  free(header);
+  if (s) {
+    destroy(w, w->f != NULL);
+    return s;
+  }
+  *out = w;
+  return NULL;
+}
+
+srt_status srt_safetensors_writer_put(srt_safetensors_writer *w, const void *data) {
+  if (w->next >= w->n)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "safetensors write: all %zu tensors of '%s' already written",
+                     w->n, w->path);
+  size_t b = w->bytes[w->next];
+  if (b && fwrite(data, 1, b, w->f) != b)
+    return io_error("writing tensor data to", w->tmp, errno);
+  ++w->next;
+  return NULL;
+}
+
+// fsync of the directory holding `path`, so that the rename is durable.
+static srt_status sync_dir(const char *path) {
+  const char *slash = strrchr(path, '/');
+  char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
+                    : strdup(".");
+  if (!dir)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
+  srt_status s = NULL;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0)
+    s = io_error("opening the directory", dir, errno);
+  else if (fsync(fd) != 0)
+    s = io_error("fsync of the directory", dir, errno);
+  if (fd >= 0)
+    close(fd);
+  free(dir);
+  return s;
+}
+
+srt_status srt_safetensors_writer_commit(srt_safetensors_writer *w) {
+  srt_status s = NULL;
+  if (w->next != w->n)
+    s = SRT_ERROR(SRT_FAILED_PRECONDITION,
+                  "safetensors write: '%s' committed after %zu of %zu tensors",
+                  w->path, w->next, w->n);
+  else if (fflush(w->f) != 0)
+    s = io_error("fflush of", w->tmp, errno);
+  else if (fsync(fileno(w->f)) != 0)
+    s = io_error("fsync of", w->tmp, errno);
+  if (s) {
+    destroy(w, 1);
+    return s;
+  }
+  FILE *f = w->f;
+  w->f = NULL;
+  if (fclose(f) != 0)
+    s = io_error("closing", w->tmp, errno);
+  else if (rename(w->tmp, w->path) != 0)
+    s = io_error("renaming the temporary file over", w->path, errno);
+  if (s) {
+    destroy(w, 1);
+    return s;
+  }
+  s = sync_dir(w->path); // the new file is in place; make the rename durable
+  destroy(w, 0);
+  return s;
+}
+
+void srt_safetensors_writer_abort(srt_safetensors_writer *w) { destroy(w, 1); }
+
+srt_status srt_safetensors_write(const char *path,
+                                 const srt_safetensors_entry *entries,
+                                 size_t n_entries, const char *const *metadata,
+                                 size_t n_metadata) {
+  srt_safetensors_writer *w;
+  SRT_RETURN_IF_ERROR(srt_safetensors_writer_begin(path, entries, n_entries,
+                                                   metadata, n_metadata, &w));
+  for (size_t i = 0; i < n_entries; ++i) {
+    srt_status s = srt_safetensors_writer_put(w, entries[i].data);
+    if (s) {
+      srt_safetensors_writer_abort(w);
+      return s;
+    }
+  }
+  return srt_safetensors_writer_commit(w);
+}
