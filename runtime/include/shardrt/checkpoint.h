@@ -1,0 +1,77 @@
+// Checkpoints of sharded tensors: each rank loads only its slice of a full
+// Hugging Face safetensors checkpoint; saves go either to one file per rank
+// (local shards) or to one consolidated file written by rank 0, always
+// atomically (safetensors_write.h), so a crash never damages the previous
+// checkpoint.
+#ifndef SHARDRT_CHECKPOINT_H
+#define SHARDRT_CHECKPOINT_H
+
+#include <stddef.h>
+
+#include "shardrt/context.h"
+#include "shardrt/mesh.h"
+#include "shardrt/safetensors.h"
+#include "shardrt/status.h"
+#include "shardrt/tensor.h"
+
+//===----------------------------------------------------------------------===//
+// Loading
+//===----------------------------------------------------------------------===//
+
+/// Loads into t->data the shard of tensor `t->name` that the rank at mesh
+/// coordinate `coord` holds, from a full (unsharded) checkpoint `file`:
+/// the box srt_local_offset / t->local_shape of the stored tensor, read
+/// row by row from the mapping (only those pages are touched) and converted
+/// to float32 (F32 copied, BF16/F16 widened exactly, F64 rounded).
+/// `t`: F32, initialised for the mesh (srt_tensor_init), with data of
+/// srt_tensor_local_bytes(t) (caller-owned). No communication.
+/// Errors: SRT_NOT_FOUND (no such tensor in the file); SRT_INVALID_ARGUMENT
+/// when the stored shape differs from t->global_shape (both printed), the
+/// stored dtype cannot be converted, t is not F32, has no data, or is
+/// Partial. Messages name the tensor, the file and the rank's coordinate.
+srt_status srt_checkpoint_load_shard(const srt_safetensors *file,
+                                     const srt_mesh *mesh,
+                                     const int coord[SRT_MESH_NDIMS],
+                                     srt_tensor *t);
+
+/// Loads t->data from a per-rank file written by srt_checkpoint_save_local:
+/// the stored tensor `t->name` must have t->local_shape, and the file's
+/// mesh and coordinate (metadata) must be this rank's. Same conversions as
+/// srt_checkpoint_load_shard. Errors: as above, plus SRT_FAILED_PRECONDITION
+/// when the file was written for another mesh or coordinate.
+srt_status srt_checkpoint_load_local(const srt_safetensors *file,
+                                     const srt_mesh *mesh,
+                                     const int coord[SRT_MESH_NDIMS],
+                                     srt_tensor *t);
+
+//===----------------------------------------------------------------------===//
+// Saving
+//===----------------------------------------------------------------------===//
+
+/// "<prefix>-rank<r>-of-<n>.safetensors" (r, n zero-padded to 5 digits)
+/// into buf[len]. Errors: SRT_OUT_OF_RANGE if it does not fit.
+srt_status srt_checkpoint_shard_path(char *buf, size_t len, const char *prefix,
+                                     int rank, int world_size);
+
+/// Writes this rank's local shards `tensors[0..n)` (their local shapes,
+/// dtypes and data) to `path` atomically, with metadata recording the mesh
+/// ("shardrt.mesh" = "DPxTP"), the coordinate ("shardrt.coord" = "d,t")
+/// and, per tensor, its global shape and placements
+/// ("shardrt.tensor.<name>" = "[8,6] dp=Replicate tp=Shard(0)").
+/// No communication: every rank writes its own file (see
+/// srt_checkpoint_shard_path). Errors: as srt_safetensors_write.
+srt_status srt_checkpoint_save_local(const char *path, const srt_mesh *mesh,
+                                     const int coord[SRT_MESH_NDIMS],
+                                     const srt_tensor *tensors, size_t n);
+
+/// Writes one Hugging Face style file with every tensor whole (global
+/// shapes, the tensors' dtypes): each tensor is assembled with
+/// srt_full_tensor (one at a time, so memory peaks at one full tensor) and
+/// rank 0 streams it to `path` atomically. Collective over ctx's world,
+/// tp and dp groups; every rank returns rank 0's outcome (a failed write
+/// on rank 0 gives SRT_IO on every rank), so all ranks agree on whether the
+/// checkpoint exists. Errors: as srt_full_tensor and srt_safetensors_write.
+srt_status srt_checkpoint_save_consolidated(srt_context *ctx, const char *path,
+                                            const srt_tensor *tensors, size_t n);
+
+#endif // SHARDRT_CHECKPOINT_H

@@ -1,0 +1,252 @@
+// Checkpoints: slice loading from full safetensors files (converted to
+// float32), per-rank and consolidated saves through the atomic writer.
+#include "shardrt/checkpoint.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardrt/collectives.h"
+#include "shardrt/convert.h"
+#include "shardrt/dtensor.h"
+#include "shardrt/safetensors_write.h"
+#include "slice.h"
+
+static const char *name_of(const srt_tensor *t) { return t->name ? t->name : "?"; }
+
+// "[8, 6]" into buf.
+static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *s) {
+  size_t at = (size_t)snprintf(buf, len, "[");
+  for (int d = 0; d < ndim && at < len; ++d)
+    at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "", (long long)s[d]);
+  if (at < len)
+    snprintf(buf + at, len - at, "]");
+  return buf;
+}
+
+static const char *placement_str(char *buf, size_t len, srt_placement p) {
+  if (p.kind == SRT_SHARD)
+    snprintf(buf, len, "Shard(%d)", p.dim);
+  else
+    snprintf(buf, len, "%s", p.kind == SRT_PARTIAL ? "Partial" : "Replicate");
+  return buf;
+}
+
+// Checks shared by both loads; finds the stored tensor and checks that its
+// shape is `want` (the global or the local shape).
+static srt_status prepare_load(const srt_safetensors *file, const int coord[2],
+                               const srt_tensor *t, const int64_t *want,
+                               const char *which, const srt_tensor_info **info) {
+  const char *name = name_of(t), *path = srt_safetensors_path(file);
+  if (t->dtype != SRT_F32)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "checkpoint load: tensor '%s' has dtype %s; loads fill F32",
+                     name, srt_dtype_name(t->dtype));
+  if (!t->data && srt_tensor_local_numel(t) > 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "checkpoint load: tensor '%s' has no data",
+                     name);
+  for (int a = 0; a < SRT_MESH_NDIMS; ++a)
+    if (t->placements[a].kind == SRT_PARTIAL)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "checkpoint load: tensor '%s' is Partial on mesh axis %s",
+                       name, a == SRT_MESH_DP ? "dp" : "tp");
+  SRT_RETURN_IF_ERROR(srt_safetensors_find(file, name, info));
+  const srt_tensor_info *in = *info;
+  int same = in->rank == t->ndim;
+  for (int d = 0; same && d < t->ndim; ++d)
+    same = in->shape[d] == want[d];
+  if (!same) {
+    char a[160], b[160];
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "checkpoint load: tensor '%s' in '%s' has shape %s, expected "
+                     "the %s shape %s (rank at dp=%d, tp=%d)",
+                     name, path, shape_str(a, sizeof a, in->rank, in->shape), which,
+                     shape_str(b, sizeof b, t->ndim, want), coord[0], coord[1]);
+  }
+  if (in->dtype != SRT_F32 && in->dtype != SRT_BF16 && in->dtype != SRT_F16 &&
+      in->dtype != SRT_F64)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "checkpoint load: tensor '%s' in '%s' is %s; F32, BF16, F16 "
+                     "and F64 convert to F32",
+                     name, path, srt_dtype_name(in->dtype));
+  return NULL;
+}
+
+typedef struct convert_args {
+  const unsigned char *src;
+  srt_dtype dtype;
+  size_t elem;
+  float *dst;
+} convert_args;
+
+static void convert_row(int64_t src, int64_t dst, int64_t n, void *arg) {
+  convert_args *a = arg;
+  // The dtype was checked, so this cannot fail.
+  srt_status_free(
+      srt_convert_to_f32(a->src + (size_t)src * a->elem, a->dtype, n, a->dst + dst));
+}
+
+srt_status srt_checkpoint_load_shard(const srt_safetensors *file,
+                                     const srt_mesh *mesh,
+                                     const int coord[SRT_MESH_NDIMS],
+                                     srt_tensor *t) {
+  const srt_tensor_info *in;
+  SRT_RETURN_IF_ERROR(prepare_load(file, coord, t, t->global_shape, "global", &in));
+  int64_t offset[SRT_MAX_RANK], box[SRT_MAX_RANK];
+  SRT_RETURN_IF_ERROR(srt_local_offset(t->name, t->ndim, t->global_shape,
+                                       t->placements, mesh, coord, offset));
+  SRT_RETURN_IF_ERROR(
+      srt_local_shape(t->name, t->ndim, t->global_shape, t->placements, mesh, box));
+  for (int d = 0; d < t->ndim; ++d)
+    if (box[d] != t->local_shape[d])
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "checkpoint load: tensor '%s' has local size %lld on dim %d "
+                       "but its placements on this mesh give %lld",
+                       name_of(t), (long long)t->local_shape[d], d, (long long)box[d]);
+  convert_args args = {in->data, in->dtype, srt_dtype_size(in->dtype), t->data};
+  srt_slice_rows(t->ndim, t->global_shape, offset, box, convert_row, &args);
+  return NULL;
+}
+
+srt_status srt_checkpoint_load_local(const srt_safetensors *file,
+                                     const srt_mesh *mesh,
+                                     const int coord[SRT_MESH_NDIMS],
+                                     srt_tensor *t) {
+  char want_mesh[32], want_coord[32];
+  snprintf(want_mesh, sizeof want_mesh, "%dx%d", mesh->shape[0], mesh->shape[1]);
+  snprintf(want_coord, sizeof want_coord, "%d,%d", coord[0], coord[1]);
+  const char *m = srt_safetensors_metadata(file, "shardrt.mesh");
+  const char *c = srt_safetensors_metadata(file, "shardrt.coord");
+  if (!m || !c || strcmp(m, want_mesh) || strcmp(c, want_coord))
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "checkpoint load: '%s' holds the shards of mesh %s at %s; this "
+                     "rank is at %s on mesh %s",
+                     srt_safetensors_path(file), m ? m : "(none)", c ? c : "(none)",
+                     want_coord, want_mesh);
+  const srt_tensor_info *in;
+  SRT_RETURN_IF_ERROR(prepare_load(file, coord, t, t->local_shape, "local", &in));
+  return srt_convert_to_f32(in->data, in->dtype, srt_tensor_local_numel(t), t->data);
+}
+
+srt_status srt_checkpoint_shard_path(char *buf, size_t len, const char *prefix,
+                                     int rank, int world_size) {
+  int n = snprintf(buf, len, "%s-rank%05d-of-%05d.safetensors", prefix, rank,
+                   world_size);
+  if (n < 0 || (size_t)n >= len)
+    return SRT_ERROR(SRT_OUT_OF_RANGE,
+                     "checkpoint: shard path for '%s' needs %d bytes, have %zu",
+                     prefix, n, len);
+  return NULL;
+}
+
+// A heap copy of the formatted text (NULL when out of memory).
+static char *dup_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dup_printf(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *p = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (p) {
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+  }
+  return p;
+}
+
+srt_status srt_checkpoint_save_local(const char *path, const srt_mesh *mesh,
+                                     const int coord[SRT_MESH_NDIMS],
+                                     const srt_tensor *tensors, size_t n) {
+  // Metadata: mesh, coord, then a key and a value per tensor.
+  size_t n_meta = 2 + n;
+  srt_safetensors_entry *e = calloc(n ? n : 1, sizeof *e);
+  char **kv = calloc(2 * n_meta, sizeof *kv);
+  int ok = e && kv;
+  if (ok) {
+    kv[0] = dup_printf("shardrt.mesh");
+    kv[1] = dup_printf("%dx%d", mesh->shape[0], mesh->shape[1]);
+    kv[2] = dup_printf("shardrt.coord");
+    kv[3] = dup_printf("%d,%d", coord[0], coord[1]);
+    for (size_t i = 0; i < n; ++i) {
+      const srt_tensor *t = &tensors[i];
+      char sh[160], p0[32], p1[32];
+      kv[4 + 2 * i] = dup_printf("shardrt.tensor.%s", name_of(t));
+      kv[5 + 2 * i] = dup_printf("%s dp=%s tp=%s",
+                                 shape_str(sh, sizeof sh, t->ndim, t->global_shape),
+                                 placement_str(p0, sizeof p0, t->placements[0]),
+                                 placement_str(p1, sizeof p1, t->placements[1]));
+      e[i] = (srt_safetensors_entry){t->name, t->dtype, t->ndim, t->local_shape,
+                                     t->data};
+    }
+    for (size_t i = 0; i < 2 * n_meta; ++i)
+      ok = ok && kv[i];
+  }
+  srt_status s =
+      ok ? srt_safetensors_write(path, e, n, (const char *const *)kv, n_meta)
+         : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint save: out of memory");
+  for (size_t i = 0; kv && i < 2 * n_meta; ++i)
+    free(kv[i]);
+  free(kv);
+  free(e);
+  return s;
+}
+
+srt_status srt_checkpoint_save_consolidated(srt_context *ctx, const char *path,
+                                            const srt_tensor *tensors, size_t n) {
+  srt_group *world = srt_context_group(ctx, SRT_GROUP_WORLD);
+  int root = srt_group_rank(world) == 0;
+  srt_safetensors_entry *e = calloc(n ? n : 1, sizeof *e);
+  if (!e)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint save: out of memory");
+  for (size_t i = 0; i < n; ++i)
+    e[i] = (srt_safetensors_entry){tensors[i].name, tensors[i].dtype, tensors[i].ndim,
+                                   tensors[i].global_shape, NULL};
+  static const char *const kMeta[] = {"format", "pt"};
+  srt_safetensors_writer *w = NULL;
+  srt_status write_status = NULL; // rank 0's writing outcome
+  if (root)
+    write_status = srt_safetensors_writer_begin(path, e, n, kMeta, 1, &w);
+  free(e);
+  // Every rank takes part in every gather, even after rank 0's write failed,
+  // so that nobody waits forever; rank 0 just stops writing.
+  srt_status s = NULL;
+  for (size_t i = 0; i < n && !s; ++i) {
+    const srt_tensor *t = &tensors[i];
+    size_t bytes = (size_t)srt_shape_numel(t->ndim, t->global_shape) *
+                   srt_dtype_size(t->dtype);
+    void *full = malloc(bytes ? bytes : 1);
+    if (!full)
+      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                    "checkpoint save: cannot allocate %zu bytes to gather '%s'",
+                    bytes, name_of(t));
+    else
+      s = srt_full_tensor(ctx, t, full);
+    if (!s && root && !write_status)
+      write_status = srt_safetensors_writer_put(w, full);
+    free(full);
+  }
+  if (root) {
+    if (!s && !write_status)
+      write_status = srt_safetensors_writer_commit(w);
+    else if (w)
+      srt_safetensors_writer_abort(w);
+  }
+  if (s) { // a collective failed (on every rank alike)
+    srt_status_free(write_status);
+    return s;
+  }
+  int32_t code = (int32_t)srt_status_code(write_status);
+  s = srt_broadcast(world, &code, 1, SRT_I32, 0);
+  if (s) {
+    srt_status_free(write_status);
+    return s;
+  }
+  if (root)
+    return write_status;
+  if (code != SRT_OK)
+    return SRT_ERROR(SRT_IO, "checkpoint save: rank 0 could not write '%s' (%s)",
+                     path, srt_code_name((srt_code)code));
+  return NULL;
+}
