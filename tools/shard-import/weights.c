@@ -37,8 +37,14 @@ __attribute__((format(printf, 3, 4))) static bool fail(checker *c, const char *f
   return false;
 }
 
+// Passes on a reader error ("PATH: message") as "PATH: error: message".
 static bool fail_status(checker *c, srt_status s) {
-  snprintf(c->err, c->errlen, "error: %s", srt_status_message(s));
+  const char *msg = srt_status_message(s);
+  const char *colon = strstr(msg, ": ");
+  if (colon)
+    snprintf(c->err, c->errlen, "%.*s: error: %s", (int)(colon - msg), msg, colon + 2);
+  else
+    snprintf(c->err, c->errlen, "error: %s", msg);
   srt_status_free(s);
   return false;
 }
