@@ -2,9 +2,7 @@
 // arena (no communication).
 #include "runtime_test_util.h"
 
-#include "shardrt/arena.h"
-#include "shardrt/mesh.h"
-#include "shardrt/tensor.h"
+#include "shardrt.h" // the umbrella header: also checks that it compiles
 
 static void test_mesh_coords_dp2_tp2(void **state) {
   (void)state;
