@@ -69,6 +69,11 @@ static const char *const kOpNames[NN_OP_COUNT] = {
     [NN_OP_ADD] = "nn.add",
     [NN_OP_CROSS_ENTROPY] = "nn.cross_entropy",
     [NN_OP_MAMBA2_MIXER] = "nn.mamba2_mixer",
+    [NN_OP_BIAS_ADD] = "nn.bias_add",
+    [NN_OP_CE_LOGIT_MAX] = "nn.ce_logit_max",
+    [NN_OP_CE_PARTIAL_SUMS] = "nn.ce_partial_sums",
+    [NN_OP_CE_LOSS_SUM] = "nn.ce_loss_sum",
+    [NN_OP_CE_MEAN] = "nn.ce_mean",
 };
 
 const char *nn_op_name(nn_op_kind kind) {

@@ -44,6 +44,12 @@ typedef enum nn_op_kind {
   NN_OP_ADD,
   NN_OP_CROSS_ENTROPY,
   NN_OP_MAMBA2_MIXER,
+  // Introduced by tp-partition in per-rank graphs.
+  NN_OP_BIAS_ADD,
+  NN_OP_CE_LOGIT_MAX,
+  NN_OP_CE_PARTIAL_SUMS,
+  NN_OP_CE_LOSS_SUM,
+  NN_OP_CE_MEAN,
   NN_OP_COUNT,
   NN_OP_NONE = NN_OP_COUNT, // not an nn op
 } nn_op_kind;

@@ -186,4 +186,69 @@ irdl.dialect @nn {
     irdl.results(loss: %loss)
     irdl.attributes {"ignore_index" = %int, "shift" = %bool}
   }
+
+  //===--------------------------------------------------------------------===//
+  // Ops that tp-partition introduces in per-rank graphs.
+  //===--------------------------------------------------------------------===//
+
+  // x + bias broadcast over the last dim: a rowwise linear's bias, added once
+  // after the reduction. x: [..., F], bias: [F].
+  irdl.operation @bias_add {
+    %x = irdl.base "!builtin.tensor"
+    %b = irdl.base "!builtin.tensor"
+    irdl.operands(input: %x, bias: %b)
+    irdl.results(output: %x)
+  }
+
+  // Vocabulary-parallel cross-entropy, in four steps around three tp
+  // all-reduces (max, sum of exponentials, target logit) so the logits are
+  // never gathered. Each rank holds logits [B, S, V/tp]; its vocabulary range
+  // starts at tp_index * V/tp when `nn.vocab_parallel_axis` names the axis.
+  // 1. max over the local vocabulary: logits [B, S, V] -> [B, S] f32.
+  irdl.operation @ce_logit_max {
+    %logits = irdl.base "!builtin.tensor"
+    %max = irdl.base "!builtin.tensor"
+    irdl.operands(logits: %logits)
+    irdl.results(max: %max)
+  }
+
+  // 2. With the global max: the local sum of exp(logit - max) and the local
+  // target logit (0 where the label is outside the local range), each
+  // [B, S] f32, for the (shifted) label of each position.
+  irdl.operation @ce_partial_sums {
+    %logits = irdl.base "!builtin.tensor"
+    %labels = irdl.base "!builtin.tensor"
+    %stat = irdl.base "!builtin.tensor"
+    %int = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %bool = irdl.any_of(%true, %false)
+    irdl.operands(logits: %logits, labels: %labels, max: %stat)
+    irdl.results(sum_exp: %stat, target: %stat)
+    irdl.attributes {"ignore_index" = %int, "shift" = %bool}
+  }
+
+  // 3. From the global max, sum of exponentials and target logit: the sum of
+  // the per-position losses and the number of kept labels, tensor<2xf32>
+  // (a Partial sum over dp when the batch is split).
+  irdl.operation @ce_loss_sum {
+    %stat = irdl.base "!builtin.tensor"
+    %labels = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    %int = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %bool = irdl.any_of(%true, %false)
+    irdl.operands(max: %stat, sum_exp: %stat, target: %stat, labels: %labels)
+    irdl.results(sum_and_count: %out)
+    irdl.attributes {"ignore_index" = %int, "shift" = %bool}
+  }
+
+  // 4. The mean loss: sum / count (0 when no label is kept), tensor<f32>.
+  irdl.operation @ce_mean {
+    %in = irdl.base "!builtin.tensor"
+    %out = irdl.base "!builtin.tensor"
+    irdl.operands(sum_and_count: %in)
+    irdl.results(loss: %out)
+  }
 }

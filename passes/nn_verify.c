@@ -342,6 +342,41 @@ static void check_mamba2_mixer(checker *c) {
   want_shape(c, "output", &out, &x);
 }
 
+static void check_bias_add(checker *c) {
+  nn_shape x, b;
+  if (!operand_shape(c, 0, "input", &x) || !operand_shape(c, 1, "bias", &b))
+    return;
+  if (x.rank < 1 || b.rank != 1 || b.dims[0] != last(&x)) {
+    char b1[128], b2[128];
+    fail(c, "bias has shape %s but the input %s needs [%lld]", dims_str(&b, b1, sizeof b1),
+         dims_str(&x, b2, sizeof b2), (long long)(x.rank ? last(&x) : 0));
+  }
+}
+
+// The cross-entropy steps: [B, S] statistics of [B, S, V] logits.
+static void check_ce_step(checker *c) {
+  nn_shape first;
+  if (!operand_shape(c, 0, "operand 0", &first))
+    return;
+  nn_shape stat;
+  intptr_t stat_index = nn_op_kind_of(c->op) == NN_OP_CE_LOGIT_MAX ? -1 : 0;
+  if (stat_index < 0) {
+    if (!want_rank(c, "logits", &first, 3) || !result_shape(c, 0, &stat))
+      return;
+    nn_shape expect = {2, {first.dims[0], first.dims[1]}, stat.element};
+    want_shape(c, "max", &stat, &expect);
+  } else if (nn_op_kind_of(c->op) == NN_OP_CE_PARTIAL_SUMS) {
+    if (!want_rank(c, "logits", &first, 3) || !operand_shape(c, 2, "max", &stat))
+      return;
+    nn_shape expect = {2, {first.dims[0], first.dims[1]}, stat.element};
+    want_shape(c, "max", &stat, &expect);
+  } else if (nn_op_kind_of(c->op) == NN_OP_CE_LOSS_SUM) {
+    want_rank(c, "max", &first, 2);
+  } else if (first.rank != 1 || first.dims[0] != 2) {
+    fail(c, "sum_and_count must be tensor<2xf32>");
+  }
+}
+
 typedef void (*check_fn)(checker *);
 
 static const check_fn kChecks[NN_OP_COUNT] = {
@@ -356,6 +391,11 @@ static const check_fn kChecks[NN_OP_COUNT] = {
     [NN_OP_ADD] = check_float_elementwise,
     [NN_OP_CROSS_ENTROPY] = check_cross_entropy,
     [NN_OP_MAMBA2_MIXER] = check_mamba2_mixer,
+    [NN_OP_BIAS_ADD] = check_bias_add,
+    [NN_OP_CE_LOGIT_MAX] = check_ce_step,
+    [NN_OP_CE_PARTIAL_SUMS] = check_ce_step,
+    [NN_OP_CE_LOSS_SUM] = check_ce_step,
+    [NN_OP_CE_MEAN] = check_ce_step,
 };
 
 static MlirWalkResult verify_op(MlirOperation op, void *data) {

@@ -9,6 +9,9 @@
 
 static const tp_pass_info *const kPasses[] = {
     &tp_nn_verify_pass,
+    &tp_plan_pass,
+    &tp_partition_pass,
+    &tp_shard_report_pass,
 };
 
 const tp_pass_info *const *tp_pass_list(int *count) {

@@ -78,4 +78,15 @@ MlirPass tp_pass_create(const tp_pass_info *info, const char *options,
 /// nn-verify: the checks IRDL cannot express (shapes, element types, ranges).
 extern const tp_pass_info tp_nn_verify_pass;
 
+/// tp-plan{plan= tp= dp= sequence-parallel= model-type=}: match a plan's
+/// entries to ops by nn.module, check splits, annotate with shard ops.
+extern const tp_pass_info tp_plan_pass;
+
+/// tp-partition: rewrite annotated graphs into per-rank graphs with
+/// explicit collectives.
+extern const tp_pass_info tp_partition_pass;
+
+/// shard-report: per-rank memory and collective traffic of partitioned graphs.
+extern const tp_pass_info tp_shard_report_pass;
+
 #endif // SHARD_PASSES_PASS_H

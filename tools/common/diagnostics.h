@@ -23,8 +23,4 @@ typedef struct tool_diagnostics {
 MlirDiagnosticHandlerID tool_diagnostics_attach(MlirContext ctx,
                                                 tool_diagnostics *state);
 
-/// Prints `loc` as `file:line:col` when it is (or wraps) a file location,
-/// else in MLIR's `loc(...)` syntax.
-void tool_print_location(FILE *out, MlirLocation loc, int column_shift_line1);
-
 #endif // SHARD_TOOLS_DIAGNOSTICS_H

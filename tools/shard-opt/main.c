@@ -29,6 +29,10 @@ typedef struct options {
   bool print_debuginfo, print_generic;
   bool verify_each;
   bool allow_unregistered;
+  // The sharding pipeline: nn-verify, tp-plan, tp-partition (+ shard-report).
+  const char *tp_plan;
+  int64_t tp_size, dp_size;
+  bool sequence_parallel, report;
 } options;
 
 static void print_help(void) {
@@ -48,8 +52,12 @@ static void print_help(void) {
       "  --mlir-print-op-generic      Print the generic op form\n"
       "  --verify-each=BOOL           Verify the IR after each pass (default true)\n"
       "  --allow-unregistered-dialect Accept ops of unknown dialects\n"
-      "  --tp-plan=NAME|FILE, --tp-size=N, --dp-size=M, --sequence-parallel\n"
-      "                               Reserved for the sharding pipeline (not yet built)\n"
+      "  --tp-plan=NAME|FILE          Shard for tensor parallelism: nn-verify, tp-plan,\n"
+      "                               tp-partition. NAME: qwen2, qwen3, llama, gemma3,\n"
+      "                               nemotron_h, hf; FILE: a JSON plan\n"
+      "  --tp-size=N, --dp-size=M     Mesh sizes (default 1)\n"
+      "  --sequence-parallel          Use the plan's sequence-parallel variant\n"
+      "  --report                     Print per-rank memory and collective traffic\n"
       "  -h, --help                   This help\n\n"
       "OUR PASSES:\n");
   int n;
@@ -81,12 +89,21 @@ static bool parse_bool(const char *s, bool *out) {
   return true;
 }
 
-static const char *const kReserved[] = {"--tp-plan", "--tp-size", "--dp-size",
-                                        "--sequence-parallel"};
+static bool parse_size(const char *flag, const char *v, int64_t *out) {
+  char *end = NULL;
+  long long n = strtoll(v, &end, 10);
+  if (!*v || *end || n < 1 || n > 1 << 20) {
+    fprintf(stderr, "shard-opt: %s expects a positive integer, got '%s'\n", flag, v);
+    return false;
+  }
+  *out = n;
+  return true;
+}
 
 // Returns 0 on success, 1 on a usage error (reported), -1 for --help.
 static int parse_args(int argc, char **argv, options *o) {
-  *o = (options){.input = "-", .output = "-", .verify_each = true};
+  *o = (options){.input = "-", .output = "-", .verify_each = true, .tp_size = 1,
+                 .dp_size = 1};
   o->pass_flags = calloc((size_t)argc, sizeof(char *));
   bool have_input = false;
   for (int i = 1; i < argc; ++i) {
@@ -120,17 +137,19 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "shard-opt: --verify-each expects true or false, got '%s'\n", v);
         return 1;
       }
+    } else if (flag_value(a, "--tp-plan", &v)) {
+      o->tp_plan = v;
+    } else if (flag_value(a, "--tp-size", &v)) {
+      if (!parse_size("--tp-size", v, &o->tp_size))
+        return 1;
+    } else if (flag_value(a, "--dp-size", &v)) {
+      if (!parse_size("--dp-size", v, &o->dp_size))
+        return 1;
+    } else if (!strcmp(a, "--sequence-parallel")) {
+      o->sequence_parallel = true;
+    } else if (!strcmp(a, "--report")) {
+      o->report = true;
     } else if (a[0] == '-' && a[1] == '-' && a[2]) {
-      for (size_t r = 0; r < sizeof kReserved / sizeof *kReserved; ++r) {
-        size_t n = strlen(kReserved[r]);
-        if (!strncmp(a, kReserved[r], n) && (a[n] == '\0' || a[n] == '=')) {
-          fprintf(stderr,
-                  "shard-opt: %s is reserved for the tensor-parallel pipeline, "
-                  "which this build does not have yet\n",
-                  kReserved[r]);
-          return 1;
-        }
-      }
       o->pass_flags[o->num_pass_flags++] = a + 2;
     } else if (a[0] == '-' && a[1] != '\0') {
       fprintf(stderr, "shard-opt: unknown option '%s' (see --help)\n", a);
@@ -143,6 +162,16 @@ static int parse_args(int argc, char **argv, options *o) {
       o->input = a;
       have_input = true;
     }
+  }
+  if ((o->tp_size > 1 || o->dp_size > 1 || o->sequence_parallel || o->report) &&
+      !o->tp_plan) {
+    fprintf(stderr, "shard-opt: --tp-size, --dp-size, --sequence-parallel and --report "
+                    "need --tp-plan=NAME|FILE\n");
+    return 1;
+  }
+  if (o->pipeline && o->tp_plan) {
+    fprintf(stderr, "shard-opt: --pass-pipeline cannot be combined with --tp-plan\n");
+    return 1;
   }
   if (o->pipeline && o->num_pass_flags) {
     fprintf(stderr, "shard-opt: --pass-pipeline cannot be combined with pass "
@@ -162,6 +191,18 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
     if (!ok)
       fprintf(stderr, "shard-opt: invalid --pass-pipeline: %s\n", err);
   }
+  if (o->tp_plan) {
+    // Plan names and paths are quoted: they may hold spaces or braces.
+    char pipeline[4096];
+    snprintf(pipeline, sizeof pipeline,
+             "builtin.module(nn-verify, tp-plan{plan=\"%s\" tp=%lld dp=%lld "
+             "sequence-parallel=%s}, tp-partition)",
+             o->tp_plan, (long long)o->tp_size, (long long)o->dp_size,
+             o->sequence_parallel ? "true" : "false");
+    ok = tool_pipeline_add(pm, pipeline, err, sizeof err);
+    if (!ok)
+      fprintf(stderr, "shard-opt: --tp-plan: %s\n", err);
+  }
   for (int i = 0; ok && i < o->num_pass_flags; ++i) {
     ok = tool_pipeline_add_flag(pm, o->pass_flags[i], err, sizeof err);
     if (!ok) {
@@ -173,6 +214,8 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
                         "registered pass; see --help)\n", (int)n, o->pass_flags[i]);
     }
   }
+  if (ok && o->report)
+    ok = tool_pipeline_add_flag(pm, "shard-report", err, sizeof err);
   if (!ok) {
     mlirPassManagerDestroy(pm);
     return (MlirPassManager){NULL};

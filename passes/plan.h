@@ -1,0 +1,123 @@
+// Tensor-parallel plans as data: placements, parallel styles, plan entries
+// (Hugging Face module pattern -> style and layouts), parsing of custom JSON
+// plans and the built-in ones (passes/plans/*.json), and module matching.
+// Semantics: PyTorch DTensor's parallel styles as used by NeMo-RL; see
+// docs/plans.md and ../shared/spec/reference-behavior.md §1-§2.
+#ifndef SHARD_PASSES_PLAN_H
+#define SHARD_PASSES_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+//===----------------------------------------------------------------------===//
+// Placements
+//===----------------------------------------------------------------------===//
+
+/// How a tensor lives on one mesh axis: Replicate, Shard(dim) or Partial
+/// (sum). `dim` may be negative (from the end) as written in plans until
+/// tp_placement_normalize resolves it against a rank.
+typedef enum tp_placement_kind { TP_REPLICATE, TP_SHARD, TP_PARTIAL } tp_placement_kind;
+
+typedef struct tp_placement {
+  tp_placement_kind kind;
+  int dim;
+} tp_placement;
+
+#define TP_R ((tp_placement){TP_REPLICATE, 0})
+#define TP_P ((tp_placement){TP_PARTIAL, 0})
+#define TP_S(d) ((tp_placement){TP_SHARD, (d)})
+
+/// Parses "Replicate", "Shard(d)" (d may be negative) or "Partial".
+bool tp_placement_parse(const char *text, tp_placement *out);
+
+/// Writes "Replicate", "Shard(d)" or "Partial" to buf; returns buf.
+const char *tp_placement_str(tp_placement p, char *buf, size_t len);
+
+/// Resolves a negative Shard dim against `rank`; false if out of range.
+bool tp_placement_normalize(tp_placement *p, int rank);
+
+bool tp_placement_equal(tp_placement a, tp_placement b);
+
+//===----------------------------------------------------------------------===//
+// Styles
+//===----------------------------------------------------------------------===//
+
+typedef enum tp_style {
+  TP_STYLE_COLWISE,
+  TP_STYLE_ROWWISE,
+  TP_STYLE_COLWISE_REP,
+  TP_STYLE_ROWWISE_REP,
+  TP_STYLE_COLWISE_GATHER_OUTPUT,
+  TP_STYLE_SEQUENCE_PARALLEL,
+  // Hugging Face's style for Qwen3's q_norm/k_norm: weight replicated, its
+  // gradient all-reduced; the activation keeps its placement.
+  TP_STYLE_REPLICATED_WITH_GRAD_ALLREDUCE,
+  TP_STYLE_COUNT,
+} tp_style;
+
+/// NeMo-RL's translate_parallel_style: exactly "colwise", "rowwise",
+/// "colwise_rep", "rowwise_rep", "colwise_gather_output",
+/// "sequence_parallel" (plus Hugging Face's "replicated_with_grad_allreduce").
+/// Returns false for anything else.
+bool tp_style_parse(const char *text, tp_style *out);
+
+/// The style's name as written in plans.
+const char *tp_style_name(tp_style style);
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+enum { TP_MAX_LAYOUTS = 4 };
+
+/// One plan entry: modules matching `pattern` get `style`; layouts default
+/// to the style's (num_* = 0 means "not given").
+typedef struct tp_plan_entry {
+  char *pattern; // e.g. "model.layers.*.self_attn.q_proj"; '*' = one segment
+  tp_style style;
+  int num_inputs, num_outputs;
+  tp_placement inputs[TP_MAX_LAYOUTS], outputs[TP_MAX_LAYOUTS];
+  bool use_local_output;
+  int matches; // modules matched so far (filled by the tp-plan pass)
+} tp_plan_entry;
+
+typedef struct tp_plan {
+  tp_plan_entry *entries;
+  int num_entries;
+  char *source; // "built-in plan 'qwen2'" or the file path, for messages
+} tp_plan;
+
+/// What a built-in plan needs to know about the model.
+typedef struct tp_model_facts {
+  const char *model_type; // config.json's model_type, e.g. "qwen2" (for "hf")
+  /// Returns true if some op's nn.module starts with `prefix` + ".".
+  bool (*has_prefix)(const char *prefix, void *data);
+  void *data;
+} tp_model_facts;
+
+/// Loads the plan named `spec`: a built-in name ("qwen2", "qwen3", "llama",
+/// "gemma3", "nemotron_h", "hf") with its sequence-parallel variant when
+/// `sequence_parallel` is set, or a path to a JSON plan file (used as it is,
+/// like the reference's custom plans). On failure writes a message naming
+/// the plan, the entry and the offending value (JSON syntax errors with line
+/// and column) to `err` and returns false. Free with tp_plan_free.
+bool tp_plan_load(const char *spec, bool sequence_parallel,
+                  const tp_model_facts *facts, tp_plan *out, char *err,
+                  size_t errlen);
+
+/// Parses a custom plan: a JSON object mapping module patterns to a style
+/// string or {"style", "input_layouts", "output_layouts", "use_local_output"}.
+/// `source` names the text in messages.
+bool tp_plan_parse(const char *text, size_t len, const char *source,
+                   tp_plan *out, char *err, size_t errlen);
+
+void tp_plan_free(tp_plan *plan);
+
+/// The first entry whose pattern matches `module` (segments split at '.',
+/// '*' matching one whole segment), or NULL.
+tp_plan_entry *tp_plan_match(tp_plan *plan, const char *module, size_t len);
+
+/// True if `pattern` matches `module[0..len)`.
+bool tp_pattern_match(const char *pattern, const char *module, size_t len);
+
+#endif // SHARD_PASSES_PLAN_H
