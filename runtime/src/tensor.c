@@ -20,7 +20,7 @@ int64_t srt_shape_numel(int ndim, const int64_t *shape) {
 // Walks the mesh axes in order, splitting `cur` (starts as the global shape)
 // and, if `coord` is given, accumulating the shard's start into `offset`.
 static srt_status split(const char *name, int ndim, const int64_t *global_shape,
-                        const srt_placement placements[SRT_MESH_NDIMS],
+                        const srt_placement *placements,
                         const srt_mesh *mesh, const int *coord, int64_t *cur,
                         int64_t *offset) {
   if (!name)
@@ -64,13 +64,13 @@ static srt_status split(const char *name, int ndim, const int64_t *global_shape,
 }
 
 srt_status srt_local_shape(const char *name, int ndim, const int64_t *global_shape,
-                           const srt_placement placements[SRT_MESH_NDIMS],
+                           const srt_placement *placements,
                            const srt_mesh *mesh, int64_t *local_shape) {
   return split(name, ndim, global_shape, placements, mesh, NULL, local_shape, NULL);
 }
 
 srt_status srt_local_offset(const char *name, int ndim, const int64_t *global_shape,
-                            const srt_placement placements[SRT_MESH_NDIMS],
+                            const srt_placement *placements,
                             const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
                             int64_t *offset) {
   int64_t cur[SRT_MAX_RANK];
@@ -79,7 +79,7 @@ srt_status srt_local_offset(const char *name, int ndim, const int64_t *global_sh
 
 srt_status srt_tensor_init(srt_tensor *t, const char *name, srt_dtype dtype,
                            int ndim, const int64_t *global_shape,
-                           const srt_placement placements[SRT_MESH_NDIMS],
+                           const srt_placement *placements,
                            const srt_mesh *mesh) {
   memset(t, 0, sizeof *t);
   if (srt_dtype_size(dtype) == 0)

@@ -41,14 +41,14 @@ int64_t srt_shape_numel(int ndim, const int64_t *shape);
 /// a Shard dim outside [0, ndim), and a size not divisible by the axis size
 /// (uneven shards are not supported).
 srt_status srt_local_shape(const char *name, int ndim, const int64_t *global_shape,
-                           const srt_placement placements[SRT_MESH_NDIMS],
+                           const srt_placement *placements,
                            const srt_mesh *mesh, int64_t *local_shape);
 
 /// Where the local shard of the rank at mesh coordinate `coord` starts in
 /// the global tensor: `offset[d]` is the global index of local index 0 along
 /// dim d (0 on dims that are not sharded). Same errors as srt_local_shape.
 srt_status srt_local_offset(const char *name, int ndim, const int64_t *global_shape,
-                            const srt_placement placements[SRT_MESH_NDIMS],
+                            const srt_placement *placements,
                             const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
                             int64_t *offset);
 
@@ -72,11 +72,12 @@ typedef struct srt_tensor {
   int owns_data; ///< 1: srt_tensor_release frees `data`
 } srt_tensor;
 
-/// Fills `*t` (data = NULL): validates the dtype, computes the local shape.
+/// Fills `*t` (data = NULL) from `placements[0..SRT_MESH_NDIMS)` (dp, tp):
+/// validates the dtype, computes the local shape.
 /// Errors: as srt_local_shape, plus SRT_INVALID_ARGUMENT for a bad dtype.
 srt_status srt_tensor_init(srt_tensor *t, const char *name, srt_dtype dtype,
                            int ndim, const int64_t *global_shape,
-                           const srt_placement placements[SRT_MESH_NDIMS],
+                           const srt_placement *placements,
                            const srt_mesh *mesh);
 
 /// Number of local elements.
