@@ -21,26 +21,27 @@
 #include "shard_ops.h"
 #include "sharding_rules.h"
 
+static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
 //===----------------------------------------------------------------------===//
 // Value maps
 //===----------------------------------------------------------------------===//
 
+enum { kMaxReshards = 4 };
+
 // What an original value became: its local value, its layout, whether it is
-// a parameter, and a rowwise bias still to add once its Partial is reduced.
+// a parameter, a rowwise bias still to add once its Partial is reduced, and
+// the reshards already made of it (so users share one collective).
 typedef struct mapped {
   const void *key;
   MlirValue value;
   tp_layout layout;
   bool is_param;
   MlirValue pending_bias;
+  int num_reshards;
+  tp_layout reshard_layout[kMaxReshards];
+  MlirValue reshard_value[kMaxReshards];
 } mapped;
-
-// A reshard already made: (original value, target layout) -> local value.
-typedef struct reshard_entry {
-  const void *key;
-  tp_layout layout;
-  MlirValue value;
-} reshard_entry;
 
 typedef struct part_run {
   MlirContext ctx;
@@ -48,9 +49,8 @@ typedef struct part_run {
   tp_insert at; // the new function's body, appending
   mapped *map;
   size_t map_cap, map_len;
-  reshard_entry *cache;
-  size_t cache_len, cache_cap;
   MlirOperation current; // the original op being rewritten, for diagnostics
+  MlirAttribute source_module; // nn.module given to the collectives being built
   int errors;
 } part_run;
 
@@ -96,21 +96,6 @@ static bool layout_equal(const tp_layout *a, const tp_layout *b) {
     if (!tp_placement_equal(a->on[axis], b->on[axis]))
       return false;
   return true;
-}
-
-static MlirValue cache_get(part_run *r, MlirValue old, const tp_layout *l) {
-  for (size_t i = r->cache_len; i-- > 0;)
-    if (r->cache[i].key == old.ptr && layout_equal(&r->cache[i].layout, l))
-      return r->cache[i].value;
-  return (MlirValue){NULL};
-}
-
-static void cache_put(part_run *r, MlirValue old, const tp_layout *l, MlirValue v) {
-  if (r->cache_len == r->cache_cap) {
-    r->cache_cap = r->cache_cap ? 2 * r->cache_cap : 256;
-    r->cache = realloc(r->cache, r->cache_cap * sizeof *r->cache);
-  }
-  r->cache[r->cache_len++] = (reshard_entry){old.ptr, *l, v};
 }
 
 __attribute__((format(printf, 2, 3))) static void report(part_run *r, const char *fmt, ...) {
@@ -181,12 +166,27 @@ static MlirValue reshard_axis(part_run *r, MlirValue v, MlirType global,
     out = tp_build_collective(&r->at, TP_ALL_SLICE, v, axis, to.dim, 0, false, type);
   else
     out = tp_build_collective(&r->at, TP_ALL_TO_ALL, v, axis, to.dim, from.dim, false, type);
+  if (!mlirAttributeIsNull(r->source_module))
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(out), str(NN_MODULE_ATTR),
+                                    r->source_module);
   *layout = next;
   return out;
 }
 
 static MlirValue add_bias(part_run *r, MlirValue v, const tp_layout *layout,
                           MlirValue bias);
+
+// The nn.module of the op that produced `old` (through shard annotations):
+// collectives resharding it carry it, so a reader sees whose output moves.
+static MlirAttribute source_module(MlirValue old) {
+  for (int depth = 0; depth < 4 && mlirValueIsAOpResult(old); ++depth) {
+    MlirOperation op = mlirOpResultGetOwner(old);
+    if (!tp_op_is(op, "shard.shard"))
+      return mlirOperationGetAttributeByName(op, mlirStringRefCreateFromCString(NN_MODULE_ATTR));
+    old = mlirOperationGetOperand(op, 0);
+  }
+  return (MlirAttribute){NULL};
+}
 
 // `old`'s local value in layout `to` (collectives emitted once per target).
 static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
@@ -197,10 +197,11 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
   }
   if (layout_equal(&m->layout, to))
     return m->value;
-  MlirValue cached = cache_get(r, old, to);
-  if (!mlirValueIsNull(cached))
-    return cached;
+  for (int i = 0; i < m->num_reshards; ++i)
+    if (layout_equal(&m->reshard_layout[i], to))
+      return m->reshard_value[i];
   MlirType global = global_type_of(m->value, &m->layout, &r->mesh);
+  r->source_module = source_module(old);
   tp_layout layout = m->layout;
   MlirValue v = m->value;
   MlirValue bias = m->pending_bias;
@@ -211,15 +212,17 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
         v = reshard_axis(r, v, global, &layout, axis, to->on[axis]);
   if (!mlirValueIsNull(bias))
     v = add_bias(r, v, &layout, bias);
-  cache_put(r, old, to, v);
+  m = map_find(r, old); // no insertion happened, but stay safe
+  if (m->num_reshards < kMaxReshards) {
+    m->reshard_layout[m->num_reshards] = *to;
+    m->reshard_value[m->num_reshards++] = v;
+  }
   return v;
 }
 
 //===----------------------------------------------------------------------===//
 // Building local ops
 //===----------------------------------------------------------------------===//
-
-static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
 static void set_int(part_run *r, MlirOperation op, const char *name, int64_t v) {
   mlirOperationSetAttributeByName(op, str(name),
@@ -295,8 +298,10 @@ static MlirValue partition_cross_entropy(part_run *r, MlirOperation op,
   MlirOperation max_op = build(r, "nn.ce_logit_max", (MlirOperation){NULL}, 1, &logits, 1, &stat);
   copy_module(max_op, op);
   MlirValue max = mlirOperationGetResult(max_op, 0);
-  if (vocab)
+  if (vocab) {
     max = tp_build_collective(&r->at, TP_ALL_REDUCE, max, 1, 0, 0, true, stat);
+    copy_module(mlirOpResultGetOwner(max), op);
+  }
   MlirValue in3[3] = {logits, labels, max};
   MlirType two[2] = {stat, stat};
   MlirOperation sums = build(r, "nn.ce_partial_sums", op, 3, in3, 2, two);
@@ -305,14 +310,18 @@ static MlirValue partition_cross_entropy(part_run *r, MlirOperation op,
   MlirValue se = mlirOperationGetResult(sums, 0), tg = mlirOperationGetResult(sums, 1);
   if (vocab) {
     se = tp_build_collective(&r->at, TP_ALL_REDUCE, se, 1, 0, 0, false, stat);
+    copy_module(mlirOpResultGetOwner(se), op);
     tg = tp_build_collective(&r->at, TP_ALL_REDUCE, tg, 1, 0, 0, false, stat);
+    copy_module(mlirOpResultGetOwner(tg), op);
   }
   int64_t two_dims[1] = {2};
   MlirType sc_type = f32_tensor(r, 1, two_dims);
   MlirValue in4[4] = {max, se, tg, labels};
   MlirValue sc = mlirOperationGetResult(build(r, "nn.ce_loss_sum", op, 4, in4, 1, &sc_type), 0);
-  if (batch)
+  if (batch) {
     sc = tp_build_collective(&r->at, TP_ALL_REDUCE, sc, 0, 0, 0, false, sc_type);
+    copy_module(mlirOpResultGetOwner(sc), op);
+  }
   MlirType loss_type = f32_tensor(r, 0, NULL);
   MlirOperation mean = build(r, "nn.ce_mean", (MlirOperation){NULL}, 1, &sc, 1, &loss_type);
   copy_module(mean, op);
@@ -580,7 +589,6 @@ static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_
     if (tp_op_is(f, "func.func") && !r.errors)
       partition_func(&r, f);
   free(r.map);
-  free(r.cache);
   return r.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
 
