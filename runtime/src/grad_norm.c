@@ -3,6 +3,7 @@
 #include "shardrt/grad_norm.h"
 
 #include <math.h>
+#include <stdio.h>
 
 #include "context_internal.h"
 #include "shardrt/collectives.h"
@@ -79,22 +80,22 @@ srt_grad_norm_options srt_grad_norm_default_options(void) {
 static srt_status check_grad(const srt_tensor *g, size_t i, const char *what,
                              int world_rank, int allow_partial) {
   const char *name = g->name ? g->name : "?";
+  char where[32] = "";
+  if (world_rank >= 0)
+    snprintf(where, sizeof where, " (world rank %d)", world_rank);
   if (g->dtype != SRT_F32)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: gradient %zu '%s' has dtype %s; F32 is supported "
-                     "(world rank %d)",
-                     what, i, name, srt_dtype_name(g->dtype), world_rank);
+                     "%s: gradient %zu '%s' has dtype %s; F32 is supported%s", what,
+                     i, name, srt_dtype_name(g->dtype), where);
   if (!g->data && srt_tensor_local_numel(g) > 0)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: gradient %zu '%s' has no data (world rank %d)", what, i,
-                     name, world_rank);
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: gradient %zu '%s' has no data%s",
+                     what, i, name, where);
   for (int a = 0; a < SRT_MESH_NDIMS && !allow_partial; ++a)
     if (g->placements[a].kind == SRT_PARTIAL)
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "%s: gradient %zu '%s' is Partial on mesh axis %s; reduce "
-                       "it (all-reduce or reduce-scatter) before the norm (world "
-                       "rank %d)",
-                       what, i, name, a == SRT_MESH_DP ? "dp" : "tp", world_rank);
+                       "it (all-reduce or reduce-scatter) before the norm%s",
+                       what, i, name, a == SRT_MESH_DP ? "dp" : "tp", where);
   return NULL;
 }
 

@@ -48,6 +48,8 @@ MPI_Comm srt_group_comm(const srt_group *group);
 // Context
 //===----------------------------------------------------------------------===//
 
+/// A context and its groups are not thread-safe: use them from one thread
+/// at a time (collectives share the context's scratch buffer).
 typedef struct srt_context srt_context;
 
 /// What srt_context_create builds. Start from srt_context_default_options().

@@ -54,6 +54,7 @@ srt_grad_norm_options srt_grad_norm_default_options(void);
 /// Then, like the reference: all-reduce SUM (MAX for inf) over `dp_cp`,
 /// then over `tp`, and take the 1/p-th power in float64.
 ///
+/// `options`: NULL means srt_grad_norm_default_options().
 /// Groups: `dp_cp` and `tp` from the context (SRT_GROUP_DP_CP, SRT_GROUP_TP);
 /// NULL means a group of one (no communication, this rank is its rank 0).
 /// Collective over both groups.
