@@ -194,7 +194,7 @@ static void run_ce_fwd(void *p) {
 static void run_ce_bwd(void *p) {
   ce_ctx *c = p;
   srt_cpu_cross_entropy_backward(c->dlogits, c->logits, c->lse, c->labels,
-                                 1.0f, &c->cfg);
+                                 1.0f, (float)c->cfg.seq, &c->cfg);
 }
 
 int main(int argc, char **argv) {

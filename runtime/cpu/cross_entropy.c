@@ -1,5 +1,5 @@
 // Causal-LM cross-entropy (shifted labels, ignore_index, mean over kept
-// labels), plain or vocabulary-parallel over a caller-given all-reduce.
+// labels), plain or vocabulary-parallel: phase kernels and their composition.
 #include "shardrt/kernels.h"
 
 #include <math.h>
@@ -17,18 +17,107 @@ static srt_status check_config(const srt_cross_entropy_config *c) {
   return NULL;
 }
 
+// Label scored by logits row r = b * S + s, or ignore_index when the row is
+// not scored (the last position of a shifted row).
+static int64_t target_of(const srt_cross_entropy_config *c,
+                         const int64_t *labels, int64_t r) {
+  if (!c->shift)
+    return labels[r];
+  return r % c->seq + 1 < c->seq ? labels[r + 1] : c->ignore_index;
+}
+
+// Config and every scored label; labels are replicated over the vocabulary
+// group, so all its ranks fail here alike.
+static srt_status check_labels(const int64_t *labels,
+                               const srt_cross_entropy_config *c) {
+  SRT_RETURN_IF_ERROR(check_config(c));
+  for (int64_t r = 0; r < c->batch * c->seq; r++) {
+    int64_t y = target_of(c, labels, r);
+    if (y != c->ignore_index && (y < 0 || y >= c->vocab))
+      return SRT_ERROR(SRT_OUT_OF_RANGE,
+                       "cross_entropy: label %lld at [%lld, %lld] outside the "
+                       "vocabulary [0, %lld) and not ignore_index %lld",
+                       (long long)y, (long long)(r / c->seq),
+                       (long long)(r % c->seq + (c->shift ? 1 : 0)),
+                       (long long)c->vocab, (long long)c->ignore_index);
+  }
+  return NULL;
+}
+
 int64_t srt_cpu_cross_entropy_workspace_floats(
     const srt_cross_entropy_config *config) {
   return 2 * config->batch * config->seq;
 }
 
-// Label scored by logits row (b, s), or ignore_index when none is (the last
-// position of a shifted row).
-static int64_t target_of(const srt_cross_entropy_config *c,
-                         const int64_t *labels, int64_t b, int64_t s) {
-  if (c->shift)
-    return s + 1 < c->seq ? labels[b * c->seq + s + 1] : c->ignore_index;
-  return labels[b * c->seq + s];
+int64_t srt_cpu_cross_entropy_count(const int64_t *labels,
+                                    const srt_cross_entropy_config *config) {
+  int64_t kept = 0;
+  for (int64_t r = 0; r < config->batch * config->seq; r++)
+    kept += target_of(config, labels, r) != config->ignore_index;
+  return kept;
+}
+
+void srt_cpu_cross_entropy_logit_max(float *max, const float *logits,
+                                     int64_t rows, int64_t local_vocab) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *x = logits + r * local_vocab;
+    float mx = -INFINITY;
+    for (int64_t v = 0; v < local_vocab; v++)
+      mx = x[v] > mx ? x[v] : mx;
+    max[r] = mx;
+  }
+}
+
+static void partial_sums(float *sum_exp, float *target, const float *logits,
+                         const int64_t *labels, const float *max,
+                         const srt_cross_entropy_config *c) {
+  int64_t lv = c->local_vocab;
+  for (int64_t r = 0; r < c->batch * c->seq; r++) {
+    const float *x = logits + r * lv;
+    float mx = max[r];
+    double sum = 0.0;
+    for (int64_t v = 0; v < lv; v++)
+      sum += expf(x[v] - mx);
+    sum_exp[r] = (float)sum;
+    // ignore_index (negative) and other ranks' labels fall outside
+    // [0, local_vocab) after the unsigned subtraction.
+    uint64_t local = (uint64_t)target_of(c, labels, r) - (uint64_t)c->vocab_start;
+    target[r] = local < (uint64_t)lv ? x[local] : 0.0f;
+  }
+}
+
+srt_status srt_cpu_cross_entropy_partial_sums(
+    float *sum_exp, float *target, const float *logits, const int64_t *labels,
+    const float *max, const srt_cross_entropy_config *config) {
+  SRT_RETURN_IF_ERROR(check_labels(labels, config));
+  partial_sums(sum_exp, target, logits, labels, max, config);
+  return NULL;
+}
+
+void srt_cpu_cross_entropy_loss_sum(float sum_and_count[2], const float *max,
+                                    const float *sum_exp, const float *target,
+                                    const int64_t *labels,
+                                    const srt_cross_entropy_config *config) {
+  double total = 0.0;
+  int64_t kept = 0;
+  for (int64_t r = 0; r < config->batch * config->seq; r++) {
+    if (target_of(config, labels, r) == config->ignore_index)
+      continue;
+    total += (double)max[r] + log((double)sum_exp[r]) - (double)target[r];
+    kept++;
+  }
+  sum_and_count[0] = (float)total;
+  sum_and_count[1] = (float)kept;
+}
+
+float srt_cpu_cross_entropy_mean(const float sum_and_count[2]) {
+  return sum_and_count[1] > 0.0f ? sum_and_count[0] / sum_and_count[1] : 0.0f;
+}
+
+void srt_cpu_cross_entropy_lse(float *lse, const float *max,
+                               const float *sum_exp, int64_t rows) {
+  for (int64_t r = 0; r < rows; r++)
+    lse[r] = max[r] + logf(sum_exp[r]);
 }
 
 srt_status srt_cpu_cross_entropy_forward(float *loss, float *lse,
@@ -37,90 +126,38 @@ srt_status srt_cpu_cross_entropy_forward(float *loss, float *lse,
                                          float *workspace,
                                          const srt_cross_entropy_config *config) {
   const srt_cross_entropy_config *c = config;
-  SRT_RETURN_IF_ERROR(check_config(c));
-  int64_t rows = c->batch * c->seq, lv = c->local_vocab;
-  // Validate every label before any collective: labels are replicated over
-  // the group, so all ranks fail here together and none waits in a
-  // collective for a rank that returned.
-  int64_t kept = 0;
-  for (int64_t b = 0; b < c->batch; b++) {
-    for (int64_t s = 0; s < c->seq; s++) {
-      int64_t y = target_of(c, labels, b, s);
-      if (y == c->ignore_index)
-        continue;
-      if (y < 0 || y >= c->vocab)
-        return SRT_ERROR(SRT_OUT_OF_RANGE,
-                         "cross_entropy: label %lld at [%lld, %lld] outside "
-                         "the vocabulary [0, %lld) and not ignore_index %lld",
-                         (long long)y, (long long)b,
-                         (long long)(s + (c->shift ? 1 : 0)),
-                         (long long)c->vocab, (long long)c->ignore_index);
-      kept++;
-    }
-  }
-  float *sums = workspace;          // [rows] sum of exp(logit - max)
-  float *targets = workspace + rows; // [rows] target logit (0 off this rank)
-
-  // Phase 1: row max over the local slice, then over the group. lse holds
-  // the max until phase 3.
-  for (int64_t r = 0; r < rows; r++) {
-    const float *x = logits + r * lv;
-    float mx = -INFINITY;
-    for (int64_t v = 0; v < lv; v++)
-      mx = x[v] > mx ? x[v] : mx;
-    lse[r] = mx;
-  }
+  // Everything that can be refused is refused before the first collective.
+  SRT_RETURN_IF_ERROR(check_labels(labels, c));
+  int64_t rows = c->batch * c->seq;
+  float *sum_exp = workspace, *target = workspace + rows; // adjacent: one SUM
+  srt_cpu_cross_entropy_logit_max(lse, logits, rows, c->local_vocab);
   if (c->allreduce && rows > 0)
     SRT_RETURN_IF_ERROR(c->allreduce(c->group, lse, rows, SRT_REDUCE_MAX));
-
-  // Phase 2: local sums of exp and the target logit, one SUM over the group.
-  for (int64_t r = 0; r < rows; r++) {
-    const float *x = logits + r * lv;
-    float mx = lse[r];
-    double sum = 0.0;
-    for (int64_t v = 0; v < lv; v++)
-      sum += expf(x[v] - mx);
-    sums[r] = (float)sum;
-    int64_t y = target_of(c, labels, r / c->seq, r % c->seq);
-    uint64_t local = (uint64_t)y - (uint64_t)c->vocab_start;
-    targets[r] = y != c->ignore_index && local < (uint64_t)lv ? x[local] : 0.0f;
-  }
+  partial_sums(sum_exp, target, logits, labels, lse, c);
   if (c->allreduce && rows > 0)
     SRT_RETURN_IF_ERROR(
         c->allreduce(c->group, workspace, 2 * rows, SRT_REDUCE_SUM));
-
-  // Phase 3: lse and the mean over kept rows (in double: up to B*S terms).
-  double total = 0.0;
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t s = r % c->seq;
-    if (c->shift && s == c->seq - 1) {
-      lse[r] = 0.0f;
-      continue;
-    }
-    lse[r] = lse[r] + logf(sums[r]);
-    int64_t y = target_of(c, labels, r / c->seq, s);
-    if (y != c->ignore_index)
-      total += (double)lse[r] - (double)targets[r];
-  }
-  *loss = (float)(total / (double)kept); // kept = 0: NaN, as torch
+  float sum_and_count[2];
+  srt_cpu_cross_entropy_loss_sum(sum_and_count, lse, sum_exp, target, labels, c);
+  *loss = srt_cpu_cross_entropy_mean(sum_and_count);
+  srt_cpu_cross_entropy_lse(lse, lse, sum_exp, rows);
+  if (c->shift)
+    for (int64_t b = 0; b < c->batch && c->seq > 0; b++)
+      lse[b * c->seq + c->seq - 1] = 0.0f;
   return NULL;
 }
 
 void srt_cpu_cross_entropy_backward(float *dlogits, const float *logits,
                                     const float *lse, const int64_t *labels,
-                                    float dloss,
+                                    float dloss, float count,
                                     const srt_cross_entropy_config *config) {
   const srt_cross_entropy_config *c = config;
-  int64_t rows = c->batch * c->seq, lv = c->local_vocab;
-  int64_t kept = 0;
-  for (int64_t r = 0; r < rows; r++)
-    if (target_of(c, labels, r / c->seq, r % c->seq) != c->ignore_index)
-      kept++;
-  float g = kept > 0 ? (float)((double)dloss / (double)kept) : 0.0f;
-  for (int64_t r = 0; r < rows; r++) {
+  int64_t lv = c->local_vocab;
+  float g = count > 0.0f ? (float)((double)dloss / (double)count) : 0.0f;
+  for (int64_t r = 0; r < c->batch * c->seq; r++) {
     const float *x = logits + r * lv;
     float *dx = dlogits + r * lv;
-    int64_t y = target_of(c, labels, r / c->seq, r % c->seq);
+    int64_t y = target_of(c, labels, r);
     if (y == c->ignore_index || g == 0.0f) {
       for (int64_t v = 0; v < lv; v++)
         dx[v] = 0.0f;

@@ -277,6 +277,8 @@ void srt_cpu_add_backward(float *da, float *db, const float *dout, int64_t n);
 //===----------------------------------------------------------------------===//
 
 /// Causal-LM cross-entropy over a (possibly vocabulary-sharded) logits tensor.
+/// Rows are the B * S positions; with shift, row (b, s) is scored against
+/// labels[b, s + 1] and row (b, S - 1) is never scored.
 typedef struct srt_cross_entropy_config {
   int64_t batch;        ///< B
   int64_t seq;          ///< S
@@ -286,7 +288,8 @@ typedef struct srt_cross_entropy_config {
   bool shift;           ///< score logits at s = 0..S-2 against labels at s+1
   int64_t ignore_index; ///< labels equal to it are skipped (-100)
   /// All-reduce over the ranks sharing the vocabulary (the tp group), or NULL
-  /// for a single rank owning the whole vocabulary.
+  /// for a single rank owning the whole vocabulary. Used only by
+  /// srt_cpu_cross_entropy_forward.
   srt_allreduce_f32_fn allreduce;
   void *group;          ///< passed to allreduce unchanged
 } srt_cross_entropy_config;
@@ -297,39 +300,88 @@ int64_t srt_cpu_cross_entropy_workspace_floats(
 
 /// Mean cross-entropy over the kept labels (torch F.cross_entropy,
 /// reduction="mean", and Hugging Face's shifted causal-LM loss):
-///   loss = (1 / K) sum over kept (b, s) of [lse(b, s) - logits[b, s, y]]
-/// with y = labels[b, s + shift], kept = y != ignore_index, K = kept count.
+///   loss = (1 / K) sum over kept rows r of [lse(r) - logits[r, y(r)]]
+/// with y(r) the row's label, kept = y != ignore_index, K = kept count.
 /// Vocabulary-parallel (Megatron's vocab-parallel cross-entropy): each rank
-/// holds logits[..., vocab_start : vocab_start + local_vocab] and
-///   1. row max over the local slice, all-reduce MAX;
-///   2. local sum of exp(logit - max) and the target logit (0 on ranks not
-///      owning y), one all-reduce SUM of both (2 * B * S floats: the
-///      reference's two SUM all-reduces fused into one call);
-///   lse = max + log(sum). With allreduce NULL it is the plain loss.
+/// holds logits[..., vocab_start : vocab_start + local_vocab] and runs the
+/// phase kernels below around the config's all-reduce:
+///   logit_max -> all-reduce MAX -> partial_sums -> all-reduce SUM of
+///   (sum_exp, target) as ONE call of 2 * B * S floats (the reference's two
+///   SUM all-reduces fused: same values, one latency fewer) -> loss_sum -> mean.
+/// With allreduce NULL it is the plain single-rank loss.
 /// logits: [B, S, local_vocab]; labels: [B, S] int64; loss: one float,
-/// identical on every rank; K = 0 gives NaN, as torch's 0/0.
-/// lse: [B, S], WRITTEN (for the backward; 0 where no row is scored: s = S-1
-/// when shifting); workspace: srt_cpu_cross_entropy_workspace_floats floats.
+/// identical on every rank; K = 0 gives 0 (the `nn.ce_mean` convention;
+/// torch's mean would be 0/0 = NaN).
+/// lse: [B, S], WRITTEN with the global log-sum-exp of each row (for the
+/// backward; 0 for the unscored row s = S-1 when shifting);
+/// workspace: srt_cpu_cross_entropy_workspace_floats floats.
 /// Errors (returned before any collective, so every rank of a group fails
 /// alike given the same labels): SRT_INVALID_ARGUMENT for bad sizes or a
-/// local range outside [0, V); SRT_OUT_OF_RANGE for a label outside [0, V)
-/// that is not ignore_index; a failed all-reduce's status is passed up.
+/// local range outside [0, V); SRT_OUT_OF_RANGE for a scored label outside
+/// [0, V) that is not ignore_index; a failed all-reduce's status is passed up.
 srt_status srt_cpu_cross_entropy_forward(float *loss, float *lse,
                                          const float *logits,
                                          const int64_t *labels,
                                          float *workspace,
                                          const srt_cross_entropy_config *config);
 
-/// Gradient of the loss with respect to this rank's logits, given dloss:
-///   dlogits[b, s, v] = dloss / K * (exp(logit - lse) - [v == y])
-/// for kept rows, 0 for ignored rows (and s = S-1 when shifting). WRITTEN
-/// [B, S, local_vocab]; needs no collective. K = 0 gives all zeros. dlogits
-/// may equal logits (in place). The config's allreduce is not used.
+/// Number of kept labels of this rank's batch (the K of the mean): scored
+/// rows whose label is not ignore_index. Under data parallelism the mean's K
+/// is the sum of this over the dp group.
+int64_t srt_cpu_cross_entropy_count(const int64_t *labels,
+                                    const srt_cross_entropy_config *config);
+
+/// Gradient of the mean loss with respect to this rank's logits, given dloss
+/// and the count K the mean divided by (srt_cpu_cross_entropy_count, summed
+/// over dp when the batch is split):
+///   dlogits[r, v] = dloss / K * (exp(logits[r, v] - lse[r]) - [v == y(r)])
+/// for kept rows, 0 for ignored and unscored rows. K <= 0 gives all zeros
+/// (the loss was 0 by convention). WRITTEN [B, S, local_vocab]; needs no
+/// collective; dlogits may equal logits (in place). lse: [B, S] global
+/// log-sum-exp (from srt_cpu_cross_entropy_forward or
+/// srt_cpu_cross_entropy_lse). The config's allreduce is not used.
 /// Precondition: labels as validated by the forward.
 void srt_cpu_cross_entropy_backward(float *dlogits, const float *logits,
                                     const float *lse, const int64_t *labels,
-                                    float dloss,
+                                    float dloss, float count,
                                     const srt_cross_entropy_config *config);
+
+// Phase kernels: one per `nn` op that tp-partition emits for a
+// vocabulary-parallel (and/or batch-split) cross-entropy, with the
+// collectives between them left to the caller.
+
+/// nn.ce_logit_max: max[r] = max over the local vocabulary of logits[r, :].
+/// max: [rows]; logits: [rows, local_vocab]; rows = B * S. The caller
+/// all-reduces max with MAX over the vocabulary group.
+void srt_cpu_cross_entropy_logit_max(float *max, const float *logits,
+                                     int64_t rows, int64_t local_vocab);
+
+/// nn.ce_partial_sums: with the global row max, the local sum of
+/// exp(logit - max) (summed in double, rounded once) and the local target
+/// logit (0 where the row's label is outside the local range, ignored or
+/// unscored), each [B, S]. The caller all-reduces both with SUM over the
+/// vocabulary group (they may be adjacent in memory for one call).
+/// Errors: as srt_cpu_cross_entropy_forward (bad sizes, labels).
+srt_status srt_cpu_cross_entropy_partial_sums(
+    float *sum_exp, float *target, const float *logits, const int64_t *labels,
+    const float *max, const srt_cross_entropy_config *config);
+
+/// nn.ce_loss_sum: from the global max, sum_exp and target of every row,
+/// sum_and_count[0] = sum over kept rows of (max + log(sum_exp) - target)
+/// (accumulated in double) and sum_and_count[1] = K (exact up to 2^24). The
+/// caller all-reduces the pair with SUM over dp when the batch is split.
+void srt_cpu_cross_entropy_loss_sum(float sum_and_count[2], const float *max,
+                                    const float *sum_exp, const float *target,
+                                    const int64_t *labels,
+                                    const srt_cross_entropy_config *config);
+
+/// nn.ce_mean: sum / count, or 0 when count is 0 (no label kept).
+float srt_cpu_cross_entropy_mean(const float sum_and_count[2]);
+
+/// lse[r] = max[r] + log(sum_exp[r]) over rows = B * S: the backward's input
+/// when the forward ran as phases.
+void srt_cpu_cross_entropy_lse(float *lse, const float *max,
+                               const float *sum_exp, int64_t rows);
 
 //===----------------------------------------------------------------------===//
 // adamw (runtime/cpu/adamw.c)

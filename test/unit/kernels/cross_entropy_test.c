@@ -72,7 +72,10 @@ static void check_plain(bool shift) {
   test_assert_close(&loss, &want, 1, 1e-6, 1e-6, "cross_entropy loss");
 
   float dloss = 0.75f;
-  srt_cpu_cross_entropy_backward(dl, logits, lse, kLabels, dloss, &c);
+  int64_t kept = srt_cpu_cross_entropy_count(kLabels, &c);
+  assert_int_equal(kept, shift ? 7 : 8);
+  srt_cpu_cross_entropy_backward(dl, logits, lse, kLabels, dloss, (float)kept,
+                                 &c);
   double g[kRows * kV];
   fd_ctx f = {shift};
   test_fd_gradient(loss_fn, &f, ld, kRows * kV, 1e-6, g);
@@ -166,7 +169,9 @@ static void check_vocab_parallel(int nranks, const int64_t *starts,
   float plain_loss, plain_lse[kRows], ws[2 * kRows], plain_dl[kRows * kV];
   assert_null(srt_cpu_cross_entropy_forward(&plain_loss, plain_lse, logits,
                                             kLabels, ws, &pc));
-  srt_cpu_cross_entropy_backward(plain_dl, logits, plain_lse, kLabels, 1.0f, &pc);
+  float kept = (float)srt_cpu_cross_entropy_count(kLabels, &pc);
+  srt_cpu_cross_entropy_backward(plain_dl, logits, plain_lse, kLabels, 1.0f,
+                                 kept, &pc);
 
   fake_world *w = kt_calloc(1, sizeof *w);
   w->nranks = nranks;
@@ -218,7 +223,8 @@ static void check_vocab_parallel(int nranks, const int64_t *starts,
     test_assert_close(&loss[p], &want, 1, 1e-6, 1e-6, "vocab-parallel loss");
     test_assert_close(lse[p], want_lse, kRows, 1e-6, 1e-6, "vocab-parallel lse");
     float dl[kRows * kV];
-    srt_cpu_cross_entropy_backward(dl, shard[p], lse[p], kLabels, 1.0f, &rc[p]);
+    srt_cpu_cross_entropy_backward(dl, shard[p], lse[p], kLabels, 1.0f, kept,
+                                   &rc[p]);
     double want_dl[kRows * kV];
     for (int r = 0; r < kRows; r++)
       for (int v = 0; v < sizes[p]; v++)
@@ -241,6 +247,92 @@ static void test_vocab_parallel_four_uneven_ranks(void **state) {
   (void)state;
   const int64_t starts[] = {0, 4, 8, 11}, sizes[] = {4, 4, 3, 3};
   check_vocab_parallel(4, starts, sizes, true);
+}
+
+//===----------------------------------------------------------------------===//
+// Phase kernels: tp = 2 (vocabulary) x dp = 2 (batch), combined by the test
+// exactly as tp-partition's collectives would.
+//===----------------------------------------------------------------------===//
+
+static void test_phases_tp2_dp2(void **state) {
+  (void)state;
+  enum { kTp = 2, kDp = 2, kLocalB = kB / kDp, kLocalRows = kLocalB * kS };
+  const int64_t starts[kTp] = {0, 9}, sizes[kTp] = {9, 5}; // uneven split
+  test_rng rng = {555};
+  float logits[kRows * kV];
+  test_fill(logits, kRows * kV, &rng, -5, 5);
+  srt_cross_entropy_config pc = plain_config(true);
+  float plain_loss, plain_lse[kRows], ws[2 * kRows], plain_dl[kRows * kV];
+  assert_null(srt_cpu_cross_entropy_forward(&plain_loss, plain_lse, logits,
+                                            kLabels, ws, &pc));
+  float total_kept = (float)srt_cpu_cross_entropy_count(kLabels, &pc);
+  srt_cpu_cross_entropy_backward(plain_dl, logits, plain_lse, kLabels, 1.0f,
+                                 total_kept, &pc);
+
+  float pairs[kDp][2];
+  float max[kDp][kTp][kLocalRows], se[kDp][kTp][kLocalRows];
+  float tg[kDp][kTp][kLocalRows];
+  float shard[kDp][kTp][kLocalRows * kV];
+  srt_cross_entropy_config rc[kTp];
+  for (int d = 0; d < kDp; d++) {
+    const int64_t *labels = kLabels + d * kLocalRows;
+    for (int t = 0; t < kTp; t++) {
+      rc[t] = pc;
+      rc[t].batch = kLocalB;
+      rc[t].vocab_start = starts[t];
+      rc[t].local_vocab = sizes[t];
+      for (int r = 0; r < kLocalRows; r++)
+        memcpy(shard[d][t] + r * sizes[t],
+               logits + (d * kLocalRows + r) * kV + starts[t],
+               (size_t)sizes[t] * sizeof(float));
+      srt_cpu_cross_entropy_logit_max(max[d][t], shard[d][t], kLocalRows,
+                                      sizes[t]);
+    }
+    for (int r = 0; r < kLocalRows; r++) { // all-reduce MAX over tp
+      float m = fmaxf(max[d][0][r], max[d][1][r]);
+      max[d][0][r] = max[d][1][r] = m;
+    }
+    for (int t = 0; t < kTp; t++)
+      assert_null(srt_cpu_cross_entropy_partial_sums(
+          se[d][t], tg[d][t], shard[d][t], labels, max[d][t], &rc[t]));
+    for (int r = 0; r < kLocalRows; r++) { // all-reduce SUM over tp
+      float a = se[d][0][r] + se[d][1][r], b = tg[d][0][r] + tg[d][1][r];
+      se[d][0][r] = se[d][1][r] = a;
+      tg[d][0][r] = tg[d][1][r] = b;
+    }
+    float p0[2], p1[2];
+    srt_cpu_cross_entropy_loss_sum(p0, max[d][0], se[d][0], tg[d][0], labels,
+                                   &rc[0]);
+    srt_cpu_cross_entropy_loss_sum(p1, max[d][1], se[d][1], tg[d][1], labels,
+                                   &rc[1]);
+    assert_memory_equal(p0, p1, sizeof p0); // tp ranks agree bit for bit
+    pairs[d][0] = p0[0], pairs[d][1] = p0[1];
+  }
+  float global[2] = {pairs[0][0] + pairs[1][0], pairs[0][1] + pairs[1][1]};
+  assert_true(global[1] == total_kept); // SUM over dp of the counts
+  float loss = srt_cpu_cross_entropy_mean(global);
+  double want = plain_loss;
+  // Different summation order only (fp32 partial sums per shard): ~1e-7.
+  test_assert_close(&loss, &want, 1, 1e-6, 1e-6, "phased loss");
+
+  // Backward per (dp, tp) rank from the phases' lse and the GLOBAL count.
+  for (int d = 0; d < kDp; d++)
+    for (int t = 0; t < kTp; t++) {
+      float lse[kLocalRows], dl[kLocalRows * kV];
+      double want_dl[kLocalRows * kV];
+      srt_cpu_cross_entropy_lse(lse, max[d][t], se[d][t], kLocalRows);
+      srt_cpu_cross_entropy_backward(dl, shard[d][t], lse,
+                                     kLabels + d * kLocalRows, 1.0f,
+                                     global[1], &rc[t]);
+      for (int r = 0; r < kLocalRows; r++)
+        for (int v = 0; v < sizes[t]; v++)
+          want_dl[r * sizes[t] + v] =
+              plain_dl[(d * kLocalRows + r) * kV + starts[t] + v];
+      test_assert_close(dl, want_dl, kLocalRows * sizes[t], 1e-8, 1e-5,
+                        "phased dlogits");
+    }
+  float none[2] = {0.0f, 0.0f};
+  assert_true(srt_cpu_cross_entropy_mean(none) == 0.0f);
 }
 
 //===----------------------------------------------------------------------===//
@@ -280,6 +372,12 @@ static void test_bad_label_fails_before_any_collective(void **state) {
   labels[0] = 12345;
   assert_null(srt_cpu_cross_entropy_forward(&loss, lse, logits, labels, ws, &c));
   assert_int_equal(cnt.calls, 2);
+  // The phase kernel refuses the same labels.
+  labels[8] = kV;
+  float m[kRows] = {0}, se[kRows], tg[kRows];
+  s = srt_cpu_cross_entropy_partial_sums(se, tg, logits, labels, m, &c);
+  assert_int_equal(srt_status_code(s), SRT_OUT_OF_RANGE);
+  srt_status_free(s);
   // A local range outside the vocabulary.
   c.vocab_start = 10;
   c.local_vocab = 5;
@@ -298,8 +396,10 @@ static void test_all_ignored(void **state) {
     labels[i] = -100;
   srt_cross_entropy_config c = plain_config(true);
   assert_null(srt_cpu_cross_entropy_forward(&loss, lse, logits, labels, ws, &c));
-  assert_true(isnan(loss)); // torch: mean over zero labels is 0/0
-  srt_cpu_cross_entropy_backward(dl, logits, lse, labels, 1.0f, &c);
+  // The nn.ce_mean convention: 0 (torch's mean would be 0/0 = NaN).
+  assert_true(loss == 0.0f);
+  assert_int_equal(srt_cpu_cross_entropy_count(labels, &c), 0);
+  srt_cpu_cross_entropy_backward(dl, logits, lse, labels, 1.0f, 0.0f, &c);
   for (int i = 0; i < kRows * kV; i++)
     assert_true(dl[i] == 0.0f);
 }
@@ -310,6 +410,7 @@ int main(void) {
       cmocka_unit_test(test_plain_unshifted),
       cmocka_unit_test(test_vocab_parallel_two_ranks),
       cmocka_unit_test(test_vocab_parallel_four_uneven_ranks),
+      cmocka_unit_test(test_phases_tp2_dp2),
       cmocka_unit_test(test_bad_label_fails_before_any_collective),
       cmocka_unit_test(test_all_ignored),
   };
