@@ -5,6 +5,8 @@
 #ifndef SHARDRT_STATUS_H
 #define SHARDRT_STATUS_H
 
+#include <stddef.h>
+
 typedef enum srt_code {
   SRT_OK = 0,
   SRT_INVALID_ARGUMENT,  // the caller passed something impossible
