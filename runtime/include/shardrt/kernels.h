@@ -273,6 +273,21 @@ void srt_cpu_add_forward(float *out, const float *a, const float *b, int64_t n);
 void srt_cpu_add_backward(float *da, float *db, const float *dout, int64_t n);
 
 //===----------------------------------------------------------------------===//
+// bias_add (runtime/cpu/bias_add.c)
+//===----------------------------------------------------------------------===//
+
+/// nn.bias_add: y[t, :] = x[t, :] + bias, the bias broadcast over n rows
+/// (a rowwise-parallel linear's bias, added once after the all-reduce).
+/// y, x: [n, features]; bias: [features]. y may equal x (in place).
+void srt_cpu_bias_add_forward(float *y, const float *x, const float *bias,
+                              int64_t n, int64_t features);
+
+/// dx = dy WRITTEN (skipped when dx is NULL or equals dy);
+/// dbias += sum over rows of dy ACCUMULATED (skipped when NULL).
+void srt_cpu_bias_add_backward(float *dx, float *dbias, const float *dy,
+                               int64_t n, int64_t features);
+
+//===----------------------------------------------------------------------===//
 // cross_entropy (runtime/cpu/cross_entropy.c)
 //===----------------------------------------------------------------------===//
 
