@@ -99,6 +99,13 @@ static const json_t *lookup(parser *p, key_ref *k, const json_t *o,
   return json_is_null(v) ? NULL : v;
 }
 
+// Sizes above this are rejected before they can overflow products of sizes
+// (vocab x hidden, heads x head_dim) in 64 bits.
+static const int64_t kMaxSize = INT64_C(1) << 31;
+
+// Layers beyond this are rejected: the graph would be built op by op.
+static const int64_t kMaxLayers = 100000;
+
 static bool get_int(parser *p, const json_t *o, const char *opath,
                     const char *key, bool required, int64_t def, int64_t min,
                     int64_t *out) {
@@ -115,6 +122,9 @@ static bool get_int(parser *p, const json_t *o, const char *opath,
     return fail(p, k.rel, "key '%s' must be an integer, got %s", k.full,
                 type_name(v));
   json_int_t x = json_integer_value(v);
+  if (x > kMaxSize)
+    return fail(p, k.rel, "key '%s' is %lld, beyond any real model (limit %lld)",
+                k.full, (long long)x, (long long)kMaxSize);
   if (x < min)
     return fail(p, k.rel, "key '%s' must be %s, got %lld", k.full,
                 min == 1 ? "positive" : min == 0 ? "non-negative" : "larger",
@@ -278,6 +288,10 @@ static bool parse_sizes(parser *p) {
       !get_int(p, o, "", "num_attention_heads", true, 0, 1, &c->heads) ||
       !get_int(p, o, "", "num_key_value_heads", false, c->heads, 1, &c->kv_heads))
     return false;
+  if (c->layers > kMaxLayers)
+    return fail(p, "num_hidden_layers", "num_hidden_layers %lld is beyond any real "
+                                        "model (limit %lld)",
+                (long long)c->layers, (long long)kMaxLayers);
   if (c->heads % c->kv_heads != 0)
     return fail(p, "num_key_value_heads",
                 "num_attention_heads %lld is not a multiple of "

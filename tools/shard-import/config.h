@@ -69,6 +69,7 @@ bool import_config_parse(const char *path, const char *text, size_t len,
 bool import_config_load(const char *path, import_config *cfg, char *err,
                         size_t errlen);
 
+/// Frees what `cfg` owns and zeroes it; safe on a zeroed or freed config.
 void import_config_free(import_config *cfg);
 
 /// Where key `key` of the text config (a dotted path below cfg->scope) is

@@ -66,6 +66,8 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
                         const import_options *opts, import_model *out,
                         char *err, size_t errlen);
 
+/// Destroys the module and frees the parameter list; `m` is left empty
+/// (module null, no parameters), so a second call does nothing.
 void import_model_free(import_model *m);
 
 //===----------------------------------------------------------------------===//
@@ -113,8 +115,10 @@ MlirValue graph_linear(import_graph *g, const char *module, const char *key,
 MlirValue graph_rms_norm(import_graph *g, const char *module, MlirValue x,
                          int64_t size, int64_t head_dim);
 
-/// Formats into `buf` (IMPORT_NAME_MAX bytes) and returns it.
+/// Size of the buffers module paths and parameter names are formatted into.
 enum { IMPORT_NAME_MAX = 256 };
+
+/// Formats into `buf` (IMPORT_NAME_MAX bytes, truncating) and returns it.
 const char *graph_name(char *buf, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

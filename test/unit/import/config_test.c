@@ -286,6 +286,12 @@ static void impossible_sizes(void **state) {
                "head_dim 15 must be even for rotary embeddings", NULL);
   expect_error(edit("rms_norm_eps", "  \"rms_norm_eps\": 0,", buf, sizeof buf),
                "key 'rms_norm_eps' must be positive, got 0", NULL);
+  // Sizes whose products would overflow, and layer counts no model has.
+  expect_error(edit("vocab_size", "  \"vocab_size\": 4294967296,", buf, sizeof buf),
+               "t.json:4:3: error: key 'vocab_size' is 4294967296, beyond any real model",
+               NULL);
+  expect_error(edit("num_hidden_layers", "  \"num_hidden_layers\": 200000,", buf, sizeof buf),
+               "t.json:7:3: error: num_hidden_layers 200000 is beyond any real model", NULL);
 }
 
 static void rope_errors(void **state) {
