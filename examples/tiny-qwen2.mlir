@@ -32,7 +32,7 @@ func.func @forward(%input_ids: tensor<2x8xi64>, %labels: tensor<2x8xi64>,
   %h2 = "nn.rms_norm"(%x1, %ln2) {nn.module = "model.layers.0.post_attention_layernorm", eps = 1.0e-6 : f64, offset = 0.0 : f64, head_dim = 0 : i64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
   %g = "nn.linear"(%h2, %wg) {nn.module = "model.layers.0.mlp.gate_proj"} : (tensor<2x8x64xf32>, tensor<128x64xf32>) -> tensor<2x8x128xf32>
   %u = "nn.linear"(%h2, %wu) {nn.module = "model.layers.0.mlp.up_proj"} : (tensor<2x8x64xf32>, tensor<128x64xf32>) -> tensor<2x8x128xf32>
-  %m = "nn.glu"(%g, %u) {nn.module = "model.layers.0.mlp.act_fn", activation = "silu"} : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %m = "nn.glu"(%g, %u) {nn.module = "model.layers.0.mlp", activation = "silu"} : (tensor<2x8x128xf32>, tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
   %d = "nn.linear"(%m, %wd) {nn.module = "model.layers.0.mlp.down_proj"} : (tensor<2x8x128xf32>, tensor<64x128xf32>) -> tensor<2x8x64xf32>
   %x2 = "nn.add"(%x1, %d) {nn.module = "model.layers.0"} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   %n = "nn.rms_norm"(%x2, %lnf) {nn.module = "model.norm", eps = 1.0e-6 : f64, offset = 0.0 : f64, head_dim = 0 : i64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>

@@ -176,6 +176,10 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
 
   MlirModule module = mlirModuleCreateEmpty(loc);
   mlirBlockAppendOwnedOperation(mlirModuleGetBody(module), fn);
+  // The (text) config's model_type: tp-plan's 'hf' plan is chosen by it.
+  mlirOperationSetAttributeByName(
+      mlirModuleGetOperation(module), str("nn.model_type"),
+      mlirStringAttrGet(ctx, str(g->cfg->arch->model_type)));
   return module;
 }
 
