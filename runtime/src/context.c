@@ -111,6 +111,7 @@ static srt_status release(srt_context *ctx) {
   }
   srt_arena_destroy(&ctx->arena);
   free(ctx->scratch);
+  free(ctx->op_scratch);
   if (ctx->owns_mpi) {
     int rc = MPI_Finalize();
     if (rc != MPI_SUCCESS && !first)
@@ -200,6 +201,29 @@ srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out) {
   ctx->scratch = p;
   ctx->scratch_bytes = rounded;
   *out = p;
+  return NULL;
+}
+
+// Grows *buf (of *have bytes) to at least `bytes`, 64-byte aligned.
+static srt_status grow(void **buf, size_t *have, size_t bytes, const char *what,
+                       int world_rank) {
+  if (bytes <= *have)
+    return NULL;
+  size_t rounded = (bytes + SRT_ARENA_ALIGN - 1) / SRT_ARENA_ALIGN * SRT_ARENA_ALIGN;
+  void *p = aligned_alloc(SRT_ARENA_ALIGN, rounded);
+  if (!p)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s: cannot allocate %zu bytes (world rank %d)",
+                     what, rounded, world_rank);
+  free(*buf);
+  *buf = p;
+  *have = rounded;
+  return NULL;
+}
+
+srt_status srt_context_op_scratch(srt_context *ctx, size_t bytes, void **out) {
+  SRT_RETURN_IF_ERROR(grow(&ctx->op_scratch, &ctx->op_scratch_bytes, bytes, "op scratch",
+                           ctx->groups[SRT_GROUP_WORLD].world_rank));
+  *out = ctx->op_scratch;
   return NULL;
 }
 

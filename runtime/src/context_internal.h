@@ -26,6 +26,13 @@ struct srt_context {
   // other than 0. Grows to the largest request, then stays.
   void *scratch;
   size_t scratch_bytes;
+  // Op scratch: working memory of the graph-level ops (ops.h: attention's
+  // log-sum-exp and gathered heads, the loss's statistics, the optimizer's
+  // gradient table). Separate from the collective scratch because an op may
+  // call a collective while holding it. Grows to the largest request (the
+  // first training step), then stays; freed by srt_context_destroy.
+  void *op_scratch;
+  size_t op_scratch_bytes;
 };
 
 /// Makes the status for MPI error code `rc` returned by `call` on `group`.
@@ -45,5 +52,10 @@ srt_status srt_mpi_error(int rc, const char *call, const srt_group *group,
 /// A scratch buffer of at least `bytes` bytes owned by the group's context
 /// (64-byte aligned, contents undefined; valid until the next call).
 srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out);
+
+/// The ops' scratch buffer (see srt_context.op_scratch): at least `bytes`
+/// bytes, 64-byte aligned, contents undefined, valid until the next call.
+/// Errors: SRT_RESOURCE_EXHAUSTED naming the size and the world rank.
+srt_status srt_context_op_scratch(srt_context *ctx, size_t bytes, void **out);
 
 #endif // SHARDRT_CONTEXT_INTERNAL_H

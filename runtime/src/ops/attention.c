@@ -1,0 +1,174 @@
+// Attention ops of a compiled step (ops.h): forward and backward over the
+// CPU kernel, including replicated-KV attention, where this rank holds a
+// slice of the query heads but every KV head. There a query head's KV head
+// follows from its GLOBAL index, so the local heads are taken in runs that
+// share one KV head: each run's q (and that KV head's k, v) is gathered
+// into contiguous scratch, run through the kernel with one KV head, and
+// scattered back. The backward writes this rank's contribution to dk/dv
+// (zero for KV heads none of its query heads reads): Partial over the axis.
+//
+// Scratch (the context's op scratch, no allocation after the first step):
+// the kernel workspace, the log-sum-exp [B, H, S], and for the backward the
+// recomputed output [B, S, H*hd]; replicated KV adds the gathered q/out/dy/dq
+// [B, S, H*hd] and k/v/dk/dv [B, S, hd] of a run.
+#include <string.h>
+
+#include "ops_internal.h"
+#include "shardrt/kernels.h"
+
+// One run of local query heads [h0, h0 + count) reading KV head `kv`.
+typedef struct head_run {
+  int64_t h0, count, kv;
+} head_run;
+
+// The kernel configuration of `c` with `heads` query and `kv` KV heads.
+static srt_attention_config kernel_config(const srt_op_attention_config *c, int64_t heads,
+                                          int64_t kv) {
+  return (srt_attention_config){.batch = c->batch,
+                                .seq = c->seq,
+                                .heads = heads,
+                                .kv_heads = kv,
+                                .head_dim = c->head_dim,
+                                .causal = c->causal != 0,
+                                .scale = (float)c->scale,
+                                .sliding_window = c->sliding_window,
+                                .softcap = (float)c->softcap};
+}
+
+// Validates `c`; for replicated KV sets *first_head to this rank's first
+// global query head and *group to the query heads per KV head.
+static srt_status check_config(srt_exec *e, const char *op, const srt_op_attention_config *c,
+                               int64_t *first_head, int64_t *group) {
+  if (!c)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: config is NULL", op);
+  if (c->batch <= 0 || c->seq <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
+      c->head_dim <= 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: sizes must be positive: batch %lld, seq %lld, heads %lld, "
+                     "kv heads %lld, head_dim %lld (rank %d)",
+                     op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
+                     (long long)c->num_kv_heads, (long long)c->head_dim, ops_rank(e));
+  *first_head = 0;
+  *group = 0;
+  if (c->q_head_offset_axis < 0)
+    return NULL;
+  int64_t index, size;
+  SRT_RETURN_IF_ERROR(ops_axis(e, op, c->q_head_offset_axis, &index, &size));
+  if (c->global_num_heads % c->num_kv_heads != 0 ||
+      c->num_heads * size != c->global_num_heads)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: replicated KV needs global heads (%lld) = local heads (%lld) x "
+                     "axis size (%lld) and a multiple of the KV heads (%lld) (rank %d)",
+                     op, (long long)c->global_num_heads, (long long)c->num_heads,
+                     (long long)size, (long long)c->num_kv_heads, ops_rank(e));
+  *first_head = index * c->num_heads;
+  *group = c->global_num_heads / c->num_kv_heads;
+  return NULL;
+}
+
+// The next run of local heads starting at h0 (replicated KV).
+static head_run next_run(const srt_op_attention_config *c, int64_t first_head, int64_t group,
+                         int64_t h0) {
+  int64_t kv = (first_head + h0) / group;
+  int64_t end = (kv + 1) * group - first_head; // first local head of the next KV head
+  if (end > c->num_heads)
+    end = c->num_heads;
+  return (head_run){h0, end - h0, kv};
+}
+
+// Copies heads [h0, h0 + count) of src [rows, heads * hd] to dst [rows, count * hd]
+// (gather) or back (scatter, when `to_full`).
+static void move_heads(float *full, float *part, int64_t rows, int64_t heads, int64_t hd,
+                       int64_t h0, int64_t count, int to_full) {
+  size_t bytes = (size_t)(count * hd) * sizeof(float);
+  for (int64_t r = 0; r < rows; ++r) {
+    float *f = full + r * heads * hd + h0 * hd, *p = part + r * count * hd;
+    if (to_full)
+      memcpy(f, p, bytes);
+    else
+      memcpy(p, f, bytes);
+  }
+}
+
+srt_status srt_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
+                            const srt_op_attention_config *config) {
+  const char *op = "srt_op_attention";
+  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(q, k, v, out), 0, NULL));
+  int64_t first, group;
+  SRT_RETURN_IF_ERROR(check_config(e, op, config, &first, &group));
+  const srt_op_attention_config *c = config;
+  int64_t rows = c->batch * c->seq, H = c->num_heads, hd = c->head_dim;
+  srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
+  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = c->batch * H * c->seq;
+  float *scratch;
+  if (c->q_head_offset_axis < 0) {
+    SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n, &scratch));
+    return srt_cpu_attention_forward(ops_f32(e, out), scratch + ws, ops_f32(e, q),
+                                     ops_f32(e, k), ops_f32(e, v), scratch, &kc);
+  }
+  // Replicated KV: per run, gathered q [rows, n*hd], k, v [rows, hd], out.
+  int64_t qn = rows * H * hd, kn = rows * hd;
+  SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 2 * qn + 2 * kn, &scratch));
+  float *lse = scratch + ws, *qs = lse + lse_n, *os = qs + qn, *ks = os + qn, *vs = ks + kn;
+  for (int64_t h0 = 0; h0 < H;) {
+    head_run run = next_run(c, first, group, h0);
+    move_heads(ops_f32(e, q), qs, rows, H, hd, run.h0, run.count, 0);
+    move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
+    move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
+    srt_attention_config rc = kernel_config(c, run.count, 1);
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, lse, qs, ks, vs, scratch, &rc));
+    move_heads(ops_f32(e, out), os, rows, H, hd, run.h0, run.count, 1);
+    h0 += run.count;
+  }
+  return NULL;
+}
+
+srt_status srt_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t dy,
+                                 int64_t dq, int64_t dk, int64_t dv,
+                                 const srt_op_attention_config *config) {
+  const char *op = "srt_op_attention_grad";
+  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(q, k, v, dy, dq, dk, dv), 0, NULL));
+  int64_t first, group;
+  SRT_RETURN_IF_ERROR(check_config(e, op, config, &first, &group));
+  const srt_op_attention_config *c = config;
+  int64_t rows = c->batch * c->seq, H = c->num_heads, hd = c->head_dim;
+  srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
+  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = c->batch * H * c->seq;
+  int64_t qn = rows * H * hd, kn = rows * hd;
+  float *scratch;
+  if (c->q_head_offset_axis < 0) {
+    // Recompute out and lse, then the kernel's backward on the whole tensors.
+    SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + qn, &scratch));
+    float *lse = scratch + ws, *o = lse + lse_n;
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(o, lse, ops_f32(e, q), ops_f32(e, k),
+                                                  ops_f32(e, v), scratch, &kc));
+    return srt_cpu_attention_backward(ops_f32(e, dq), ops_f32(e, dk), ops_f32(e, dv),
+                                      ops_f32(e, dy), ops_f32(e, q), ops_f32(e, k),
+                                      ops_f32(e, v), o, lse, scratch, &kc);
+  }
+  // Replicated KV: gathered q, out, dy, dq [rows, n*hd] and k, v, dk, dv
+  // [rows, hd] per run; KV heads no local query head reads get zero.
+  SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 4 * qn + 4 * kn, &scratch));
+  float *lse = scratch + ws, *qs = lse + lse_n, *os = qs + qn, *dys = os + qn,
+        *dqs = dys + qn, *ks = dqs + qn, *vs = ks + kn, *dks = vs + kn, *dvs = dks + kn;
+  int64_t kv_floats = rows * c->num_kv_heads * hd;
+  memset(ops_f32(e, dk), 0, (size_t)kv_floats * sizeof(float));
+  memset(ops_f32(e, dv), 0, (size_t)kv_floats * sizeof(float));
+  for (int64_t h0 = 0; h0 < H;) {
+    head_run run = next_run(c, first, group, h0);
+    move_heads(ops_f32(e, q), qs, rows, H, hd, run.h0, run.count, 0);
+    move_heads(ops_f32(e, dy), dys, rows, H, hd, run.h0, run.count, 0);
+    move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
+    move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
+    srt_attention_config rc = kernel_config(c, run.count, 1);
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, lse, qs, ks, vs, scratch, &rc));
+    SRT_RETURN_IF_ERROR(
+        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, lse, scratch, &rc));
+    move_heads(ops_f32(e, dq), dqs, rows, H, hd, run.h0, run.count, 1);
+    // Runs are maximal, so each KV head gets at most one run's gradient.
+    move_heads(ops_f32(e, dk), dks, rows, c->num_kv_heads, hd, run.kv, 1, 1);
+    move_heads(ops_f32(e, dv), dvs, rows, c->num_kv_heads, hd, run.kv, 1, 1);
+    h0 += run.count;
+  }
+  return NULL;
+}

@@ -1,0 +1,74 @@
+// The optimizer op of a compiled step (ops.h): total gradient norm with each
+// logical element counted once (srt_get_grad_norm over dp_cp then tp, with
+// every parameter's placements), clipping by total norm, and AdamW on every
+// parameter — or nothing but the report when the norm is not finite.
+//
+// Scratch (the context's op scratch): the table of gradient views,
+// num_params srt_tensor structs.
+#include <math.h>
+#include <string.h>
+
+#include "ops_internal.h"
+#include "shardrt/grad_norm.h"
+#include "shardrt/kernels.h"
+
+srt_status srt_op_optimizer_step(srt_exec *e, const srt_program *program,
+                                 const srt_step_options *options, int64_t loss_offset,
+                                 srt_step_result *result) {
+  const char *op = "srt_op_optimizer_step";
+  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(loss_offset), 0, NULL));
+  if (!program || !options || !result)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: program, options or result is NULL", op);
+  if (options->step < 1)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
+                     (long long)options->step, ops_rank(e));
+  int32_t n = program->num_params;
+  float *table;
+  int64_t floats = ((int64_t)(n > 0 ? n : 1) * (int64_t)sizeof(srt_tensor) + 3) / 4;
+  SRT_RETURN_IF_ERROR(ops_scratch(e, floats, &table));
+  srt_tensor *grads = (srt_tensor *)(void *)table;
+  for (int32_t i = 0; i < n; ++i) {
+    const srt_param_info *p = &program->params[i];
+    srt_tensor *t = &grads[i];
+    memset(t, 0, sizeof *t);
+    t->name = p->name;
+    t->dtype = SRT_F32;
+    t->ndim = p->rank;
+    memcpy(t->global_shape, p->global_shape, sizeof t->global_shape);
+    memcpy(t->local_shape, p->local_shape, sizeof t->local_shape);
+    t->placements[SRT_MESH_DP] = p->placement[SRT_MESH_DP];
+    t->placements[SRT_MESH_TP] = p->placement[SRT_MESH_TP];
+    t->data = e->arena + p->grad_offset;
+  }
+
+  srt_grad_norm_options no = srt_grad_norm_default_options();
+  no.norm_type = options->norm_type;
+  double norm = 0.0;
+  SRT_RETURN_IF_ERROR(srt_get_grad_norm(grads, (size_t)n,
+                                        srt_context_group(e->ctx, SRT_GROUP_DP_CP),
+                                        srt_context_group(e->ctx, SRT_GROUP_TP), &no, &norm));
+  result->loss = *ops_f32(e, loss_offset);
+  result->grad_norm = norm;
+  result->skipped = !isfinite(norm);
+  if (result->skipped)
+    return NULL;
+  if (options->max_grad_norm > 0) {
+    srt_clip_action action;
+    SRT_RETURN_IF_ERROR(srt_clip_grad_by_total_norm(grads, (size_t)n, options->max_grad_norm,
+                                                    norm, &action, NULL));
+  }
+  srt_adamw_config ac = {.lr = options->lr,
+                         .beta1 = options->beta1,
+                         .beta2 = options->beta2,
+                         .eps = options->eps,
+                         .weight_decay = options->weight_decay};
+  for (int32_t i = 0; i < n; ++i) {
+    const srt_param_info *p = &program->params[i];
+    srt_cpu_adamw_step((float *)(void *)(e->arena + p->offset),
+                       (float *)(void *)(e->arena + p->m_offset),
+                       (float *)(void *)(e->arena + p->v_offset),
+                       (const float *)(const void *)(e->arena + p->grad_offset),
+                       srt_tensor_local_numel(&grads[i]), options->step, &ac);
+  }
+  return NULL;
+}
