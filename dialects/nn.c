@@ -74,11 +74,26 @@ static const char *const kOpNames[NN_OP_COUNT] = {
     [NN_OP_CE_PARTIAL_SUMS] = "nn.ce_partial_sums",
     [NN_OP_CE_LOSS_SUM] = "nn.ce_loss_sum",
     [NN_OP_CE_MEAN] = "nn.ce_mean",
+    [NN_OP_CE_LOGITS_GRAD] = "nn.ce_logits_grad",
+    [NN_OP_EMBEDDING_GRAD] = "nn.embedding_grad",
+    [NN_OP_LINEAR_GRAD_INPUT] = "nn.linear_grad_input",
+    [NN_OP_LINEAR_GRAD_WEIGHT] = "nn.linear_grad_weight",
+    [NN_OP_LINEAR_GRAD_BIAS] = "nn.linear_grad_bias",
+    [NN_OP_RMS_NORM_GRAD_INPUT] = "nn.rms_norm_grad_input",
+    [NN_OP_RMS_NORM_GRAD_WEIGHT] = "nn.rms_norm_grad_weight",
+    [NN_OP_APPLY_ROTARY_GRAD] = "nn.apply_rotary_grad",
+    [NN_OP_ATTENTION_GRAD] = "nn.attention_grad",
+    [NN_OP_GLU_GRAD] = "nn.glu_grad",
+    [NN_OP_RELU2_GRAD] = "nn.relu2_grad",
+    [NN_OP_CROSS_ENTROPY_GRAD] = "nn.cross_entropy_grad",
+    [NN_OP_OPTIMIZER_STEP] = "nn.optimizer_step",
 };
 
 const char *nn_op_name(nn_op_kind kind) {
   return kind < NN_OP_COUNT ? kOpNames[kind] : NULL;
 }
+
+bool nn_op_is_forward(nn_op_kind kind) { return kind <= NN_OP_MAMBA2_MIXER; }
 
 nn_op_kind nn_op_kind_of(MlirOperation op) {
   MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
@@ -307,6 +322,31 @@ MlirValue nn_build_relu2(nn_builder *b, const char *module, MlirValue x) {
   spec_init(&s, b, NN_OP_RELU2, module);
   spec_operands(&s, 1, &x);
   return finish1(&s, mlirValueGetType(x));
+}
+
+MlirOperation nn_build_op(nn_builder *b, nn_op_kind kind, MlirStringRef module,
+                          int num_operands, const MlirValue *operands,
+                          int num_results, const MlirType *results,
+                          MlirOperation attrs_from) {
+  MlirOperationState st = mlirOperationStateGet(str(nn_op_name(kind)), b->loc);
+  mlirOperationStateAddOperands(&st, num_operands, operands);
+  mlirOperationStateAddResults(&st, num_results, results);
+  MlirNamedAttribute attrs[kMaxAttrs];
+  int n = 0;
+  attrs[n++] = mlirNamedAttributeGet(mlirIdentifierGet(b->ctx, str(NN_MODULE_ATTR)),
+                                     mlirStringAttrGet(b->ctx, module));
+  intptr_t count = mlirOperationIsNull(attrs_from) ? 0 : mlirOperationGetNumAttributes(attrs_from);
+  for (intptr_t i = 0; i < count && n < kMaxAttrs; ++i) {
+    MlirNamedAttribute a = mlirOperationGetAttribute(attrs_from, i);
+    MlirStringRef name = mlirIdentifierStr(a.name);
+    if (name.length == strlen(NN_MODULE_ATTR) && !memcmp(name.data, NN_MODULE_ATTR, name.length))
+      continue;
+    attrs[n++] = a;
+  }
+  mlirOperationStateAddAttributes(&st, n, attrs);
+  MlirOperation op = mlirOperationCreate(&st);
+  mlirBlockAppendOwnedOperation(b->block, op);
+  return op;
 }
 
 MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,

@@ -50,6 +50,20 @@ typedef enum nn_op_kind {
   NN_OP_CE_PARTIAL_SUMS,
   NN_OP_CE_LOSS_SUM,
   NN_OP_CE_MEAN,
+  NN_OP_CE_LOGITS_GRAD,
+  // Appended by nn-autodiff (backward) and nn-optimizer.
+  NN_OP_EMBEDDING_GRAD,
+  NN_OP_LINEAR_GRAD_INPUT,
+  NN_OP_LINEAR_GRAD_WEIGHT,
+  NN_OP_LINEAR_GRAD_BIAS,
+  NN_OP_RMS_NORM_GRAD_INPUT,
+  NN_OP_RMS_NORM_GRAD_WEIGHT,
+  NN_OP_APPLY_ROTARY_GRAD,
+  NN_OP_ATTENTION_GRAD,
+  NN_OP_GLU_GRAD,
+  NN_OP_RELU2_GRAD,
+  NN_OP_CROSS_ENTROPY_GRAD,
+  NN_OP_OPTIMIZER_STEP,
   NN_OP_COUNT,
   NN_OP_NONE = NN_OP_COUNT, // not an nn op
 } nn_op_kind;
@@ -59,6 +73,10 @@ const char *nn_op_name(nn_op_kind kind);
 
 /// The kind of `op`, or NN_OP_NONE if it is not an nn op.
 nn_op_kind nn_op_kind_of(MlirOperation op);
+
+/// True for the ops a model graph is imported with (a plan's styles apply
+/// to these only), false for partition, backward and optimizer ops.
+bool nn_op_is_forward(nn_op_kind kind);
 
 //===----------------------------------------------------------------------===//
 // Attributes and shapes
@@ -171,6 +189,15 @@ MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
 
 /// relu(x)^2 -> x's type.
 MlirValue nn_build_relu2(nn_builder *b, const char *module, MlirValue x);
+
+/// Creates an nn op of `kind` with `module`, the given operands and result
+/// types, and every attribute of `attrs_from` (if not null) except its
+/// nn.module: the generic builder behind the backward ops, which share
+/// their forward op's attributes.
+MlirOperation nn_build_op(nn_builder *b, nn_op_kind kind, MlirStringRef module,
+                          int num_operands, const MlirValue *operands,
+                          int num_results, const MlirType *results,
+                          MlirOperation attrs_from);
 
 /// lhs + rhs (one type) -> that type.
 MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,

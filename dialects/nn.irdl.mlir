@@ -251,4 +251,182 @@ irdl.dialect @nn {
     irdl.operands(sum_and_count: %in)
     irdl.results(loss: %out)
   }
+
+  //===--------------------------------------------------------------------===//
+  // Backward ops, appended by nn-autodiff to the global graph. Each takes
+  // the forward op's operands it needs and the gradient `dy` of the forward
+  // result (d loss = 1), and produces the gradient of one forward operand.
+  // Sharding rules for them live with the forward ones (sharding_rules.c).
+  //===--------------------------------------------------------------------===//
+
+  // d weight [V, D] of nn.embedding: rows scatter-added from dy [B, S, D] by
+  // ids [B, S] (times scale); `weight` gives the shape and placement.
+  irdl.operation @embedding_grad {
+    %ids = irdl.base "!builtin.tensor"
+    %dy = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %scale = irdl.base "#builtin.float"
+    irdl.operands(input_ids: %ids, dy: %dy, weight: %w)
+    irdl.results(dweight: %w)
+    irdl.attributes {"scale" = %scale}
+  }
+
+  // dx [..., in] = dy [..., out] W [out, in].
+  irdl.operation @linear_grad_input {
+    %dy = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %dx = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, weight: %w)
+    irdl.results(dx: %dx)
+  }
+
+  // dW [out, in] = sum over rows of dy [..., out]^T x [..., in]; `weight`
+  // gives the shape and placement (a weight's gradient lives like it).
+  irdl.operation @linear_grad_weight {
+    %dy = irdl.base "!builtin.tensor"
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy, input: %x, weight: %w)
+    irdl.results(dweight: %w)
+  }
+
+  // db [out] = sum over rows of dy [..., out].
+  irdl.operation @linear_grad_bias {
+    %dy = irdl.base "!builtin.tensor"
+    %db = irdl.base "!builtin.tensor"
+    irdl.operands(dy: %dy)
+    irdl.results(dbias: %db)
+  }
+
+  // dx of nn.rms_norm (same attributes as the forward op).
+  irdl.operation @rms_norm_grad_input {
+    %x = irdl.base "!builtin.tensor"
+    %w = irdl.base "!builtin.tensor"
+    %eps = irdl.base "#builtin.float"
+    %zero = irdl.is 0.0 : f64
+    %one = irdl.is 1.0 : f64
+    %offset = irdl.any_of(%zero, %one)
+    %group = irdl.base "#builtin.integer"
+    irdl.operands(input: %x, weight: %w, dy: %x)
+    irdl.results(dx: %x)
+    irdl.attributes {"eps" = %eps, "offset" = %offset, "head_dim" = %group}
+  }
+
+  // dw [head_dim or F] of nn.rms_norm: sum over rows (and heads) of
+  // dy * x / rms(x); the result has the weight's type.
+  irdl.operation @rms_norm_grad_weight {
+    %x = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
+    %eps = irdl.base "#builtin.float"
+    %group = irdl.base "#builtin.integer"
+    irdl.operands(input: %x, dy: %x)
+    irdl.results(dweight: %dw)
+    irdl.attributes {"eps" = %eps, "head_dim" = %group}
+  }
+
+  // dx of nn.apply_rotary: the inverse rotation of dy.
+  irdl.operation @apply_rotary_grad {
+    %x = irdl.base "!builtin.tensor"
+    %cs = irdl.base "!builtin.tensor"
+    %hd = irdl.base "#builtin.integer"
+    irdl.operands(dy: %x, cos: %cs, sin: %cs)
+    irdl.results(dx: %x)
+    irdl.attributes {"head_dim" = %hd}
+  }
+
+  // (dq, dk, dv) of nn.attention (same attributes as the forward op).
+  irdl.operation @attention_grad {
+    %q = irdl.base "!builtin.tensor"
+    %kv = irdl.base "!builtin.tensor"
+    %heads = irdl.base "#builtin.integer"
+    %kv_heads = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %causal = irdl.any_of(%true, %false)
+    %scale = irdl.base "#builtin.float"
+    %window = irdl.base "#builtin.integer"
+    %softcap = irdl.base "#builtin.float"
+    irdl.operands(query: %q, key: %kv, value: %kv, dy: %q)
+    irdl.results(dquery: %q, dkey: %kv, dvalue: %kv)
+    irdl.attributes {"num_heads" = %heads, "num_kv_heads" = %kv_heads,
+                     "head_dim" = %head_dim, "causal" = %causal,
+                     "scale" = %scale, "sliding_window" = %window,
+                     "softcap" = %softcap}
+  }
+
+  // (dgate, dup) of nn.glu.
+  irdl.operation @glu_grad {
+    %x = irdl.base "!builtin.tensor"
+    %silu = irdl.is "silu"
+    %gelu = irdl.is "gelu_tanh"
+    %act = irdl.any_of(%silu, %gelu)
+    irdl.operands(gate: %x, up: %x, dy: %x)
+    irdl.results(dgate: %x, dup: %x)
+    irdl.attributes {"activation" = %act}
+  }
+
+  // dx of nn.relu2.
+  irdl.operation @relu2_grad {
+    %x = irdl.base "!builtin.tensor"
+    irdl.operands(input: %x, dy: %x)
+    irdl.results(dx: %x)
+  }
+
+  // d loss / d logits of nn.cross_entropy (the loss is the differentiated
+  // output: its gradient is 1).
+  irdl.operation @cross_entropy_grad {
+    %logits = irdl.base "!builtin.tensor"
+    %labels = irdl.base "!builtin.tensor"
+    %int = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %bool = irdl.any_of(%true, %false)
+    irdl.operands(logits: %logits, labels: %labels)
+    irdl.results(dlogits: %logits)
+    irdl.attributes {"ignore_index" = %int, "shift" = %bool}
+  }
+
+  // Introduced by tp-partition: d loss / d logits of the split loss from its
+  // global statistics (max and sum of exponentials [B, S], and the (loss
+  // sum, count) pair whose count the mean divides by).
+  irdl.operation @ce_logits_grad {
+    %logits = irdl.base "!builtin.tensor"
+    %labels = irdl.base "!builtin.tensor"
+    %stat = irdl.base "!builtin.tensor"
+    %pair = irdl.base "!builtin.tensor"
+    %int = irdl.base "#builtin.integer"
+    %true = irdl.is true
+    %false = irdl.is false
+    %bool = irdl.any_of(%true, %false)
+    irdl.operands(logits: %logits, labels: %labels, max: %stat, sum_exp: %stat,
+                  sum_and_count: %pair)
+    irdl.results(dlogits: %logits)
+    irdl.attributes {"ignore_index" = %int, "shift" = %bool}
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The optimizer step, appended by nn-optimizer.
+  //===--------------------------------------------------------------------===//
+
+  // Ends a training step: the total gradient norm of the parameters whose
+  // gradients are the operands after the loss (`nn.grad_of` names them, in
+  // order), clipping by total norm (max_grad_norm <= 0: none), AdamW. A
+  // non-finite norm skips the update. norm_type: 1, 2, any p > 0, or inf.
+  irdl.operation @optimizer_step {
+    %loss = irdl.base "!builtin.tensor"
+    %grads = irdl.base "!builtin.tensor"
+    %max_norm = irdl.base "#builtin.float"
+    %norm_type = irdl.base "#builtin.float"
+    %lr = irdl.base "#builtin.float"
+    %beta1 = irdl.base "#builtin.float"
+    %beta2 = irdl.base "#builtin.float"
+    %eps = irdl.base "#builtin.float"
+    %wd = irdl.base "#builtin.float"
+    irdl.operands(loss: %loss, grads: variadic %grads)
+    irdl.results()
+    irdl.attributes {"max_grad_norm" = %max_norm, "norm_type" = %norm_type,
+                     "lr" = %lr, "beta1" = %beta1, "beta2" = %beta2,
+                     "eps" = %eps, "weight_decay" = %wd}
+  }
 }

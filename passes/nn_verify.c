@@ -377,6 +377,21 @@ static void check_ce_step(checker *c) {
   }
 }
 
+// Backward and optimizer ops: every operand and result statically shaped;
+// a gradient has the type of what it is the gradient of (IRDL checks the
+// ones it can tie to an operand; the rest are checked here).
+static void check_static(checker *c) {
+  nn_shape s;
+  for (intptr_t i = 0; i < mlirOperationGetNumOperands(c->op); ++i)
+    if (!nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, i)), &s)) {
+      fail(c, "operand %d must be a statically shaped ranked tensor", (int)i);
+      return;
+    }
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(c->op); ++i)
+    if (!result_shape(c, i, &s))
+      return;
+}
+
 typedef void (*check_fn)(checker *);
 
 static const check_fn kChecks[NN_OP_COUNT] = {
@@ -396,6 +411,19 @@ static const check_fn kChecks[NN_OP_COUNT] = {
     [NN_OP_CE_PARTIAL_SUMS] = check_ce_step,
     [NN_OP_CE_LOSS_SUM] = check_ce_step,
     [NN_OP_CE_MEAN] = check_ce_step,
+    [NN_OP_CE_LOGITS_GRAD] = check_static,
+    [NN_OP_EMBEDDING_GRAD] = check_static,
+    [NN_OP_LINEAR_GRAD_INPUT] = check_static,
+    [NN_OP_LINEAR_GRAD_WEIGHT] = check_static,
+    [NN_OP_LINEAR_GRAD_BIAS] = check_static,
+    [NN_OP_RMS_NORM_GRAD_INPUT] = check_static,
+    [NN_OP_RMS_NORM_GRAD_WEIGHT] = check_static,
+    [NN_OP_APPLY_ROTARY_GRAD] = check_static,
+    [NN_OP_ATTENTION_GRAD] = check_static,
+    [NN_OP_GLU_GRAD] = check_static,
+    [NN_OP_RELU2_GRAD] = check_static,
+    [NN_OP_CROSS_ENTROPY_GRAD] = check_static,
+    [NN_OP_OPTIMIZER_STEP] = check_static,
 };
 
 static MlirWalkResult verify_op(MlirOperation op, void *data) {
@@ -410,7 +438,7 @@ static MlirWalkResult verify_op(MlirOperation op, void *data) {
       nn_module_of(op).length == 0)
     fail(&c, "missing the '" NN_MODULE_ATTR "' string attribute (the Hugging Face "
              "module path)");
-  else
+  else if (kChecks[kind])
     kChecks[kind](&c);
   *errors += c.errors;
   return MlirWalkResultAdvance;

@@ -78,6 +78,9 @@ MlirPass tp_pass_create(const tp_pass_info *info, const char *options,
 /// nn-verify: the checks IRDL cannot express (shapes, element types, ranges).
 extern const tp_pass_info tp_nn_verify_pass;
 
+/// nn-autodiff: append the backward graph; functions also return gradients.
+extern const tp_pass_info tp_nn_autodiff_pass;
+
 /// tp-plan{plan= tp= dp= sequence-parallel= model-type=}: match a plan's
 /// entries to ops by nn.module, check splits, annotate with shard ops.
 extern const tp_pass_info tp_plan_pass;

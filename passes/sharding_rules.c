@@ -34,6 +34,26 @@ static const tp_rule kCrossEntropy = {{"bsv", "bs"}, {""}, "bv", "s", ""};
 static const tp_rule kMamba2 = {
     {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI"}, {"bSF"}, "", "SFACWKHI", ""};
 
+// Backward ops: the same factors as their forward op; a factor the result
+// lacks is reduced (Partial), e.g. the batch and sequence of a weight's
+// gradient, or the heads of a per-head norm's weight gradient.
+static const tp_rule kEmbeddingGrad = {{"bs", "bsd", "vd"}, {"vd"}, "bs", "", ""};
+static const tp_rule kLinearGradInput = {{"bsn", "nk"}, {"bsk"}, "n", "", ""};
+static const tp_rule kLinearGradInput2 = {{"sn", "nk"}, {"sk"}, "n", "", ""};
+static const tp_rule kLinearGradWeight = {{"bsn", "bsk", "nk"}, {"nk"}, "bs", "", ""};
+static const tp_rule kLinearGradWeight2 = {{"sn", "sk", "nk"}, {"nk"}, "s", "", ""};
+static const tp_rule kLinearGradBias = {{"bsn"}, {"n"}, "bs", "", ""};
+static const tp_rule kLinearGradBias2 = {{"sn"}, {"n"}, "s", "", ""};
+static const tp_rule kRmsNormGradInput = {{"bsf", "f", "bsf"}, {"bsf"}, "", "f", ""};
+static const tp_rule kHeadNormGradInput = {{"bsh", "g", "bsh"}, {"bsh"}, "", "g", "h"};
+static const tp_rule kRmsNormGradWeight = {{"bsf", "bsf"}, {"f"}, "bs", "f", ""};
+static const tp_rule kHeadNormGradWeight = {{"bsh", "bsh"}, {"g"}, "bsh", "g", "h"};
+static const tp_rule kApplyRotaryGrad = {{"bsh", "bsg", "bsg"}, {"bsh"}, "", "g", "h"};
+static const tp_rule kAttentionGrad = {
+    {"bSh", "bTh", "bTh", "bSh"}, {"bSh", "bTh", "bTh"}, "", "ST", "h"};
+static const tp_rule kGluGrad = {{"bsf", "bsf", "bsf"}, {"bsf", "bsf"}, "", "", ""};
+static const tp_rule kCrossEntropyGrad = {{"bsv", "bs"}, {"bsv"}, "", "s", ""};
+
 bool tp_rule_of(MlirOperation op, tp_rule *rule) {
   int rank = 0;
   if (mlirOperationGetNumOperands(op) > 0) {
@@ -56,17 +76,36 @@ bool tp_rule_of(MlirOperation op, tp_rule *rule) {
   case NN_OP_BIAS_ADD: *rule = kBiasAdd; break;
   case NN_OP_CROSS_ENTROPY: *rule = kCrossEntropy; break;
   case NN_OP_MAMBA2_MIXER: *rule = kMamba2; break;
+  case NN_OP_EMBEDDING_GRAD: *rule = kEmbeddingGrad; break;
+  case NN_OP_LINEAR_GRAD_INPUT: *rule = rank == 2 ? kLinearGradInput2 : kLinearGradInput; break;
+  case NN_OP_LINEAR_GRAD_WEIGHT:
+    *rule = rank == 2 ? kLinearGradWeight2 : kLinearGradWeight;
+    break;
+  case NN_OP_LINEAR_GRAD_BIAS: *rule = rank == 2 ? kLinearGradBias2 : kLinearGradBias; break;
+  case NN_OP_RMS_NORM_GRAD_INPUT:
+    *rule = nn_attr_int(op, "head_dim", 0) > 0 ? kHeadNormGradInput : kRmsNormGradInput;
+    break;
+  case NN_OP_RMS_NORM_GRAD_WEIGHT:
+    *rule = nn_attr_int(op, "head_dim", 0) > 0 ? kHeadNormGradWeight : kRmsNormGradWeight;
+    break;
+  case NN_OP_APPLY_ROTARY_GRAD: *rule = kApplyRotaryGrad; break;
+  case NN_OP_ATTENTION_GRAD: *rule = kAttentionGrad; break;
+  case NN_OP_GLU_GRAD: *rule = kGluGrad; break;
+  case NN_OP_RELU2_GRAD: *rule = kElementwise2; break;
+  case NN_OP_CROSS_ENTROPY_GRAD: *rule = kCrossEntropyGrad; break;
   default: return false;
   }
   // Elementwise rules are written for rank 3; other ranks drop leading dims.
   nn_op_kind kind = nn_op_kind_of(op);
   bool elementwise = kind == NN_OP_GLU || kind == NN_OP_ADD || kind == NN_OP_RELU2 ||
-                     kind == NN_OP_BIAS_ADD;
+                     kind == NN_OP_BIAS_ADD || kind == NN_OP_RELU2_GRAD ||
+                     kind == NN_OP_GLU_GRAD;
   if (elementwise && rank >= 1 && rank < 3) {
     for (int i = 0; i < TP_RULE_MAX_VALUES && rule->operands[i]; ++i)
       if (strlen(rule->operands[i]) == 3)
         rule->operands[i] += 3 - rank;
-    rule->results[0] += 3 - rank;
+    for (int i = 0; i < TP_RULE_MAX_VALUES && rule->results[i]; ++i)
+      rule->results[i] += 3 - rank;
   }
   return true;
 }

@@ -51,6 +51,13 @@ typedef struct part_run {
   size_t map_cap, map_len;
   MlirOperation current; // the original op being rewritten, for diagnostics
   MlirAttribute source_module; // nn.module given to the collectives being built
+  // The split loss's global statistics, by the (original) logits value, so
+  // its backward reuses them.
+  struct ce_stats {
+    const void *logits;
+    MlirValue max, sum_exp, sum_and_count;
+  } ce[8];
+  int num_ce;
   int errors;
 } part_run;
 
@@ -322,19 +329,42 @@ static MlirValue partition_cross_entropy(part_run *r, MlirOperation op,
     sc = tp_build_collective(&r->at, TP_ALL_REDUCE, sc, 0, 0, 0, false, sc_type);
     copy_module(mlirOpResultGetOwner(sc), op);
   }
+  if (r->num_ce < 8)
+    r->ce[r->num_ce++] = (struct ce_stats){mlirOperationGetOperand(op, 0).ptr, max, se, sc};
   MlirType loss_type = f32_tensor(r, 0, NULL);
   MlirOperation mean = build(r, "nn.ce_mean", (MlirOperation){NULL}, 1, &sc, 1, &loss_type);
   copy_module(mean, op);
   return mlirOperationGetResult(mean, 0);
 }
 
+// The split loss's gradient, from the statistics its forward computed.
+static void partition_cross_entropy_grad(part_run *r, MlirOperation op,
+                                         const tp_decision *d, MlirValue logits,
+                                         MlirValue labels) {
+  const void *key = mlirOperationGetOperand(op, 0).ptr;
+  for (int i = 0; i < r->num_ce; ++i) {
+    if (r->ce[i].logits != key)
+      continue;
+    MlirValue ops[5] = {logits, labels, r->ce[i].max, r->ce[i].sum_exp,
+                        r->ce[i].sum_and_count};
+    MlirType t = mlirValueGetType(logits);
+    MlirOperation g = build(r, "nn.ce_logits_grad", op, 5, ops, 1, &t);
+    if (d->factor[1] == 'v')
+      set_int(r, g, "nn.vocab_parallel_axis", 1);
+    map_put(r, mlirOperationGetResult(op, 0),
+            (mapped){.value = mlirOperationGetResult(g, 0), .layout = d->results[0]});
+    return;
+  }
+  report(r, "the loss gradient comes before the split loss it differentiates");
+}
+
 // Attributes that depend on the local shapes.
 static void localize_attributes(part_run *r, MlirOperation local, nn_op_kind kind,
                                 const tp_decision *d) {
   int64_t tp = r->mesh.size[1];
-  if (kind == NN_OP_EMBEDDING && d->factor[1] == 'v')
+  if ((kind == NN_OP_EMBEDDING || kind == NN_OP_EMBEDDING_GRAD) && d->factor[1] == 'v')
     set_int(r, local, "nn.vocab_parallel_axis", 1);
-  if (kind == NN_OP_ATTENTION && d->factor[1] == 'h') {
+  if ((kind == NN_OP_ATTENTION || kind == NN_OP_ATTENTION_GRAD) && d->factor[1] == 'h') {
     int64_t heads = nn_attr_int(local, "num_heads", 0);
     set_int(r, local, "num_heads", heads / tp);
     if (d->operands[1].on[1].kind == TP_SHARD) {
@@ -358,6 +388,7 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
   int n = (int)mlirOperationGetNumOperands(op);
   tp_layout current[TP_RULE_MAX_VALUES];
   bool is_param[TP_RULE_MAX_VALUES];
+  bool both_partial[TP_MESH_AXES] = {false, false};
   for (int i = 0; i < n && i < TP_RULE_MAX_VALUES; ++i) {
     MlirValue old = mlirOperationGetOperand(op, i);
     mapped *m = map_find(r, old);
@@ -371,15 +402,38 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
       if (current[i].on[axis].kind == TP_PARTIAL)
         current[i].on[axis] = TP_R; // reduced by the reshard below
   }
+  // A sum of two Partial values is Partial: gradients from several users
+  // are added before one reduction (Megatron's single all-reduce of the
+  // input gradient of q/k/v, or of gate/up).
+  if (kind == NN_OP_ADD)
+    for (int axis = 0; axis < TP_MESH_AXES; ++axis) {
+      mapped *a = map_find(r, mlirOperationGetOperand(op, 0));
+      mapped *b = map_find(r, mlirOperationGetOperand(op, 1));
+      both_partial[axis] = a->layout.on[axis].kind == TP_PARTIAL &&
+                           b->layout.on[axis].kind == TP_PARTIAL &&
+                           mlirValueIsNull(a->pending_bias) && mlirValueIsNull(b->pending_bias);
+    }
   tp_decision d;
   char err[512];
   if (!tp_rule_decide(op, &rule, &r->mesh, current, is_param, &d, err, sizeof err)) {
     report(r, "%s", err);
     return;
   }
+  for (int axis = 0; axis < TP_MESH_AXES; ++axis)
+    if (both_partial[axis] && d.factor[axis] == 0) {
+      d.operands[0].on[axis] = d.operands[1].on[axis] = d.results[0].on[axis] = TP_P;
+    }
+  // Replicated KV heads: each rank's query heads give part of dk and dv.
+  if (kind == NN_OP_ATTENTION_GRAD && d.factor[1] == 'h' &&
+      d.operands[1].on[1].kind == TP_REPLICATE)
+    d.results[1].on[1] = d.results[2].on[1] = TP_P;
   MlirValue operands[TP_RULE_MAX_VALUES];
   for (int i = 0; i < n && i < TP_RULE_MAX_VALUES; ++i)
     operands[i] = reshard(r, mlirOperationGetOperand(op, i), &d.operands[i]);
+  if (kind == NN_OP_CROSS_ENTROPY_GRAD && (d.factor[0] || d.factor[1])) {
+    partition_cross_entropy_grad(r, op, &d, operands[0], operands[1]);
+    return;
+  }
   if (kind == NN_OP_CROSS_ENTROPY && (d.factor[0] || d.factor[1])) {
     MlirValue loss = partition_cross_entropy(r, op, &d, operands[0], operands[1]);
     map_put(r, mlirOperationGetResult(op, 0), (mapped){.value = loss, .layout = {{TP_R, TP_R}}});
@@ -454,6 +508,8 @@ static void partition_other(part_run *r, MlirOperation op) {
 // Functions
 //===----------------------------------------------------------------------===//
 
+enum { kMaxResults = 4096 };
+
 // The layout of argument `arg`: that of its parameter annotation, if any.
 static tp_layout arg_layout(MlirValue arg) {
   tp_layout l = {{TP_R, TP_R}};
@@ -501,6 +557,52 @@ static MlirAttribute arg_attrs(part_run *r, MlirOperation func, int n, MlirValue
   return mlirDictionaryAttrGet(r->ctx, count, items);
 }
 
+// The layout of the parameter named `name` (an argument's nn.param).
+static bool param_layout(part_run *r, MlirOperation func, MlirBlock old, MlirAttribute name,
+                         tp_layout *out) {
+  MlirAttribute all = mlirOperationGetAttributeByName(func, str("arg_attrs"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(all) && i < mlirArrayAttrGetNumElements(all); ++i) {
+    MlirAttribute p = mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, i),
+                                                         str(NN_PARAM_ATTR));
+    if (!mlirAttributeIsNull(p) && mlirAttributeEqual(p, name)) {
+      mapped *m = map_find(r, mlirBlockGetArgument(old, i));
+      *out = m->layout;
+      return true;
+    }
+  }
+  return false;
+}
+
+// The layout a function result or optimizer operand must have: a gradient
+// (named by `grad_of`) lives like its parameter, anything else replicated.
+static tp_layout target_layout(part_run *r, MlirOperation func, MlirBlock old,
+                               MlirAttribute grad_of) {
+  tp_layout l = {{TP_R, TP_R}};
+  if (!mlirAttributeIsNull(grad_of) && !param_layout(r, func, old, grad_of, &l))
+    report(r, "no parameter named by nn.grad_of");
+  return l;
+}
+
+// nn.optimizer_step: the loss replicated, each gradient in its parameter's
+// layout (names in the op's nn.grad_of array).
+static void partition_optimizer(part_run *r, MlirOperation func, MlirBlock old,
+                                MlirOperation op) {
+  int n = (int)mlirOperationGetNumOperands(op);
+  MlirAttribute names = mlirOperationGetAttributeByName(op, str("nn.grad_of"));
+  if (mlirAttributeIsNull(names) || mlirArrayAttrGetNumElements(names) != n - 1) {
+    report(r, "nn.optimizer_step needs an nn.grad_of name per gradient operand");
+    return;
+  }
+  MlirValue *vals = calloc((size_t)n, sizeof *vals);
+  for (int i = 0; i < n; ++i) {
+    tp_layout want = target_layout(r, func, old,
+                                   i ? mlirArrayAttrGetElement(names, i - 1) : (MlirAttribute){NULL});
+    vals[i] = reshard(r, mlirOperationGetOperand(op, i), &want);
+  }
+  build(r, "nn.optimizer_step", op, n, vals, 0, NULL);
+  free(vals);
+}
+
 static void partition_func(part_run *r, MlirOperation func) {
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   int nargs = (int)mlirBlockGetNumArguments(old);
@@ -528,7 +630,7 @@ static void partition_func(part_run *r, MlirOperation func) {
     map_put(r, arg, (mapped){.value = mlirBlockGetArgument(body, i), .layout = layouts[i],
                              .is_param = param});
   }
-  MlirType results[16];
+  MlirType *results = calloc(kMaxResults, sizeof *results);
   int nresults = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(old); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
@@ -540,15 +642,27 @@ static void partition_func(part_run *r, MlirOperation func) {
       partition_shard_op(r, op);
     } else if (nn_op_kind_of(op) != NN_OP_NONE) {
       partition_nn_op(r, op);
+    } else if (nn_op_kind_of(op) == NN_OP_OPTIMIZER_STEP) {
+      partition_optimizer(r, func, old, op);
     } else if (tp_op_is(op, "func.return")) {
       int n = (int)mlirOperationGetNumOperands(op);
-      MlirValue vals[16];
-      tp_layout rep = {{TP_R, TP_R}};
-      for (int i = 0; i < n && i < 16; ++i) {
-        vals[i] = reshard(r, mlirOperationGetOperand(op, i), &rep);
+      if (n > kMaxResults) {
+        report(r, "more than %d results", kMaxResults);
+        break;
+      }
+      MlirValue *vals = calloc((size_t)n + 1, sizeof *vals);
+      MlirAttribute res_attrs = mlirOperationGetAttributeByName(func, str("res_attrs"));
+      for (int i = 0; i < n; ++i) {
+        MlirAttribute grad_of = {NULL};
+        if (!mlirAttributeIsNull(res_attrs) && i < mlirArrayAttrGetNumElements(res_attrs))
+          grad_of = mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(res_attrs, i),
+                                                       str("nn.grad_of"));
+        tp_layout want = target_layout(r, func, old, grad_of);
+        vals[i] = reshard(r, mlirOperationGetOperand(op, i), &want);
         results[nresults++] = mlirValueGetType(vals[i]);
       }
       build(r, "func.return", (MlirOperation){NULL}, n, vals, 0, NULL);
+      free(vals);
     } else {
       partition_other(r, op);
     }
@@ -572,6 +686,7 @@ static void partition_func(part_run *r, MlirOperation func) {
   free(locs);
   free(attrs);
   free(layouts);
+  free(results);
 }
 
 static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_value *o) {

@@ -345,7 +345,11 @@ static void apply_entry(plan_run *r, MlirOperation op, tp_plan_entry *e, int ind
 
 static MlirWalkResult plan_op(MlirOperation op, void *data) {
   plan_run *r = data;
-  if (nn_op_kind_of(op) == NN_OP_NONE)
+  // Styles apply to the modules' forward ops; backward ops follow by rules.
+  // Sums (residual adds, and the gradient sums nn-autodiff labels with the
+  // module whose users they add up) are never styled.
+  nn_op_kind kind = nn_op_kind_of(op);
+  if (kind == NN_OP_NONE || !nn_op_is_forward(kind) || kind == NN_OP_ADD)
     return MlirWalkResultAdvance;
   MlirStringRef m = nn_module_of(op);
   tp_plan_entry *e = tp_plan_match(&r->plan, m.data, m.length);

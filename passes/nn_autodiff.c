@@ -1,0 +1,349 @@
+// nn-autodiff: appends the backward graph of each function on the global
+// (unpartitioned) graph, like XLA/GSPMD: differentiate once, partition
+// everything. The function's first result must be a loss produced by
+// nn.cross_entropy; afterwards the function also returns the gradient of
+// every parameter (argument with `nn.param`), each result marked
+// `nn.grad_of = "<HF name>"`. Backward ops are fused per module like the
+// forward ones and carry the forward op's nn.module, so the partitioner's
+// rules place them and Megatron's collectives follow (the gradient of a
+// replicated input consumed by a sharded op is Partial: an all-reduce).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
+#include "nn.h"
+#include "pass.h"
+#include "shard_ops.h"
+
+//===----------------------------------------------------------------------===//
+// Value -> value maps (gradients) and value sets (needs a gradient)
+//===----------------------------------------------------------------------===//
+
+typedef struct grad_map {
+  const void **keys;
+  MlirValue *values;
+  size_t cap, len;
+} grad_map;
+
+static size_t slot(const grad_map *m, const void *key) {
+  size_t i = (((size_t)key >> 4) * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
+  while (m->keys[i] && m->keys[i] != key)
+    i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+static MlirValue map_get(const grad_map *m, MlirValue key) {
+  if (!m->cap)
+    return (MlirValue){NULL};
+  size_t i = slot(m, key.ptr);
+  return m->keys[i] ? m->values[i] : (MlirValue){NULL};
+}
+
+static void map_set(grad_map *m, MlirValue key, MlirValue value) {
+  if (2 * (m->len + 1) > m->cap) {
+    grad_map bigger = {calloc(m->cap ? 2 * m->cap : 1024, sizeof(void *)),
+                       calloc(m->cap ? 2 * m->cap : 1024, sizeof(MlirValue)),
+                       m->cap ? 2 * m->cap : 1024, 0};
+    for (size_t i = 0; i < m->cap; ++i)
+      if (m->keys[i]) {
+        size_t j = slot(&bigger, m->keys[i]);
+        bigger.keys[j] = m->keys[i];
+        bigger.values[j] = m->values[i];
+        ++bigger.len;
+      }
+    free(m->keys);
+    free(m->values);
+    *m = bigger;
+  }
+  size_t i = slot(m, key.ptr);
+  m->len += !m->keys[i];
+  m->keys[i] = key.ptr;
+  m->values[i] = value;
+}
+
+static void map_free(grad_map *m) {
+  free(m->keys);
+  free(m->values);
+}
+
+//===----------------------------------------------------------------------===//
+// The backward of each op
+//===----------------------------------------------------------------------===//
+
+typedef struct ad_run {
+  nn_builder b;
+  grad_map grads;    // value -> its gradient so far
+  grad_map requires; // value -> itself when it depends on a parameter
+  int errors;
+} ad_run;
+
+static bool requires_grad(ad_run *r, MlirValue v) {
+  return !mlirValueIsNull(map_get(&r->requires, v));
+}
+
+// Adds `g` to the gradient of `v` (an nn.add when `v` already has one: a
+// value used twice gets the sum of its users' gradients).
+static void accumulate(ad_run *r, MlirValue v, MlirValue g, MlirStringRef module) {
+  if (!requires_grad(r, v))
+    return;
+  MlirValue old = map_get(&r->grads, v);
+  if (!mlirValueIsNull(old)) {
+    MlirValue ops[2] = {old, g};
+    MlirType t = mlirValueGetType(old);
+    g = mlirOperationGetResult(nn_build_op(&r->b, NN_OP_ADD, module, 2, ops, 1, &t,
+                                           (MlirOperation){NULL}),
+                               0);
+  }
+  map_set(&r->grads, v, g);
+}
+
+static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOperand(op, i); }
+
+static MlirType type_of(MlirValue v) { return mlirValueGetType(v); }
+
+// Builds a one-result backward op and accumulates it into `target`.
+static void grad1(ad_run *r, MlirOperation fwd, nn_op_kind kind, int n,
+                  const MlirValue *ops, MlirValue target) {
+  if (!requires_grad(r, target))
+    return;
+  MlirType t = type_of(target);
+  MlirStringRef m = nn_module_of(fwd);
+  MlirOperation g = nn_build_op(&r->b, kind, m, n, ops, 1, &t, fwd);
+  accumulate(r, target, mlirOperationGetResult(g, 0), m);
+}
+
+static void backward(ad_run *r, MlirOperation op, MlirValue dy) {
+  MlirStringRef m = nn_module_of(op);
+  nn_op_kind kind = nn_op_kind_of(op);
+  switch (kind) {
+  case NN_OP_EMBEDDING:
+    grad1(r, op, NN_OP_EMBEDDING_GRAD, 3,
+          (MlirValue[]){operand(op, 0), dy, operand(op, 1)}, operand(op, 1));
+    return;
+  case NN_OP_LINEAR:
+    grad1(r, op, NN_OP_LINEAR_GRAD_INPUT, 2, (MlirValue[]){dy, operand(op, 1)},
+          operand(op, 0));
+    grad1(r, op, NN_OP_LINEAR_GRAD_WEIGHT, 3,
+          (MlirValue[]){dy, operand(op, 0), operand(op, 1)}, operand(op, 1));
+    if (mlirOperationGetNumOperands(op) == 3)
+      grad1(r, op, NN_OP_LINEAR_GRAD_BIAS, 1, &dy, operand(op, 2));
+    return;
+  case NN_OP_RMS_NORM:
+    grad1(r, op, NN_OP_RMS_NORM_GRAD_INPUT, 3,
+          (MlirValue[]){operand(op, 0), operand(op, 1), dy}, operand(op, 0));
+    grad1(r, op, NN_OP_RMS_NORM_GRAD_WEIGHT, 2, (MlirValue[]){operand(op, 0), dy},
+          operand(op, 1));
+    return;
+  case NN_OP_APPLY_ROTARY:
+    grad1(r, op, NN_OP_APPLY_ROTARY_GRAD, 3,
+          (MlirValue[]){dy, operand(op, 1), operand(op, 2)}, operand(op, 0));
+    return;
+  case NN_OP_RELU2:
+    grad1(r, op, NN_OP_RELU2_GRAD, 2, (MlirValue[]){operand(op, 0), dy}, operand(op, 0));
+    return;
+  case NN_OP_ADD:
+    accumulate(r, operand(op, 0), dy, m);
+    accumulate(r, operand(op, 1), dy, m);
+    return;
+  case NN_OP_ATTENTION:
+  case NN_OP_GLU: {
+    int n = kind == NN_OP_ATTENTION ? 3 : 2;
+    MlirValue ops[4];
+    MlirType types[3];
+    for (int i = 0; i < n; ++i) {
+      ops[i] = operand(op, i);
+      types[i] = type_of(ops[i]);
+    }
+    ops[n] = dy;
+    MlirOperation g = nn_build_op(&r->b, kind == NN_OP_ATTENTION ? NN_OP_ATTENTION_GRAD
+                                                                 : NN_OP_GLU_GRAD,
+                                  m, n + 1, ops, n, types, op);
+    for (int i = 0; i < n; ++i)
+      accumulate(r, ops[i], mlirOperationGetResult(g, i), m);
+    return;
+  }
+  case NN_OP_ROTARY_EMBEDDING:
+    return; // depends on positions only
+  default: {
+    char msg[256];
+    snprintf(msg, sizeof msg, "nn-autodiff: '%.*s': no backward for %s", (int)m.length,
+             m.data, nn_op_name(kind));
+    mlirEmitError(mlirOperationGetLocation(op), msg);
+    ++r->errors;
+  }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Functions
+//===----------------------------------------------------------------------===//
+
+static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+static MlirAttribute arg_attr(MlirOperation func, intptr_t i, const char *name) {
+  MlirAttribute all = mlirOperationGetAttributeByName(func, str("arg_attrs"));
+  if (mlirAttributeIsNull(all) || i >= mlirArrayAttrGetNumElements(all))
+    return (MlirAttribute){NULL};
+  return mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, i), str(name));
+}
+
+// Marks every value that depends on a parameter.
+static void mark_requires(ad_run *r, MlirBlock body, MlirOperation func) {
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(body); ++i)
+    if (!mlirAttributeIsNull(arg_attr(func, i, NN_PARAM_ATTR)))
+      map_set(&r->requires, mlirBlockGetArgument(body, i), mlirBlockGetArgument(body, i));
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    bool any = false;
+    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
+      any |= requires_grad(r, operand(op, i));
+    for (intptr_t i = 0; any && i < mlirOperationGetNumResults(op); ++i)
+      map_set(&r->requires, mlirOperationGetResult(op, i), mlirOperationGetResult(op, i));
+  }
+}
+
+static void fail_at(ad_run *r, MlirOperation op, const char *msg) {
+  mlirEmitError(mlirOperationGetLocation(op), msg);
+  ++r->errors;
+}
+
+static bool differentiate(ad_run *r, MlirOperation func, MlirBlock body,
+                          MlirOperation ret) {
+  MlirValue loss = mlirOperationGetNumOperands(ret) ? operand(ret, 0) : (MlirValue){NULL};
+  MlirOperation ce = !mlirValueIsNull(loss) && mlirValueIsAOpResult(loss)
+                         ? mlirOpResultGetOwner(loss)
+                         : (MlirOperation){NULL};
+  if (mlirOperationIsNull(ce) || nn_op_kind_of(ce) != NN_OP_CROSS_ENTROPY) {
+    fail_at(r, func, "nn-autodiff: the function's first result must be the loss of an "
+                     "nn.cross_entropy");
+    return false;
+  }
+  // The loss's gradient is 1: the loss op's backward starts the chain.
+  grad1(r, ce, NN_OP_CROSS_ENTROPY_GRAD, 2, (MlirValue[]){operand(ce, 0), operand(ce, 1)},
+        operand(ce, 0));
+  // The C API walks blocks forward only: list the forward ops, then go back.
+  size_t n = 0, cap = 256;
+  MlirOperation *ops = malloc(cap * sizeof *ops);
+  for (MlirOperation op = mlirBlockGetFirstOperation(body);
+       !mlirOperationIsNull(op) && !mlirOperationEqual(op, ce);
+       op = mlirOperationGetNextInBlock(op)) {
+    if (n == cap)
+      ops = realloc(ops, (cap *= 2) * sizeof *ops);
+    ops[n++] = op;
+  }
+  while (n-- > 0) {
+    MlirOperation op = ops[n];
+    if (nn_op_kind_of(op) == NN_OP_NONE || !nn_op_is_forward(nn_op_kind_of(op)))
+      continue;
+    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
+      MlirValue dy = map_get(&r->grads, mlirOperationGetResult(op, i));
+      if (!mlirValueIsNull(dy)) {
+        backward(r, op, dy);
+        break; // every op here has one differentiable result
+      }
+    }
+  }
+  free(ops);
+  return r->errors == 0;
+}
+
+// Replaces the return with (original results..., gradients...) and updates
+// the function type and result attributes.
+static void rebuild_return(ad_run *r, MlirOperation func, MlirBlock body,
+                           MlirOperation ret) {
+  intptr_t nret = mlirOperationGetNumOperands(ret);
+  intptr_t nargs = mlirBlockGetNumArguments(body);
+  MlirValue *vals = calloc((size_t)(nret + nargs), sizeof *vals);
+  MlirType *types = calloc((size_t)(nret + nargs), sizeof *types);
+  MlirAttribute *res_attrs = calloc((size_t)(nret + nargs), sizeof *res_attrs);
+  int n = 0;
+  for (intptr_t i = 0; i < nret; ++i) {
+    vals[n] = operand(ret, i);
+    res_attrs[n++] = mlirDictionaryAttrGet(r->b.ctx, 0, NULL);
+  }
+  for (intptr_t i = 0; i < nargs; ++i) {
+    MlirAttribute name = arg_attr(func, i, NN_PARAM_ATTR);
+    if (mlirAttributeIsNull(name))
+      continue;
+    MlirValue g = map_get(&r->grads, mlirBlockGetArgument(body, i));
+    if (mlirValueIsNull(g)) {
+      char msg[512];
+      MlirStringRef s = mlirStringAttrGetValue(name);
+      snprintf(msg, sizeof msg, "nn-autodiff: parameter '%.*s' does not reach the loss: "
+                                "it has no gradient", (int)s.length, s.data);
+      fail_at(r, func, msg);
+      continue;
+    }
+    vals[n] = g;
+    MlirNamedAttribute a =
+        mlirNamedAttributeGet(mlirIdentifierGet(r->b.ctx, str("nn.grad_of")), name);
+    res_attrs[n++] = mlirDictionaryAttrGet(r->b.ctx, 1, &a);
+  }
+  if (!r->errors) {
+    for (int i = 0; i < n; ++i)
+      types[i] = type_of(vals[i]);
+    MlirOperationState st = mlirOperationStateGet(str("func.return"),
+                                                  mlirOperationGetLocation(ret));
+    mlirOperationStateAddOperands(&st, n, vals);
+    mlirBlockAppendOwnedOperation(body, mlirOperationCreate(&st));
+    mlirOperationDestroy(ret);
+    MlirType inputs[4096];
+    for (intptr_t i = 0; i < nargs && i < 4096; ++i)
+      inputs[i] = type_of(mlirBlockGetArgument(body, i));
+    mlirOperationSetAttributeByName(
+        func, str("function_type"),
+        mlirTypeAttrGet(mlirFunctionTypeGet(r->b.ctx, nargs, inputs, n, types)));
+    mlirOperationSetAttributeByName(func, str("res_attrs"),
+                                    mlirArrayAttrGet(r->b.ctx, n, res_attrs));
+  }
+  free(vals);
+  free(types);
+  free(res_attrs);
+}
+
+static MlirLogicalResult autodiff_func(MlirOperation func) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  MlirOperation ret = mlirBlockGetTerminator(body);
+  ad_run r = {.b = {mlirOperationGetContext(func), body, mlirOperationGetLocation(func)}};
+  if (mlirOperationIsNull(ret) || !tp_op_is(ret, "func.return")) {
+    fail_at(&r, func, "nn-autodiff: the function has no func.return");
+    return mlirLogicalResultFailure();
+  }
+  if (mlirBlockGetNumArguments(body) > 4096) {
+    fail_at(&r, func, "nn-autodiff: more than 4096 arguments");
+    return mlirLogicalResultFailure();
+  }
+  mark_requires(&r, body, func);
+  // Backward ops are appended after the forward ones; the return goes last.
+  mlirOperationRemoveFromParent(ret);
+  if (differentiate(&r, func, body, ret))
+    rebuild_return(&r, func, body, ret);
+  if (r.errors)
+    mlirBlockAppendOwnedOperation(body, ret); // keep the function well formed
+  map_free(&r.grads);
+  map_free(&r.requires);
+  return r.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
+}
+
+static MlirLogicalResult run_nn_autodiff(MlirOperation module, const tp_option_value *o) {
+  (void)o;
+  MlirLogicalResult result = mlirLogicalResultSuccess();
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f))
+    if (tp_op_is(f, "func.func") && mlirLogicalResultIsFailure(autodiff_func(f)))
+      result = mlirLogicalResultFailure();
+  return result;
+}
+
+const tp_pass_info tp_nn_autodiff_pass = {
+    .argument = "nn-autodiff",
+    .summary = "Append the backward graph: each function also returns its parameters' gradients",
+    .anchor = "builtin.module",
+    .options = NULL,
+    .num_options = 0,
+    .run = run_nn_autodiff,
+};
