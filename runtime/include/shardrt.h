@@ -30,5 +30,8 @@
 #include "shardrt/safetensors.h"  // reading safetensors (mmap)
 #include "shardrt/safetensors_write.h" // writing them atomically
 #include "shardrt/checkpoint.h"   // sharded load, per-rank/consolidated save
+#include "shardrt/tokens.h"       // token files, deterministic batches
+#include "shardrt/program.h"      // a compiled step: memory plan, params, step
+#include "shardrt/ops.h"          // graph-level ops compiled code calls
 
 #endif // SHARDRT_H

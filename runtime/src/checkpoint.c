@@ -195,20 +195,36 @@ srt_status srt_checkpoint_save_local(const char *path, const srt_mesh *mesh,
 
 srt_status srt_checkpoint_save_consolidated(srt_context *ctx, const char *path,
                                             const srt_tensor *tensors, size_t n) {
+  return srt_checkpoint_save_consolidated_meta(ctx, path, tensors, n, NULL, 0);
+}
+
+srt_status srt_checkpoint_save_consolidated_meta(srt_context *ctx, const char *path,
+                                                 const srt_tensor *tensors, size_t n,
+                                                 const char *const *metadata,
+                                                 size_t n_metadata) {
   srt_group *world = srt_context_group(ctx, SRT_GROUP_WORLD);
   int root = srt_group_rank(world) == 0;
   srt_safetensors_entry *e = calloc(n ? n : 1, sizeof *e);
-  if (!e)
+  const char **meta = calloc(2 * (n_metadata + 1), sizeof *meta);
+  if (!e || !meta) {
+    free(e);
+    free(meta);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint save: out of memory");
+  }
   for (size_t i = 0; i < n; ++i)
     e[i] = (srt_safetensors_entry){tensors[i].name, tensors[i].dtype, tensors[i].ndim,
                                    tensors[i].global_shape, NULL};
-  static const char *const kMeta[] = {"format", "pt"};
+  meta[0] = "format";
+  meta[1] = "pt";
+  for (size_t i = 0; i < 2 * n_metadata; ++i)
+    meta[2 + i] = metadata[i];
   srt_safetensors_writer *w = NULL;
   srt_status write_status = NULL; // rank 0's writing outcome
   if (root)
-    write_status = srt_safetensors_writer_begin(path, e, n, kMeta, 1, &w);
+    write_status =
+        srt_safetensors_writer_begin(path, e, n, (const char *const *)meta, n_metadata + 1, &w);
   free(e);
+  free(meta);
   // Every rank takes part in every gather, even after rank 0's write failed,
   // so that nobody waits forever; rank 0 just stops writing.
   srt_status s = NULL;

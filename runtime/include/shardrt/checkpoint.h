@@ -74,4 +74,13 @@ srt_status srt_checkpoint_save_local(const char *path, const srt_mesh *mesh,
 srt_status srt_checkpoint_save_consolidated(srt_context *ctx, const char *path,
                                             const srt_tensor *tensors, size_t n);
 
+/// srt_checkpoint_save_consolidated with extra `__metadata__` entries:
+/// `metadata` holds `n_metadata` (key, value) pairs, alternating (may be
+/// NULL when n_metadata is 0), written after "format": "pt". Only rank 0's
+/// metadata is used. Errors: as srt_checkpoint_save_consolidated.
+srt_status srt_checkpoint_save_consolidated_meta(srt_context *ctx, const char *path,
+                                                 const srt_tensor *tensors, size_t n,
+                                                 const char *const *metadata,
+                                                 size_t n_metadata);
+
 #endif // SHARDRT_CHECKPOINT_H
