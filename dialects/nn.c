@@ -86,6 +86,7 @@ static const char *const kOpNames[NN_OP_COUNT] = {
     [NN_OP_GLU_GRAD] = "nn.glu_grad",
     [NN_OP_RELU2_GRAD] = "nn.relu2_grad",
     [NN_OP_CROSS_ENTROPY_GRAD] = "nn.cross_entropy_grad",
+    [NN_OP_STORE_GRAD] = "nn.store_grad",
     [NN_OP_OPTIMIZER_STEP] = "nn.optimizer_step",
 };
 

@@ -63,6 +63,7 @@ typedef enum nn_op_kind {
   NN_OP_GLU_GRAD,
   NN_OP_RELU2_GRAD,
   NN_OP_CROSS_ENTROPY_GRAD,
+  NN_OP_STORE_GRAD,
   NN_OP_OPTIMIZER_STEP,
   NN_OP_COUNT,
   NN_OP_NONE = NN_OP_COUNT, // not an nn op

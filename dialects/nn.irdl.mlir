@@ -409,13 +409,21 @@ irdl.dialect @nn {
   // The optimizer step, appended by nn-optimizer.
   //===--------------------------------------------------------------------===//
 
-  // Ends a training step: the total gradient norm of the parameters whose
-  // gradients are the operands after the loss (`nn.grad_of` names them, in
-  // order), clipping by total norm (max_grad_norm <= 0: none), AdamW. A
-  // non-finite norm skips the update. norm_type: 1, 2, any p > 0, or inf.
+  // Gives gradient `grad` to the parameter named by `nn.grad_of` for the
+  // optimizer step that ends the function (a variadic IRDL operand would
+  // force every gradient to one type, so each is handed over by its own op).
+  irdl.operation @store_grad {
+    %grad = irdl.base "!builtin.tensor"
+    irdl.operands(grad: %grad)
+    irdl.results()
+  }
+
+  // Ends a training step: the total gradient norm of the gradients stored by
+  // nn.store_grad (each logical element counted once), clipping by total
+  // norm (max_grad_norm <= 0: none), AdamW; a non-finite norm skips the
+  // update. norm_type: 1, 2, any p > 0, or inf. The loss is reported.
   irdl.operation @optimizer_step {
     %loss = irdl.base "!builtin.tensor"
-    %grads = irdl.base "!builtin.tensor"
     %max_norm = irdl.base "#builtin.float"
     %norm_type = irdl.base "#builtin.float"
     %lr = irdl.base "#builtin.float"
@@ -423,7 +431,7 @@ irdl.dialect @nn {
     %beta2 = irdl.base "#builtin.float"
     %eps = irdl.base "#builtin.float"
     %wd = irdl.base "#builtin.float"
-    irdl.operands(loss: %loss, grads: variadic %grads)
+    irdl.operands(loss: %loss)
     irdl.results()
     irdl.attributes {"max_grad_norm" = %max_norm, "norm_type" = %norm_type,
                      "lr" = %lr, "beta1" = %beta1, "beta2" = %beta2,

@@ -423,6 +423,7 @@ static const check_fn kChecks[NN_OP_COUNT] = {
     [NN_OP_GLU_GRAD] = check_static,
     [NN_OP_RELU2_GRAD] = check_static,
     [NN_OP_CROSS_ENTROPY_GRAD] = check_static,
+    [NN_OP_STORE_GRAD] = check_static,
     [NN_OP_OPTIMIZER_STEP] = check_static,
 };
 

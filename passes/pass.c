@@ -10,6 +10,7 @@
 static const tp_pass_info *const kPasses[] = {
     &tp_nn_verify_pass,
     &tp_nn_autodiff_pass,
+    &tp_nn_optimizer_pass,
     &tp_plan_pass,
     &tp_partition_pass,
     &tp_shard_report_pass,

@@ -81,6 +81,10 @@ extern const tp_pass_info tp_nn_verify_pass;
 /// nn-autodiff: append the backward graph; functions also return gradients.
 extern const tp_pass_info tp_nn_autodiff_pass;
 
+/// nn-optimizer{max-grad-norm= norm-type= lr= betas= eps= weight-decay=}:
+/// consume the gradients with one nn.optimizer_step.
+extern const tp_pass_info tp_nn_optimizer_pass;
+
 /// tp-plan{plan= tp= dp= sequence-parallel= model-type=}: match a plan's
 /// entries to ops by nn.module, check splits, annotate with shard ops.
 extern const tp_pass_info tp_plan_pass;

@@ -53,6 +53,8 @@ static const tp_rule kAttentionGrad = {
     {"bSh", "bTh", "bTh", "bSh"}, {"bSh", "bTh", "bTh"}, "", "ST", "h"};
 static const tp_rule kGluGrad = {{"bsf", "bsf", "bsf"}, {"bsf", "bsf"}, "", "", ""};
 static const tp_rule kCrossEntropyGrad = {{"bsv", "bs"}, {"bsv"}, "", "s", ""};
+// The optimizer step reads the (replicated) loss; its work is per parameter.
+static const tp_rule kOptimizerStep = {{""}, {NULL}, "", "", ""};
 
 bool tp_rule_of(MlirOperation op, tp_rule *rule) {
   int rank = 0;
@@ -93,6 +95,7 @@ bool tp_rule_of(MlirOperation op, tp_rule *rule) {
   case NN_OP_GLU_GRAD: *rule = kGluGrad; break;
   case NN_OP_RELU2_GRAD: *rule = kElementwise2; break;
   case NN_OP_CROSS_ENTROPY_GRAD: *rule = kCrossEntropyGrad; break;
+  case NN_OP_OPTIMIZER_STEP: *rule = kOptimizerStep; break;
   default: return false;
   }
   // Elementwise rules are written for rank 3; other ranks drop leading dims.

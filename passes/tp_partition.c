@@ -583,24 +583,14 @@ static tp_layout target_layout(part_run *r, MlirOperation func, MlirBlock old,
   return l;
 }
 
-// nn.optimizer_step: the loss replicated, each gradient in its parameter's
-// layout (names in the op's nn.grad_of array).
-static void partition_optimizer(part_run *r, MlirOperation func, MlirBlock old,
-                                MlirOperation op) {
-  int n = (int)mlirOperationGetNumOperands(op);
-  MlirAttribute names = mlirOperationGetAttributeByName(op, str("nn.grad_of"));
-  if (mlirAttributeIsNull(names) || mlirArrayAttrGetNumElements(names) != n - 1) {
-    report(r, "nn.optimizer_step needs an nn.grad_of name per gradient operand");
-    return;
-  }
-  MlirValue *vals = calloc((size_t)n, sizeof *vals);
-  for (int i = 0; i < n; ++i) {
-    tp_layout want = target_layout(r, func, old,
-                                   i ? mlirArrayAttrGetElement(names, i - 1) : (MlirAttribute){NULL});
-    vals[i] = reshard(r, mlirOperationGetOperand(op, i), &want);
-  }
-  build(r, "nn.optimizer_step", op, n, vals, 0, NULL);
-  free(vals);
+// nn.store_grad: the gradient in its parameter's layout (named by
+// nn.grad_of), so the optimizer finds each rank's shard of it.
+static void partition_store_grad(part_run *r, MlirOperation func, MlirBlock old,
+                                 MlirOperation op) {
+  tp_layout want = target_layout(r, func, old,
+                                 mlirOperationGetAttributeByName(op, str("nn.grad_of")));
+  MlirValue v = reshard(r, mlirOperationGetOperand(op, 0), &want);
+  build(r, "nn.store_grad", op, 1, &v, 0, NULL);
 }
 
 static void partition_func(part_run *r, MlirOperation func) {
@@ -640,10 +630,10 @@ static void partition_func(part_run *r, MlirOperation func) {
       continue;
     if (tp_op_is(op, "shard.shard")) {
       partition_shard_op(r, op);
+    } else if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
+      partition_store_grad(r, func, old, op);
     } else if (nn_op_kind_of(op) != NN_OP_NONE) {
       partition_nn_op(r, op);
-    } else if (nn_op_kind_of(op) == NN_OP_OPTIMIZER_STEP) {
-      partition_optimizer(r, func, old, op);
     } else if (tp_op_is(op, "func.return")) {
       int n = (int)mlirOperationGetNumOperands(op);
       if (n > kMaxResults) {
