@@ -1,0 +1,233 @@
+// The training driver's main: `mpirun -np N ./train --data TOKENS --steps K
+// --lr F --max-grad-norm F ...` around a compiled step (`shard_program`).
+// Creates the context (world = dp x tp), allocates the arena once,
+// initialises or loads the weights, feeds each step its deterministic batch,
+// logs one line per step from rank 0 and saves checkpoints atomically.
+// Errors are printed once, naming the rank when only some ranks failed, and
+// every rank exits with status 1 (no rank is left waiting in a collective).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shardrt/collectives.h"
+#include "shardrt/tensor.h"
+#include "shardrt/tokens.h"
+#include "train_internal.h"
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Prints `s` as "train: ..." (with the rank when given) and frees it.
+static void report(srt_status s, int rank) {
+  if (rank >= 0)
+    fprintf(stderr, "train: rank %d: %s\n", rank, srt_status_message(s));
+  else
+    fprintf(stderr, "train: %s\n", srt_status_message(s));
+  srt_status_free(s);
+}
+
+// Makes the ranks agree on a step that may fail on some of them only (files,
+// checkpoints): returns 1 when any rank failed, after each failing rank
+// printed its error (only rank 0's when rank 0 failed too, so an error that
+// every rank hit is printed once).
+static int any_failed(srt_context *ctx, srt_status s) {
+  srt_group *world = srt_context_group(ctx, SRT_GROUP_WORLD);
+  int rank = srt_group_rank(world);
+  int32_t mine = s != NULL, any = mine, root = mine;
+  srt_status c = srt_all_reduce(world, &any, 1, SRT_I32, SRT_REDUCE_MAX);
+  if (!c)
+    c = srt_broadcast(world, &root, 1, SRT_I32, 0);
+  if (c) { // communication itself failed: report both and stop
+    if (s)
+      report(s, rank);
+    report(c, rank);
+    return 1;
+  }
+  if (mine && (rank == 0 || !root))
+    report(s, rank == 0 ? -1 : rank);
+  else
+    srt_status_free(s);
+  return any != 0;
+}
+
+// Checks that the program fits this runtime and mesh: ABI, shapes, offsets.
+static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
+  if (p->abi != SRT_PROGRAM_ABI)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "program was compiled for runtime ABI %d, this driver is ABI %d: "
+                     "recompile with this shard-compile",
+                     (int)p->abi, SRT_PROGRAM_ABI);
+  if (p->batch <= 0 || p->seq <= 0 || p->local_batch * p->dp != p->batch || p->vocab <= 0 ||
+      p->arena_bytes <= 0 || p->persistent_bytes > p->arena_bytes || !p->step)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "program: inconsistent header (batch %lld, local batch %lld, dp %lld, "
+                     "seq %lld, vocab %lld, arena %lld bytes, persistent %lld bytes)",
+                     (long long)p->batch, (long long)p->local_batch, (long long)p->dp,
+                     (long long)p->seq, (long long)p->vocab, (long long)p->arena_bytes,
+                     (long long)p->persistent_bytes);
+  for (int32_t k = 0; k < p->num_params; ++k) {
+    const srt_param_info *pi = &p->params[k];
+    int64_t local[SRT_MAX_RANK];
+    SRT_RETURN_IF_ERROR(
+        srt_local_shape(pi->name, pi->rank, pi->global_shape, pi->placement, mesh, local));
+    for (int d = 0; d < pi->rank; ++d)
+      if (local[d] != pi->local_shape[d])
+        return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                         "program: parameter '%s' dim %d has local size %lld, but its "
+                         "placements on a %dx%d mesh give %lld",
+                         pi->name, d, (long long)pi->local_shape[d], mesh->shape[0],
+                         mesh->shape[1], (long long)local[d]);
+    int64_t bytes = srt_shape_numel(pi->rank, pi->local_shape) * 4;
+    const int64_t offs[4] = {pi->offset, pi->grad_offset, pi->m_offset, pi->v_offset};
+    for (int i = 0; i < 4; ++i)
+      if (offs[i] < 0 || offs[i] + bytes > p->persistent_bytes)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                         "program: parameter '%s' buffer %d [%lld, %lld) lies outside the "
+                         "persistent region [0, %lld)",
+                         pi->name, i, (long long)offs[i], (long long)(offs[i] + bytes),
+                         (long long)p->persistent_bytes);
+  }
+  return NULL;
+}
+
+// Fills the program's input ids and labels for `step` (this dp rank's rows).
+static srt_status load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                             const srt_tokens *tokens, int64_t step) {
+  int coord[SRT_MESH_NDIMS];
+  srt_context_coord(ctx, coord);
+  int64_t *ids = (int64_t *)(void *)(arena + p->input_ids_offset);
+  SRT_RETURN_IF_ERROR(srt_tokens_batch(tokens, step, p->batch, p->seq,
+                                       coord[SRT_MESH_DP] * p->local_batch, p->local_batch,
+                                       ids));
+  // Labels are the inputs: the loss shifts them.
+  memcpy(arena + p->labels_offset, ids, (size_t)(p->local_batch * p->seq) * sizeof *ids);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const srt_program *p = &shard_program;
+  MPI_Init(&argc, &argv);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  train_options o;
+  srt_status s = train_parse_options(argc, argv, &o);
+  if (s) { // identical on every rank: print once
+    if (world_rank == 0)
+      fprintf(stderr, "train: %s\n%s", srt_status_message(s), train_usage());
+    srt_status_free(s);
+    MPI_Finalize();
+    return 1;
+  }
+  if (p->abi != SRT_PROGRAM_ABI) {
+    if (world_rank == 0)
+      report(check_program(p, NULL), -1);
+    MPI_Finalize();
+    return 1;
+  }
+  srt_context_options co = srt_context_default_options();
+  co.dp = (int)p->dp;
+  co.tp = (int)p->tp;
+  co.arena_bytes = (size_t)p->arena_bytes;
+  srt_context *ctx = NULL;
+  s = srt_context_create(&co, &ctx);
+  if (s) { // the mesh check fails alike everywhere
+    if (world_rank == 0)
+      fprintf(stderr, "train: program '%s' is partitioned for dp=%lld x tp=%lld: %s\n",
+              p->model ? p->model : "?", (long long)p->dp, (long long)p->tp,
+              srt_status_message(s));
+    srt_status_free(s);
+    MPI_Finalize();
+    return 1;
+  }
+  int rank = srt_context_rank(ctx);
+  uint8_t *arena = srt_context_arena(ctx)->base;
+  memset(arena, 0, (size_t)p->arena_bytes);
+  srt_tokens *tokens = NULL;
+  train_state state = {0, 0};
+  char prev_optim[4096] = "";
+  int failed = any_failed(ctx, check_program(p, srt_context_mesh(ctx)));
+  if (!failed) {
+    s = srt_tokens_open(o.data, &tokens);
+    if (!s)
+      s = srt_tokens_check_vocab(tokens, p->vocab);
+    failed = any_failed(ctx, s);
+  }
+  if (!failed) {
+    s = o.load ? train_load(ctx, p, arena, o.load, &state, prev_optim)
+               : train_init_weights(ctx, p, arena, o.seed);
+    failed = any_failed(ctx, s);
+  }
+  if (!failed && rank == 0) {
+    printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameters "
+           "tensors, arena %.1f MiB per rank, %s\n",
+           p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
+           (long long)p->seq, (int)p->num_params, (double)p->arena_bytes / (1 << 20),
+           o.load ? "resumed" : "initialised");
+    if (o.load)
+      printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);
+    fflush(stdout);
+  }
+  int64_t skipped = 0;
+  srt_exec exec = {ctx, arena};
+  for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
+    s = load_batch(ctx, p, arena, tokens, step);
+    if ((failed = any_failed(ctx, s)))
+      break;
+    srt_step_options so = {.step = state.adam_step + 1,
+                           .lr = o.lr,
+                           .beta1 = o.beta1,
+                           .beta2 = o.beta2,
+                           .eps = o.eps,
+                           .weight_decay = o.weight_decay,
+                           .max_grad_norm = o.max_grad_norm,
+                           .norm_type = o.norm_type};
+    srt_step_result r = {0};
+    double t0 = now_seconds();
+    s = p->step(&exec, &so, &r);
+    double dt = now_seconds() - t0;
+    if (s) { // the step's collectives make every rank fail alike
+      report(s, rank);
+      failed = 1;
+      break;
+    }
+    state.step = step;
+    if (r.skipped)
+      ++skipped;
+    else
+      ++state.adam_step;
+    if (rank == 0 && (step % o.log_every == 0 || step == o.steps || r.skipped)) {
+      printf("step %lld/%lld  loss %.9g  grad_norm %.9g  lr %.3g  tok/s %.0f%s\n",
+             (long long)step, (long long)o.steps, (double)r.loss, r.grad_norm, (double)o.lr,
+             (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9),
+             r.skipped ? "  SKIPPED (non-finite grad norm)" : "");
+      fflush(stdout);
+    }
+    if (o.save && ((o.save_every > 0 && step % o.save_every == 0) || step == o.steps)) {
+      s = train_save(ctx, p, arena, o.save, &state, prev_optim);
+      if (s) { // collective: every rank gets rank 0's outcome
+        if (rank == 0)
+          report(s, -1);
+        else
+          srt_status_free(s);
+        failed = 1;
+      } else if (rank == 0) {
+        printf("saved '%s' at step %lld\n", o.save, (long long)step);
+        fflush(stdout);
+      }
+    }
+  }
+  if (!failed && rank == 0 && skipped)
+    printf("train: %lld of the steps were skipped (non-finite gradient norm)\n",
+           (long long)skipped);
+  srt_tokens_close(tokens);
+  srt_status d = srt_context_destroy(ctx);
+  if (d)
+    report(d, rank);
+  MPI_Finalize();
+  return failed || d ? 1 : 0;
+}

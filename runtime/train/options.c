@@ -1,0 +1,130 @@
+// Command-line options of the training driver: flags, defaults, and errors
+// that name the flag and the value.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "train_internal.h"
+
+const char *train_usage(void) {
+  return "usage: mpirun -np N ./train --data TOKENS --steps K --lr F --max-grad-norm F\n"
+         "         [--betas B1,B2] [--eps E] [--weight-decay W] [--norm-type 2|inf|p]\n"
+         "         [--load CKPT] [--save CKPT] [--save-every N] [--seed S] [--log-every N]\n"
+         "  N must be the program's dp x tp; TOKENS is a token file (shard-tokens);\n"
+         "  K is the last step to run (a resumed run continues to K);\n"
+         "  --max-grad-norm <= 0 disables clipping.\n";
+}
+
+static srt_status parse_double(const char *flag, const char *v, double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (!*v || *end || errno == ERANGE)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not a number", flag, v);
+  *out = d;
+  return NULL;
+}
+
+static srt_status parse_int(const char *flag, const char *v, int64_t min, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (!*v || *end || errno == ERANGE)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not an integer", flag, v);
+  if (x < min)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %lld is below the minimum %lld", flag, x,
+                     (long long)min);
+  *out = x;
+  return NULL;
+}
+
+static srt_status parse_float(const char *flag, const char *v, float *out) {
+  double d;
+  SRT_RETURN_IF_ERROR(parse_double(flag, v, &d));
+  if (!isfinite(d))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not finite", flag, v);
+  *out = (float)d;
+  return NULL;
+}
+
+srt_status train_parse_options(int argc, char **argv, train_options *o) {
+  *o = (train_options){.steps = -1,
+                       .lr = NAN,
+                       .beta1 = 0.9f,
+                       .beta2 = 0.999f,
+                       .eps = 1e-8f,
+                       .weight_decay = 0.01f,
+                       .max_grad_norm = NAN,
+                       .norm_type = 2.0,
+                       .log_every = 1};
+  for (int i = 1; i < argc; ++i) {
+    const char *f = argv[i];
+    if (!strcmp(f, "--help") || !strcmp(f, "-h"))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "help requested");
+    if (i + 1 >= argc)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: missing value (or unknown flag)", f);
+    const char *v = argv[++i];
+    if (!strcmp(f, "--data")) {
+      o->data = v;
+    } else if (!strcmp(f, "--steps")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->steps));
+    } else if (!strcmp(f, "--lr")) {
+      SRT_RETURN_IF_ERROR(parse_float(f, v, &o->lr));
+    } else if (!strcmp(f, "--betas")) {
+      const char *comma = strchr(v, ',');
+      if (!comma)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "--betas: '%s' is not B1,B2", v);
+      char first[64];
+      size_t len = (size_t)(comma - v);
+      if (len >= sizeof first)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "--betas: '%s' is not B1,B2", v);
+      memcpy(first, v, len);
+      first[len] = 0;
+      SRT_RETURN_IF_ERROR(parse_float(f, first, &o->beta1));
+      SRT_RETURN_IF_ERROR(parse_float(f, comma + 1, &o->beta2));
+      if (o->beta1 < 0 || o->beta1 >= 1 || o->beta2 < 0 || o->beta2 >= 1)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "--betas: %g,%g must lie in [0, 1)",
+                         o->beta1, o->beta2);
+    } else if (!strcmp(f, "--eps")) {
+      SRT_RETURN_IF_ERROR(parse_float(f, v, &o->eps));
+    } else if (!strcmp(f, "--weight-decay")) {
+      SRT_RETURN_IF_ERROR(parse_float(f, v, &o->weight_decay));
+    } else if (!strcmp(f, "--max-grad-norm")) {
+      SRT_RETURN_IF_ERROR(parse_float(f, v, &o->max_grad_norm));
+    } else if (!strcmp(f, "--norm-type")) {
+      if (!strcasecmp(v, "inf")) {
+        o->norm_type = INFINITY;
+      } else {
+        SRT_RETURN_IF_ERROR(parse_double(f, v, &o->norm_type));
+        if (!(o->norm_type > 0) || !isfinite(o->norm_type))
+          return SRT_ERROR(SRT_INVALID_ARGUMENT, "--norm-type: '%s' is not 'inf' or a p > 0",
+                           v);
+      }
+    } else if (!strcmp(f, "--load")) {
+      o->load = v;
+    } else if (!strcmp(f, "--save")) {
+      o->save = v;
+    } else if (!strcmp(f, "--save-every")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &o->save_every));
+    } else if (!strcmp(f, "--seed")) {
+      int64_t s;
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &s));
+      o->seed = (uint64_t)s;
+    } else if (!strcmp(f, "--log-every")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->log_every));
+    } else {
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "unknown flag '%s'", f);
+    }
+  }
+  if (!o->data)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--data TOKENS is required");
+  if (o->steps < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--steps K is required");
+  if (isnan(o->lr))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr F is required");
+  if (isnan(o->max_grad_norm))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--max-grad-norm F is required (<= 0: no clipping)");
+  return NULL;
+}

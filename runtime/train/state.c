@@ -1,0 +1,217 @@
+// Training checkpoints: the weights as one consolidated Hugging Face
+// safetensors file plus the optimizer state (AdamW moments, step counters)
+// in a second file that the weights file names in its metadata, written in
+// an order that keeps the previous checkpoint loadable through any crash.
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardrt/checkpoint.h"
+#include "shardrt/collectives.h"
+#include "shardrt/safetensors.h"
+#include "train_internal.h"
+
+enum { PATH_MAX_LEN = 4096 };
+
+// A view of parameter k's buffer at byte offset `off` as a tensor named `name`.
+static srt_tensor param_view(const srt_param_info *pi, const char *name, uint8_t *arena,
+                             int64_t off) {
+  srt_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = name;
+  t.dtype = SRT_F32;
+  t.ndim = pi->rank;
+  memcpy(t.global_shape, pi->global_shape, sizeof t.global_shape);
+  memcpy(t.local_shape, pi->local_shape, sizeof t.local_shape);
+  t.placements[SRT_MESH_DP] = pi->placement[SRT_MESH_DP];
+  t.placements[SRT_MESH_TP] = pi->placement[SRT_MESH_TP];
+  t.data = arena + off;
+  return t;
+}
+
+// "<name><suffix>" on the heap (NULL when out of memory).
+static char *concat(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *s = malloc(la + lb + 1);
+  if (s) {
+    memcpy(s, a, la);
+    memcpy(s + la, b, lb + 1);
+  }
+  return s;
+}
+
+// The directory part of `path` ("" or ending in '/') into buf.
+static void dir_of(const char *path, char *buf, size_t len) {
+  const char *slash = strrchr(path, '/');
+  size_t n = slash ? (size_t)(slash - path + 1) : 0;
+  if (n >= len)
+    n = 0;
+  memcpy(buf, path, n);
+  buf[n] = 0;
+}
+
+static const char *base_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+// The optimizer tensors: for each parameter, "<name>.exp_avg" and
+// "<name>.exp_avg_sq" views; names go to names[2 * n] (freed by the caller).
+static srt_status moment_views(const srt_program *p, uint8_t *arena, srt_tensor *views,
+                               char **names) {
+  for (int32_t k = 0; k < p->num_params; ++k) {
+    const srt_param_info *pi = &p->params[k];
+    names[2 * k] = concat(pi->name, ".exp_avg");
+    names[2 * k + 1] = concat(pi->name, ".exp_avg_sq");
+    if (!names[2 * k] || !names[2 * k + 1])
+      return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+    views[2 * k] = param_view(pi, names[2 * k], arena, pi->m_offset);
+    views[2 * k + 1] = param_view(pi, names[2 * k + 1], arena, pi->v_offset);
+  }
+  return NULL;
+}
+
+static void free_names(char **names, int64_t n) {
+  if (!names)
+    return;
+  for (int64_t i = 0; i < n; ++i)
+    free(names[i]);
+  free(names);
+}
+
+srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                      const char *path, const train_state *state, char *prev_optim) {
+  int32_t n = p->num_params;
+  char optim[PATH_MAX_LEN], step_s[32], adam_s[32];
+  if (snprintf(optim, sizeof optim, "%s.optim-%08" PRId64, path, state->step) >=
+      (int)sizeof optim)
+    return SRT_ERROR(SRT_OUT_OF_RANGE, "checkpoint: path '%s' is too long", path);
+  snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
+  snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
+  srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);
+  char **names = calloc((size_t)(2 * n + 1), sizeof *names);
+  if (!views || !names) {
+    free(views);
+    free(names);
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+  }
+  srt_status s = moment_views(p, arena, views, names);
+  // 1. The optimizer state, under a name of its own (the previous one stays).
+  if (!s) {
+    const char *meta[] = {"shardrt.step",      step_s,           "shardrt.adam_step",
+                          adam_s,              "shardrt.weights", base_of(path),
+                          "shardrt.model",     p->model ? p->model : ""};
+    s = srt_checkpoint_save_consolidated_meta(ctx, optim, views, (size_t)(2 * n), meta, 4);
+  }
+  // 2. The weights, whose metadata names the optimizer file: the commit point.
+  if (!s) {
+    for (int32_t k = 0; k < n; ++k)
+      views[k] = param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+    const char *meta[] = {"shardrt.step",      step_s, "shardrt.adam_step",
+                          adam_s,              "shardrt.optimizer", base_of(optim),
+                          "shardrt.model",     p->model ? p->model : ""};
+    s = srt_checkpoint_save_consolidated_meta(ctx, path, views, (size_t)n, meta, 4);
+  }
+  // 3. The previous optimizer file is no longer referenced.
+  if (!s) {
+    if (srt_context_rank(ctx) == 0 && prev_optim[0] && strcmp(prev_optim, optim) != 0)
+      remove(prev_optim);
+    snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
+  }
+  free_names(names, 2 * n);
+  free(views);
+  return s;
+}
+
+// The tensors of `f` that the program does not have: an error naming the first.
+static srt_status check_no_extra(const srt_safetensors *f, const srt_program *p,
+                                 const char *what) {
+  size_t count = srt_safetensors_count(f);
+  for (size_t i = 0; i < count; ++i) {
+    const char *name = srt_safetensors_get(f, i)->name;
+    int known = 0;
+    for (int32_t k = 0; k < p->num_params && !known; ++k)
+      known = strncmp(name, p->params[k].name, strlen(p->params[k].name)) == 0 &&
+              (name[strlen(p->params[k].name)] == 0 ||
+               (what && (!strcmp(name + strlen(p->params[k].name), ".exp_avg") ||
+                         !strcmp(name + strlen(p->params[k].name), ".exp_avg_sq"))));
+    if (!known)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "checkpoint '%s' holds tensor '%s', which model '%s' does not have: "
+                       "a checkpoint of another model?",
+                       srt_safetensors_path(f), name, p->model ? p->model : "?");
+  }
+  return NULL;
+}
+
+// A decimal metadata value of `f`, or -1 when absent or malformed.
+static int64_t meta_int(const srt_safetensors *f, const char *key) {
+  const char *v = srt_safetensors_metadata(f, key);
+  if (!v || !*v)
+    return -1;
+  char *end;
+  long long x = strtoll(v, &end, 10);
+  return *end || x < 0 ? -1 : (int64_t)x;
+}
+
+srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                      const char *path, train_state *state, char *prev_optim) {
+  const srt_mesh *mesh = srt_context_mesh(ctx);
+  int coord[SRT_MESH_NDIMS];
+  srt_context_coord(ctx, coord);
+  *state = (train_state){0, 0};
+  prev_optim[0] = 0;
+  srt_safetensors *f = NULL;
+  SRT_RETURN_IF_ERROR(srt_safetensors_open(path, &f));
+  srt_status s = NULL;
+  for (int32_t k = 0; k < p->num_params && !s; ++k) {
+    srt_tensor t = param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+    s = srt_checkpoint_load_shard(f, mesh, coord, &t);
+  }
+  if (!s)
+    s = check_no_extra(f, p, NULL);
+  const char *optim_base = s ? NULL : srt_safetensors_metadata(f, "shardrt.optimizer");
+  int64_t step = meta_int(f, "shardrt.step"), adam = meta_int(f, "shardrt.adam_step");
+  if (!s && optim_base && (step < 0 || adam < 0))
+    s = SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': shardrt.step/adam_step metadata missing",
+                  path);
+  if (s || !optim_base) {
+    srt_safetensors_close(f);
+    return s; // weights only: a fresh optimizer at step 0
+  }
+  char optim[PATH_MAX_LEN], dir[PATH_MAX_LEN];
+  dir_of(path, dir, sizeof dir);
+  snprintf(optim, sizeof optim, "%s%s", dir, optim_base);
+  srt_safetensors_close(f);
+
+  srt_safetensors *o = NULL;
+  SRT_RETURN_IF_ERROR(srt_safetensors_open(optim, &o));
+  if (meta_int(o, "shardrt.step") != step || meta_int(o, "shardrt.adam_step") != adam) {
+    srt_safetensors_close(o);
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "checkpoint '%s' is at step %lld but its optimizer file '%s' is at "
+                     "step %lld",
+                     path, (long long)step, optim, (long long)meta_int(o, "shardrt.step"));
+  }
+  int32_t n = p->num_params;
+  srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);
+  char **names = calloc((size_t)(2 * n + 1), sizeof *names);
+  if (!views || !names)
+    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+  if (!s)
+    s = moment_views(p, arena, views, names);
+  for (int32_t i = 0; i < 2 * n && !s; ++i)
+    s = srt_checkpoint_load_shard(o, mesh, coord, &views[i]);
+  if (!s)
+    s = check_no_extra(o, p, "optimizer");
+  free_names(names, 2 * n);
+  free(views);
+  srt_safetensors_close(o);
+  if (!s) {
+    state->step = step;
+    state->adam_step = adam;
+    snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
+  }
+  return s;
+}

@@ -1,0 +1,81 @@
+// The training driver's parts (runtime/train/): command-line options,
+// weight initialisation, training checkpoints (weights + optimizer state)
+// and the step loop in main.c, linked against a compiled program that
+// defines `shard_program`.
+#ifndef SHARDRT_TRAIN_INTERNAL_H
+#define SHARDRT_TRAIN_INTERNAL_H
+
+#include <stdint.h>
+
+#include "shardrt/context.h"
+#include "shardrt/program.h"
+#include "shardrt/status.h"
+
+/// The compiled step this driver trains (defined by generated code).
+extern const srt_program shard_program;
+
+/// What the command line asks for.
+typedef struct train_options {
+  const char *data;      ///< token file (--data), required
+  int64_t steps;         ///< last step to run (--steps), required, >= 1
+  float lr;              ///< --lr, required
+  float beta1, beta2;    ///< --betas B1,B2 (0.9, 0.999)
+  float eps;             ///< --eps (1e-8)
+  float weight_decay;    ///< --weight-decay (0.01, torch's AdamW default)
+  float max_grad_norm;   ///< --max-grad-norm, required (<= 0: no clipping)
+  double norm_type;      ///< --norm-type 2 | inf | p (2)
+  const char *load;      ///< --load CKPT or NULL
+  const char *save;      ///< --save CKPT or NULL
+  int64_t save_every;    ///< --save-every N (0: only after the last step)
+  uint64_t seed;         ///< --seed S (0)
+  int64_t log_every;     ///< --log-every N (1)
+} train_options;
+
+/// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and
+/// the value (a missing required flag, a malformed number, an unknown flag).
+srt_status train_parse_options(int argc, char **argv, train_options *o);
+
+/// The usage text.
+const char *train_usage(void);
+
+/// Hugging Face-style initialisation of every parameter of `p` in `arena`
+/// (normal(0, initializer_range), zeros or ones by its init kind), such that
+/// the global tensor depends only on (seed, parameter name): element i of
+/// the full tensor is a function of (seed, hash(name), i), and each rank
+/// fills only its local slice. Moments and gradients are zeroed.
+/// Errors: SRT_INVALID_ARGUMENT for an unknown init kind or placements that
+/// do not fit the mesh (naming the parameter).
+srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              uint64_t seed);
+
+/// Where a resumed run starts.
+typedef struct train_state {
+  int64_t step;      ///< steps done (the next step is step + 1)
+  int64_t adam_step; ///< AdamW updates done (skipped steps do not count)
+} train_state;
+
+/// Saves weights (consolidated, Hugging Face names, "<path>") and optimizer
+/// state ("<path>.optim-<step>": exp_avg / exp_avg_sq per parameter and the
+/// step counters) atomically: the optimizer file is written first, then the
+/// weights file, whose metadata names it, replaces the previous one (the
+/// commit point); then the previous optimizer file is removed. A crash at any
+/// point leaves a loadable checkpoint. `prev_optim` (in/out, size 4096)
+/// holds the optimizer file of the previous save or load ("" if none).
+/// Collective over the world. Errors: as srt_checkpoint_save_consolidated_meta.
+srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                      const char *path, const train_state *state, char *prev_optim);
+
+/// Loads a checkpoint into this rank's slices: the weights from the full
+/// safetensors file `path` (any Hugging Face checkpoint of this model), and,
+/// when its metadata names an optimizer file, the moments and step counters
+/// (else both start at zero). Every parameter must be present with its
+/// global shape, and the file must hold no tensor the program lacks.
+/// `prev_optim` receives the optimizer file's path ("" if none).
+/// Errors: SRT_NOT_FOUND for a missing file or tensor; SRT_INVALID_ARGUMENT
+/// for a shape mismatch or an unknown tensor (a checkpoint of another
+/// model), naming the file, the tensor and both shapes; SRT_DATA_LOSS for an
+/// optimizer file that does not match the weights.
+srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                      const char *path, train_state *state, char *prev_optim);
+
+#endif // SHARDRT_TRAIN_INTERNAL_H
