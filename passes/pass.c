@@ -14,6 +14,7 @@ static const tp_pass_info *const kPasses[] = {
     &tp_plan_pass,
     &tp_partition_pass,
     &tp_shard_report_pass,
+    &tp_lower_to_runtime_pass,
 };
 
 const tp_pass_info *const *tp_pass_list(int *count) {

@@ -93,6 +93,10 @@ extern const tp_pass_info tp_plan_pass;
 /// explicit collectives.
 extern const tp_pass_info tp_partition_pass;
 
+/// lower-to-runtime{backend=cpu}: a partitioned step as LLVM-dialect calls
+/// into libshardrt with a static memory plan and the program table.
+extern const tp_pass_info tp_lower_to_runtime_pass;
+
 /// shard-report: per-rank memory and collective traffic of partitioned graphs.
 extern const tp_pass_info tp_shard_report_pass;
 
