@@ -327,6 +327,7 @@ static bool parse_sizes(parser *p) {
       return false;
   }
   if (!get_float(p, o, "", c->arch->eps_key, false, 1e-6, true, &c->eps) ||
+      !get_float(p, o, "", "initializer_range", false, 0.02, true, &c->initializer_range) ||
       !get_bool(p, o, "", "tie_word_embeddings", default_tie, &c->tie) ||
       !get_bool(p, o, "", "attention_bias", false, &c->attention_bias) ||
       !get_bool(p, o, "", "mlp_bias", false, &c->mlp_bias))

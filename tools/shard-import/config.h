@@ -40,6 +40,7 @@ typedef struct import_config {
   int64_t vocab, hidden, intermediate, layers;
   int64_t heads, kv_heads, head_dim;
   double eps;             // RMSNorm epsilon
+  double initializer_range; // std of the normal init (default 0.02)
   bool tie;               // lm_head shares the embedding
   bool attention_bias;    // biases on q/k/v/o
   bool mlp_bias;          // biases on the MLP projections

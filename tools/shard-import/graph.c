@@ -180,6 +180,12 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
   mlirOperationSetAttributeByName(
       mlirModuleGetOperation(module), str("nn.model_type"),
       mlirStringAttrGet(ctx, str(g->cfg->arch->model_type)));
+  // What a compiled training binary needs to know about its model.
+  mlirOperationSetAttributeByName(mlirModuleGetOperation(module), str("nn.config_path"),
+                                  mlirStringAttrGet(ctx, str(g->cfg->path)));
+  mlirOperationSetAttributeByName(
+      mlirModuleGetOperation(module), str("nn.initializer_range"),
+      mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx), g->cfg->initializer_range));
   return module;
 }
 
