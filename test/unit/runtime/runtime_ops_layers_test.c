@@ -1,0 +1,186 @@
+// srt_op_* forward and backward of the per-token layers against their CPU
+// kernels: the ops must give the kernels' values bit for bit, WRITE every
+// output (poisoned beforehand, so an accumulation shows), and take the
+// vocabulary range of a vocabulary-parallel embedding from the rank's tp
+// index (on 2 ranks: each rank's rows, summed over tp, give the unsharded
+// embedding; each rank's weight gradient is its slice of the unsharded one).
+#include "runtime_ops_test_util.h"
+
+#include <string.h>
+
+#include "shardrt/kernels.h"
+
+static void test_embedding_vocab_axis(void **state) {
+  (void)state;
+  arena_reset();
+  srt_exec e = test_exec();
+  enum { N = 12, HID = 5, VOCAB = 8 };
+  int tp = tp_size(), idx = tp_index();
+  int64_t lv = VOCAB / tp;
+  int64_t ids = arena_alloc(N * 8), w_full = arena_floats(1, VOCAB * HID);
+  for (int64_t t = 0; t < N; ++t)
+    I(ids)[t] = (t * 5 + 3) % VOCAB;
+  int64_t w = arena_alloc(lv * HID * 4), y = arena_alloc(N * HID * 4);
+  memcpy(F(w), F(w_full) + idx * lv * HID, (size_t)(lv * HID) * 4);
+  poison(y, N * HID);
+  ASSERT_OK(srt_op_embedding(&e, ids, w, y, N, HID, lv, 1, 2.0));
+  for (int64_t t = 0; t < N; ++t) {
+    int64_t id = I(ids)[t];
+    int mine = id >= idx * lv && id < (idx + 1) * lv;
+    for (int64_t h = 0; h < HID; ++h)
+      assert_true(F(y)[t * HID + h] == (mine ? 2.0f * F(w_full)[id * HID + h] : 0.0f));
+  }
+  // Partial over tp: the sum is the unsharded embedding.
+  int64_t ref = arena_alloc(N * HID * 4);
+  srt_cpu_embedding_forward(F(ref), I(ids), F(w_full), N, HID, 0, VOCAB, 2.0f);
+  ASSERT_OK(srt_op_all_reduce(&e, y, y, N * HID, 1, 0));
+  assert_close(F(y), F(ref), N * HID, 0, "embedding summed over tp");
+
+  // Gradient: this rank's slice of the unsharded gradient, written.
+  int64_t dy = arena_floats(2, N * HID), dw = arena_alloc(lv * HID * 4);
+  int64_t dw_full = arena_alloc(VOCAB * HID * 4);
+  memset(F(dw_full), 0, VOCAB * HID * 4);
+  srt_cpu_embedding_backward(F(dw_full), F(dy), I(ids), N, HID, 0, VOCAB, 2.0f);
+  poison(dw, lv * HID);
+  ASSERT_OK(srt_op_embedding_grad(&e, ids, dy, dw, N, HID, lv, 1, 2.0));
+  assert_close(F(dw), F(dw_full) + idx * lv * HID, lv * HID, 0, "embedding grad slice");
+  // No axis: the whole vocabulary on every rank.
+  poison(y, N * HID);
+  ASSERT_OK(srt_op_embedding(&e, ids, w_full, y, N, HID, VOCAB, -1, 2.0));
+  assert_close(F(y), F(ref), N * HID, 0, "embedding without axis");
+  ASSERT_ERROR(srt_op_embedding(&e, ids, w, y, N, HID, lv, 2, 1.0), SRT_INVALID_ARGUMENT,
+               "mesh axis 2");
+  ASSERT_ERROR(srt_op_embedding(&e, -64, w, y, N, HID, lv, 1, 1.0), SRT_INVALID_ARGUMENT,
+               "negative arena offset");
+}
+
+static void test_linear_and_grads(void **state) {
+  (void)state;
+  arena_reset();
+  srt_exec e = test_exec();
+  enum { N = 7, IN = 6, OUT = 5 };
+  int64_t x = arena_floats(3, N * IN), w = arena_floats(4, OUT * IN), b = arena_floats(5, OUT);
+  int64_t y = arena_alloc(N * OUT * 4), ref = arena_alloc(N * OUT * 4);
+  ASSERT_OK(srt_cpu_linear_forward(F(ref), F(x), F(w), F(b), N, IN, OUT));
+  poison(y, N * OUT);
+  ASSERT_OK(srt_op_linear(&e, x, w, b, y, N, IN, OUT));
+  assert_close(F(y), F(ref), N * OUT, 0, "linear with bias");
+  ASSERT_OK(srt_cpu_linear_forward(F(ref), F(x), F(w), NULL, N, IN, OUT));
+  ASSERT_OK(srt_op_linear(&e, x, w, -1, y, N, IN, OUT));
+  assert_close(F(y), F(ref), N * OUT, 0, "linear without bias");
+  // bias_add
+  ASSERT_OK(srt_op_bias_add(&e, ref, b, y, N, OUT));
+  for (int64_t i = 0; i < N * OUT; ++i)
+    assert_true(F(y)[i] == F(ref)[i] + F(b)[i % OUT]);
+
+  int64_t dy = arena_floats(6, N * OUT);
+  int64_t dx = arena_alloc(N * IN * 4), dw = arena_alloc(OUT * IN * 4), db = arena_alloc(OUT * 4);
+  int64_t rdx = arena_alloc(N * IN * 4), rdw = arena_alloc(OUT * IN * 4), rdb = arena_alloc(OUT * 4);
+  memset(F(rdw), 0, OUT * IN * 4);
+  memset(F(rdb), 0, OUT * 4);
+  ASSERT_OK(srt_cpu_linear_backward(F(rdx), F(rdw), F(rdb), F(dy), F(x), F(w), N, IN, OUT));
+  poison(dx, N * IN);
+  poison(dw, OUT * IN);
+  poison(db, OUT);
+  ASSERT_OK(srt_op_linear_grad_input(&e, dy, w, dx, N, IN, OUT));
+  ASSERT_OK(srt_op_linear_grad_weight(&e, dy, x, dw, N, IN, OUT));
+  ASSERT_OK(srt_op_linear_grad_bias(&e, dy, db, N, OUT));
+  assert_close(F(dx), F(rdx), N * IN, 0, "linear grad input");
+  assert_close(F(dw), F(rdw), OUT * IN, 0, "linear grad weight");
+  assert_close(F(db), F(rdb), OUT, 1e-6, "linear grad bias");
+}
+
+static void test_rms_norm_and_grads(void **state) {
+  (void)state;
+  arena_reset();
+  srt_exec e = test_exec();
+  enum { N = 5, FEAT = 8, GROUP = 4 };
+  int64_t x = arena_floats(7, N * FEAT), w = arena_floats(8, GROUP), dy = arena_floats(9, N * FEAT);
+  int64_t y = arena_alloc(N * FEAT * 4), ref = arena_alloc(N * FEAT * 4);
+  srt_cpu_rms_norm_forward(F(ref), F(x), F(w), N, FEAT, GROUP, 1e-6f, 1.0f);
+  poison(y, N * FEAT);
+  ASSERT_OK(srt_op_rms_norm(&e, x, w, y, N, FEAT, GROUP, 1e-6, 1.0));
+  assert_close(F(y), F(ref), N * FEAT, 0, "rms_norm grouped");
+  int64_t dx = arena_alloc(N * FEAT * 4), dw = arena_alloc(GROUP * 4);
+  int64_t rdx = arena_alloc(N * FEAT * 4), rdw = arena_alloc(GROUP * 4);
+  memset(F(rdw), 0, GROUP * 4);
+  srt_cpu_rms_norm_backward(F(rdx), F(rdw), F(dy), F(x), F(w), N, FEAT, GROUP, 1e-6f, 1.0f);
+  poison(dx, N * FEAT);
+  poison(dw, GROUP);
+  ASSERT_OK(srt_op_rms_norm_grad_input(&e, x, w, dy, dx, N, FEAT, GROUP, 1e-6, 1.0));
+  ASSERT_OK(srt_op_rms_norm_grad_weight(&e, x, dy, dw, N, FEAT, GROUP, 1e-6));
+  assert_close(F(dx), F(rdx), N * FEAT, 0, "rms_norm grad input");
+  assert_close(F(dw), F(rdw), GROUP, 0, "rms_norm grad weight");
+  ASSERT_ERROR(srt_op_rms_norm(&e, x, w, y, N, FEAT, 3, 1e-6, 0.0), SRT_INVALID_ARGUMENT,
+               "does not divide");
+}
+
+static void test_rotary(void **state) {
+  (void)state;
+  arena_reset();
+  srt_exec e = test_exec();
+  enum { B = 2, S = 5, HD = 8, HEADS = 3 };
+  srt_rope_config rc = {.head_dim = HD, .theta = 10000.0, .type = SRT_ROPE_LLAMA3,
+                        .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+                        .original_max_position_embeddings = 16};
+  int64_t cos = arena_alloc(B * S * HD * 4), sin = arena_alloc(B * S * HD * 4);
+  int64_t rcos = arena_alloc(B * S * HD * 4), rsin = arena_alloc(B * S * HD * 4);
+  ASSERT_OK(srt_cpu_rotary_embedding_forward(F(rcos), F(rsin), NULL, B, S, &rc));
+  ASSERT_OK(srt_op_rotary_embedding(&e, cos, sin, B, S, HD, 10000.0, 1, 8, 1, 4, 16));
+  assert_close(F(cos), F(rcos), B * S * HD, 0, "rotary cos");
+  assert_close(F(sin), F(rsin), B * S * HD, 0, "rotary sin");
+  int64_t x = arena_floats(10, B * S * HEADS * HD), y = arena_alloc(B * S * HEADS * HD * 4);
+  int64_t ref = arena_alloc(B * S * HEADS * HD * 4);
+  srt_cpu_apply_rotary_forward(F(ref), F(x), F(cos), F(sin), B, S, HEADS, HD);
+  ASSERT_OK(srt_op_apply_rotary(&e, x, cos, sin, y, B, S, HEADS, HD));
+  assert_close(F(y), F(ref), B * S * HEADS * HD, 0, "apply_rotary");
+  srt_cpu_apply_rotary_backward(F(ref), F(x), F(cos), F(sin), B, S, HEADS, HD);
+  ASSERT_OK(srt_op_apply_rotary_grad(&e, x, cos, sin, y, B, S, HEADS, HD));
+  assert_close(F(y), F(ref), B * S * HEADS * HD, 0, "apply_rotary grad");
+  ASSERT_ERROR(srt_op_rotary_embedding(&e, cos, sin, B, S, HD, 1e4, 7, 0, 0, 0, 0),
+               SRT_INVALID_ARGUMENT, "rope_type 7");
+}
+
+static void test_elementwise(void **state) {
+  (void)state;
+  arena_reset();
+  srt_exec e = test_exec();
+  enum { N = 33 };
+  int64_t a = arena_floats(11, N), b = arena_floats(12, N), dy = arena_floats(13, N);
+  int64_t y = arena_alloc(N * 4), ref = arena_alloc(N * 4), y2 = arena_alloc(N * 4),
+          ref2 = arena_alloc(N * 4);
+  for (int act = 0; act < 2; ++act) {
+    srt_glu_activation ka = act ? SRT_GLU_GELU_TANH : SRT_GLU_SILU;
+    srt_cpu_glu_forward(F(ref), F(a), F(b), N, ka);
+    ASSERT_OK(srt_op_glu(&e, a, b, y, N, act));
+    assert_close(F(y), F(ref), N, 0, "glu");
+    srt_cpu_glu_backward(F(ref), F(ref2), F(dy), F(a), F(b), N, ka);
+    poison(y, N);
+    poison(y2, N);
+    ASSERT_OK(srt_op_glu_grad(&e, a, b, dy, y, y2, N, act));
+    assert_close(F(y), F(ref), N, 0, "glu grad gate");
+    assert_close(F(y2), F(ref2), N, 0, "glu grad up");
+  }
+  ASSERT_ERROR(srt_op_glu(&e, a, b, y, N, 2), SRT_INVALID_ARGUMENT, "activation 2");
+  srt_cpu_relu2_forward(F(ref), F(a), N);
+  ASSERT_OK(srt_op_relu2(&e, a, y, N));
+  assert_close(F(y), F(ref), N, 0, "relu2");
+  srt_cpu_relu2_backward(F(ref), F(dy), F(a), N);
+  ASSERT_OK(srt_op_relu2_grad(&e, a, dy, y, N));
+  assert_close(F(y), F(ref), N, 0, "relu2 grad");
+  ASSERT_OK(srt_op_add(&e, a, b, y, N));
+  for (int64_t i = 0; i < N; ++i)
+    assert_true(F(y)[i] == F(a)[i] + F(b)[i]);
+}
+
+int main(void) {
+  MPI_Init(NULL, NULL);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_embedding_vocab_axis), cmocka_unit_test(test_linear_and_grads),
+      cmocka_unit_test(test_rms_norm_and_grads),   cmocka_unit_test(test_rotary),
+      cmocka_unit_test(test_elementwise),
+  };
+  int failed = cmocka_run_group_tests(tests, ops_setup, ops_teardown);
+  MPI_Finalize();
+  return failed;
+}
