@@ -10,7 +10,7 @@ endif()
 message(STATUS "Using MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
 
 set(SHARD_MLIR_CAPI_LIBS
-  MLIRCAPIRegisterEverything MLIRCAPIIRDL MLIRCAPIShard MLIRCAPIFunc
+  MLIRCAPIRegisterEverything MLIRCAPITarget MLIRCAPIIRDL MLIRCAPIShard MLIRCAPIFunc
   MLIRCAPITransforms MLIRCAPIIR)
 
 add_library(shard_mlir_capi INTERFACE)

@@ -18,5 +18,6 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
 
 config.substitutions.append(("%shard-opt", os.path.join(config.shard_tools_dir, "shard-opt")))
 config.substitutions.append(("%shard-import", os.path.join(config.shard_tools_dir, "shard-import")))
+config.substitutions.append(("%shard-compile", os.path.join(config.shard_tools_dir, "shard-compile")))
 config.substitutions.append(("%mlir-opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.substitutions.append(("%models", config.shard_models_dir))

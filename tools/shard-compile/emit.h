@@ -1,0 +1,22 @@
+// From the lowered (LLVM-dialect) module to an object file and a linked
+// training executable, through MLIR's LLVM IR translation and LLVM-C.
+#ifndef SHARD_COMPILE_EMIT_H
+#define SHARD_COMPILE_EMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "mlir-c/IR.h"
+
+/// Translates `module` (LLVM dialect) to LLVM IR and writes it as textual
+/// IR (`as_ir`) or a native object file for the host to `path`. On failure
+/// writes a message to err and returns false.
+bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
+                size_t errlen);
+
+/// Links `object` with the runtime and its training driver into the
+/// executable `output` (the C compiler as linker, arguments from
+/// link_config.h). Returns false with err set if the linker fails.
+bool shard_link(const char *object, const char *output, char *err, size_t errlen);
+
+#endif // SHARD_COMPILE_EMIT_H

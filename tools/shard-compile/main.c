@@ -1,0 +1,226 @@
+// shard-compile: a Hugging Face config.json to an ahead-of-time compiled,
+// tensor-parallel training executable.
+//
+//   shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]
+//                 [--sequence-parallel] --batch B --seq S -o train
+//                 [--weights CKPT] [--emit=exe|obj|llvm|mlir]
+//
+// import -> nn-verify -> nn-autodiff -> nn-optimizer -> tp-plan ->
+// tp-partition -> lower-to-runtime -> LLVM IR -> object -> link with
+// libshardrt and its training driver. Run the result with
+// `mpirun -np DP*TP ./train --data TOKENS --steps K ...` (see --help of it).
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "diagnostics.h"
+#include "emit.h"
+#include "graph.h"
+#include "nn.h"
+#include "pass.h"
+#include "pipeline.h"
+#include "weights.h"
+
+typedef struct options {
+  const char *config, *output, *plan, *weights, *emit;
+  int64_t tp, dp, batch, seq;
+  bool sp, timing;
+} options;
+
+static void usage(FILE *out) {
+  fprintf(out,
+          "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
+          "                     [--sequence-parallel] --batch B --seq S -o OUT\n"
+          "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n\n"
+          "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
+          "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
+          "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
+          "--weights checks a checkpoint's names, shapes and dtypes first.\n"
+          "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n");
+}
+
+// `--flag=V` or `--flag V` (advancing *i past V).
+static bool value_at(int argc, char **argv, int *i, const char *flag, const char **out) {
+  const char *arg = argv[*i];
+  size_t n = strlen(flag);
+  if (strncmp(arg, flag, n))
+    return false;
+  if (arg[n] == '=') {
+    *out = arg + n + 1;
+    return true;
+  }
+  if (arg[n] == '\0' && *i + 1 < argc) {
+    *out = argv[++*i];
+    return true;
+  }
+  return false;
+}
+
+static bool positive(const char *flag, const char *v, int64_t *out) {
+  char *end = NULL;
+  long long n = strtoll(v, &end, 10);
+  if (!*v || *end || n < 1) {
+    fprintf(stderr, "shard-compile: %s expects a positive integer, got '%s'\n", flag, v);
+    return false;
+  }
+  *out = n;
+  return true;
+}
+
+static int parse(int argc, char **argv, options *o) {
+  *o = (options){.tp = 1, .dp = 1, .emit = "exe"};
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i], *v;
+#define value(arg, flag, out) value_at(argc, argv, &i, flag, out)
+    bool ok = true;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      return -1;
+    } else if (!strcmp(a, "-o") && i + 1 < argc)
+      o->output = argv[++i];
+    else if (value(a, "--tp-plan", &v))
+      o->plan = v;
+    else if (value(a, "--tp-size", &v))
+      ok = positive("--tp-size", v, &o->tp);
+    else if (value(a, "--dp-size", &v))
+      ok = positive("--dp-size", v, &o->dp);
+    else if (value(a, "--batch", &v))
+      ok = positive("--batch", v, &o->batch);
+    else if (value(a, "--seq", &v))
+      ok = positive("--seq", v, &o->seq);
+    else if (value(a, "--weights", &v))
+      o->weights = v;
+    else if (value(a, "--emit", &v))
+      o->emit = v;
+    else if (!strcmp(a, "--sequence-parallel"))
+      o->sp = true;
+    else if (!strcmp(a, "--timing"))
+      o->timing = true;
+    else if (a[0] == '-') {
+      fprintf(stderr, "shard-compile: unknown option '%s' (see --help)\n", a);
+      return 1;
+    } else if (o->config) {
+      fprintf(stderr, "shard-compile: more than one config: '%s' and '%s'\n", o->config, a);
+      return 1;
+    } else
+      o->config = a;
+    if (!ok)
+      return 1;
+#undef value
+  }
+  const char *missing = !o->config ? "CONFIG.json" : !o->plan ? "--tp-plan" : !o->batch ? "--batch"
+                        : !o->seq ? "--seq" : !o->output ? "-o OUT" : NULL;
+  if (missing) {
+    fprintf(stderr, "shard-compile: missing %s (see --help)\n", missing);
+    return 1;
+  }
+  if (strcmp(o->emit, "exe") && strcmp(o->emit, "obj") && strcmp(o->emit, "llvm") &&
+      strcmp(o->emit, "mlir")) {
+    fprintf(stderr, "shard-compile: --emit expects exe, obj, llvm or mlir, got '%s'\n", o->emit);
+    return 1;
+  }
+  if (o->batch % o->dp) {
+    fprintf(stderr, "shard-compile: --batch %" PRId64 " is not divisible by --dp-size %" PRId64
+                    "\n", o->batch, o->dp);
+    return 1;
+  }
+  return 0;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void print_to_file(MlirStringRef s, void *data) {
+  fwrite(s.data, 1, s.length, (FILE *)data);
+}
+
+// Runs the training pipeline; with `lower` false it stops before lowering.
+static bool compile(MlirContext ctx, MlirOperation module, const options *o, bool lower) {
+  char pipeline[4096], err[1024];
+  snprintf(pipeline, sizeof pipeline,
+           "builtin.module(nn-verify, nn-autodiff, nn-optimizer, tp-plan{plan=\"%s\" tp=%" PRId64
+           " dp=%" PRId64 " sequence-parallel=%s}, tp-partition%s)",
+           o->plan, o->tp, o->dp, o->sp ? "true" : "false", lower ? ", lower-to-runtime" : "");
+  MlirPassManager pm = mlirPassManagerCreate(ctx);
+  bool ok = tool_pipeline_add(pm, pipeline, err, sizeof err);
+  if (!ok)
+    fprintf(stderr, "shard-compile: %s\n", err);
+  ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, module));
+  mlirPassManagerDestroy(pm);
+  return ok;
+}
+
+static bool write_module(MlirOperation module, const char *path) {
+  FILE *out = strcmp(path, "-") ? fopen(path, "w") : stdout;
+  if (!out) {
+    fprintf(stderr, "shard-compile: cannot write '%s': %s\n", path, strerror(errno));
+    return false;
+  }
+  mlirOperationPrint(module, print_to_file, out);
+  fputc('\n', out);
+  return out == stdout ? fflush(out) == 0 : fclose(out) == 0;
+}
+
+static int run(const options *o) {
+  double t0 = now_ms();
+  char err[2048];
+  import_config cfg;
+  if (!import_config_load(o->config, &cfg, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
+  MlirContext ctx = nn_context_create();
+  tool_diagnostics diag = {0};
+  tool_diagnostics_attach(ctx, &diag);
+  import_model model = {0};
+  import_options io = {.batch = o->batch, .seq = o->seq};
+  bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);
+  if (!ok)
+    fprintf(stderr, "shard-compile: %s\n", err);
+  if (ok && o->weights && !import_check_weights(o->weights, &model, SRT_F32, err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    ok = false;
+  }
+  double t1 = now_ms();
+  MlirOperation module = ok ? mlirModuleGetOperation(model.module) : (MlirOperation){NULL};
+  bool mlir_only = !strcmp(o->emit, "mlir");
+  ok = ok && compile(ctx, module, o, !mlir_only);
+  double t2 = now_ms();
+  if (ok && mlir_only) {
+    ok = write_module(module, o->output);
+  } else if (ok) {
+    bool exe = !strcmp(o->emit, "exe");
+    char object[4096];
+    snprintf(object, sizeof object, "%s%s", o->output, exe ? ".o" : "");
+    ok = shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
+    if (ok && exe) {
+      ok = shard_link(object, o->output, err, sizeof err);
+      unlink(object);
+    }
+    if (!ok)
+      fprintf(stderr, "shard-compile: %s\n", err);
+  }
+  if (o->timing)
+    fprintf(stderr, "shard-compile: import %.1f ms, passes %.1f ms, emit+link %.1f ms\n",
+            t1 - t0, t2 - t1, now_ms() - t2);
+  import_model_free(&model);
+  mlirContextDestroy(ctx);
+  import_config_free(&cfg);
+  return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  options o;
+  int status = parse(argc, argv, &o);
+  if (status)
+    return status < 0 ? 0 : status;
+  return run(&o);
+}
