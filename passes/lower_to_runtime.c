@@ -818,7 +818,7 @@ static MlirOperation find_func(MlirOperation module) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))
-    if (tp_op_is(f, "func.func"))
+    if (tp_is_defined_func(f))
       return f;
   return (MlirOperation){NULL};
 }
@@ -857,6 +857,8 @@ static void free_run(lower_run *r) {
 }
 
 static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *o) {
+  if (!tp_check_functions(module))
+    return mlirLogicalResultFailure();
   lower_run r = {.ctx = mlirOperationGetContext(module), .current = module};
   if (strcmp(o[kOptBackend].s, "cpu") != 0) {
     fail(&r, "backend '%s' is not available (only 'cpu')", o[kOptBackend].s);

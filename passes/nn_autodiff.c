@@ -330,11 +330,13 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
 
 static MlirLogicalResult run_nn_autodiff(MlirOperation module, const tp_option_value *o) {
   (void)o;
+  if (!tp_check_functions(module))
+    return mlirLogicalResultFailure();
   MlirLogicalResult result = mlirLogicalResultSuccess();
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))
-    if (tp_op_is(f, "func.func") && mlirLogicalResultIsFailure(autodiff_func(f)))
+    if (tp_is_defined_func(f) && mlirLogicalResultIsFailure(autodiff_func(f)))
       result = mlirLogicalResultFailure();
   return result;
 }

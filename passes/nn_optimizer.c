@@ -80,6 +80,8 @@ static MlirLogicalResult optimize_func(MlirOperation func, const tp_option_value
 }
 
 static MlirLogicalResult run_nn_optimizer(MlirOperation module, const tp_option_value *o) {
+  if (!tp_check_functions(module))
+    return mlirLogicalResultFailure();
   double beta1 = 0, beta2 = 0;
   char tail = 0;
   if (!o[kBetas].s || sscanf(o[kBetas].s, "%lf,%lf%c", &beta1, &beta2, &tail) != 2 ||
@@ -101,7 +103,7 @@ static MlirLogicalResult run_nn_optimizer(MlirOperation module, const tp_option_
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))
-    if (tp_op_is(f, "func.func") &&
+    if (tp_is_defined_func(f) &&
         mlirLogicalResultIsFailure(optimize_func(f, o, beta1, beta2)))
       result = mlirLogicalResultFailure();
   return result;

@@ -26,7 +26,7 @@ __attribute__((format(printf, 2, 3))) static void fail(checker *c,
   if (module.length == 0)
     module = mlirStringRefCreateFromCString("no nn.module");
   int n = snprintf(msg, sizeof msg, "'%.*s' (%.*s): ", (int)name.length,
-                   name.data, (int)module.length, module.data);
+                   name.data, (int)(module.length < 256 ? module.length : 256), module.data);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
@@ -239,6 +239,12 @@ static void check_attention(checker *c) {
   want_positive(c, "head_dim", hd);
   if (h <= 0 || kv <= 0 || hd <= 0)
     return;
+  int64_t product;
+  if (__builtin_mul_overflow(h, hd, &product) || __builtin_mul_overflow(kv, hd, &product)) {
+    fail(c, "num_heads %lld / num_kv_heads %lld x head_dim %lld overflows int64",
+         (long long)h, (long long)kv, (long long)hd);
+    return;
+  }
   if (h % kv != 0)
     fail(c, "num_heads %lld is not divisible by num_kv_heads %lld (GQA)",
          (long long)h, (long long)kv);
@@ -323,6 +329,12 @@ static void check_mamba2_mixer(checker *c) {
     fail(c, "attribute 'eps' must be positive, got %g", eps);
   if (!ok)
     return;
+  // Sizes far beyond any model would overflow the shape arithmetic below.
+  for (int i = 0; i < 6; ++i)
+    if (v[i] > (int64_t)1 << 24) {
+      fail(c, "attribute '%s' is %lld, beyond the supported 16777216", keys[i], (long long)v[i]);
+      return;
+    }
   int64_t heads = v[0], inner = v[0] * v[1], groups = v[2], state = v[3];
   if (heads % groups != 0) {
     fail(c, "num_heads %lld is not divisible by n_groups %lld", (long long)heads,

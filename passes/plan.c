@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 //===----------------------------------------------------------------------===//
 // Placements and styles
@@ -132,9 +133,10 @@ static bool parse_layouts(const tp_plan *plan, const char *pattern,
   }
   for (size_t i = 0; i < count; ++i) {
     json_t *item = items ? json_array_get(items, i) : value;
-    if (!json_is_string(item) || !tp_placement_parse(json_string_value(item), &out[i])) {
+    if (!json_is_string(item) || !tp_placement_parse(json_string_value(item), &out[i]) ||
+        out[i].kind == TP_PARTIAL) {
       snprintf(err, errlen,
-               "%s: entry '%s': '%s' has '%s', expected Replicate, Shard(d) or Partial",
+               "%s: entry '%s': '%s' has '%s', expected Replicate or Shard(d)",
                plan->source, pattern, key,
                json_is_string(item) ? json_string_value(item) : "a non-string");
       return false;
@@ -219,7 +221,7 @@ static bool put_entry(tp_plan *plan, const char *pattern, json_t *value, char *e
 static json_t *load_json(const char *text, size_t len, const char *source, char *err,
                          size_t errlen) {
   json_error_t jerr;
-  json_t *root = json_loadb(text, len, 0, &jerr);
+  json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   if (!root) {
     snprintf(err, errlen, "%s:%d:%d: malformed plan JSON: %s", source, jerr.line,
              jerr.column, jerr.text);
@@ -374,6 +376,9 @@ static bool load_hf(bool sp, const tp_model_facts *facts, tp_plan *out, char *er
 }
 
 static bool read_file(const char *path, char **text, size_t *len) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+    return false; // missing, or a directory: not a plan file
   FILE *f = fopen(path, "rb");
   if (!f)
     return false;
@@ -388,9 +393,22 @@ static bool read_file(const char *path, char **text, size_t *len) {
   return ok;
 }
 
+static bool load_any(const char *spec, bool sequence_parallel,
+                     const tp_model_facts *facts, tp_plan *out, char *err,
+                     size_t errlen);
+
 bool tp_plan_load(const char *spec, bool sequence_parallel,
                   const tp_model_facts *facts, tp_plan *out, char *err,
                   size_t errlen) {
+  bool ok = load_any(spec, sequence_parallel, facts, out, err, errlen);
+  if (!ok)
+    tp_plan_free(out); // nothing half-built is handed back
+  return ok;
+}
+
+static bool load_any(const char *spec, bool sequence_parallel,
+                     const tp_model_facts *facts, tp_plan *out, char *err,
+                     size_t errlen) {
   *out = (tp_plan){0};
   for (size_t i = 0; i < sizeof kBuiltins / sizeof *kBuiltins; ++i)
     if (!strcmp(spec, kBuiltins[i].name))
@@ -407,7 +425,7 @@ bool tp_plan_load(const char *spec, bool sequence_parallel,
   size_t len = 0;
   if (!read_file(spec, &text, &len)) {
     free(text);
-    snprintf(err, errlen, "cannot read plan file '%s'", spec);
+    snprintf(err, errlen, "cannot read plan file '%s' (missing, unreadable or not a regular file)", spec);
     return false;
   }
   bool ok = tp_plan_parse(text, len, spec, out, err, errlen);

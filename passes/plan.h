@@ -27,7 +27,8 @@ typedef struct tp_placement {
 #define TP_P ((tp_placement){TP_PARTIAL, 0})
 #define TP_S(d) ((tp_placement){TP_SHARD, (d)})
 
-/// Parses "Replicate", "Shard(d)" (d may be negative) or "Partial".
+/// Parses "Replicate", "Shard(d)" (d may be negative) or "Partial" (plans
+/// accept only the first two as layouts).
 bool tp_placement_parse(const char *text, tp_placement *out);
 
 /// Writes "Replicate", "Shard(d)" or "Partial" to buf; returns buf.
@@ -100,7 +101,8 @@ typedef struct tp_model_facts {
 /// `sequence_parallel` is set, or a path to a JSON plan file (used as it is,
 /// like the reference's custom plans). On failure writes a message naming
 /// the plan, the entry and the offending value (JSON syntax errors with line
-/// and column) to `err` and returns false. Free with tp_plan_free.
+/// and column) to `err` and returns false with `out` empty. Free a loaded
+/// plan with tp_plan_free.
 bool tp_plan_load(const char *spec, bool sequence_parallel,
                   const tp_model_facts *facts, tp_plan *out, char *err,
                   size_t errlen);

@@ -7,6 +7,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
+#include "mlir-c/Diagnostics.h"
 
 static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
@@ -21,6 +22,34 @@ static MlirNamedAttribute named(MlirContext ctx, const char *name, MlirAttribute
 bool tp_op_is(MlirOperation op, const char *name) {
   MlirStringRef n = mlirIdentifierStr(mlirOperationGetName(op));
   return n.length == strlen(name) && !memcmp(n.data, name, n.length);
+}
+
+bool tp_check_functions(MlirOperation module) {
+  bool ok = true;
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f)) {
+    if (!tp_op_is(f, "func.func"))
+      continue;
+    MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(f, 0));
+    ok &= mlirBlockIsNull(entry) || tp_is_defined_func(f);
+  }
+  return ok;
+}
+
+bool tp_is_defined_func(MlirOperation op) {
+  if (!tp_op_is(op, "func.func"))
+    return false;
+  MlirBlock entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+  if (mlirBlockIsNull(entry))
+    return false;
+  if (!mlirBlockIsNull(mlirBlockGetNextInRegion(entry))) {
+    mlirEmitError(mlirOperationGetLocation(op),
+                  "a function with more than one block is not supported by the sharding "
+                  "passes (model graphs are straight-line code)");
+    return false;
+  }
+  return true;
 }
 
 // Creates the op described by `state` at `at`.
@@ -54,8 +83,11 @@ bool tp_read_grid(MlirOperation module, tp_mesh *mesh) {
   MlirAttribute shape = mlirOperationGetAttributeByName(grid, str("shape"));
   if (!mlirAttributeIsADenseI64Array(shape) || mlirDenseArrayGetNumElements(shape) != 2)
     return false;
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 2; ++i) {
     mesh->size[i] = mlirDenseI64ArrayGetElement(shape, i);
+    if (mesh->size[i] < 1)
+      return false; // 0 or dynamic ('?'): not a mesh we can run on
+  }
   return true;
 }
 

@@ -64,4 +64,12 @@ MlirValue tp_build_collective(tp_insert *at, tp_collective kind, MlirValue value
 /// True if `op` is the upstream op `name` (e.g. "shard.shard").
 bool tp_op_is(MlirOperation op, const char *name);
 
+/// Reports every multi-block func.func in `module`; returns false if any.
+bool tp_check_functions(MlirOperation module);
+
+/// True if `op` is a func.func with a body (not a declaration). A body of
+/// more than one block is reported as an error on `op` (the passes handle
+/// straight-line model graphs only) and gives false too.
+bool tp_is_defined_func(MlirOperation op);
+
 #endif // SHARD_PASSES_SHARD_OPS_H

@@ -133,13 +133,15 @@ static void print_report(const report *rep, MlirStringRef name) {
 
 static MlirLogicalResult run_shard_report(MlirOperation module, const tp_option_value *o) {
   (void)o;
+  if (!tp_check_functions(module))
+    return mlirLogicalResultFailure();
   report base = {0};
   if (!tp_read_grid(module, &base.mesh))
     base.mesh = (tp_mesh){{1, 1}};
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f)) {
-    if (!tp_op_is(f, "func.func"))
+    if (!tp_is_defined_func(f))
       continue;
     report rep = base;
     count_args(&rep, f);

@@ -110,7 +110,8 @@ __attribute__((format(printf, 2, 3))) static void report(part_run *r, const char
   MlirStringRef m = nn_module_of(r->current);
   int n = snprintf(msg, sizeof msg, "tp-partition: ");
   if (m.length)
-    n += snprintf(msg + n, sizeof msg - (size_t)n, "'%.*s': ", (int)m.length, m.data);
+    n += snprintf(msg + n, sizeof msg - (size_t)n, "'%.*s': ",
+                  (int)(m.length < 256 ? m.length : 256), m.data);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
@@ -156,6 +157,11 @@ static MlirValue reshard_axis(part_run *r, MlirValue v, MlirType global,
     return v;
   tp_layout next = *layout;
   next.on[axis] = to;
+  // On an axis of one rank every placement holds the whole tensor.
+  if (r->mesh.size[axis] == 1 && to.kind != TP_PARTIAL) {
+    *layout = next;
+    return v;
+  }
   MlirType type = local_type(r, global, &next);
   MlirValue out = {NULL};
   if (to.kind == TP_PARTIAL) {
@@ -244,10 +250,11 @@ static MlirOperation build(part_run *r, const char *name, MlirOperation like, in
   mlirOperationStateAddResults(&st, nres, types);
   if (!mlirOperationIsNull(like)) {
     intptr_t n = mlirOperationGetNumAttributes(like);
-    MlirNamedAttribute attrs[32];
-    for (intptr_t i = 0; i < n && i < 32; ++i)
+    MlirNamedAttribute *attrs = calloc((size_t)n + 1, sizeof *attrs);
+    for (intptr_t i = 0; i < n; ++i)
       attrs[i] = mlirOperationGetAttribute(like, i);
-    mlirOperationStateAddAttributes(&st, n < 32 ? n : 32, attrs);
+    mlirOperationStateAddAttributes(&st, n, attrs);
+    free(attrs);
   }
   MlirOperation op = mlirOperationCreate(&st);
   mlirBlockAppendOwnedOperation(r->at.block, op);
@@ -273,10 +280,12 @@ static MlirValue add_bias(part_run *r, MlirValue v, const tp_layout *layout,
   mlirOperationStateAddOperands(&st, 2, ops);
   MlirType t = mlirValueGetType(v);
   mlirOperationStateAddResults(&st, 1, &t);
-  MlirNamedAttribute a = mlirNamedAttributeGet(
-      mlirIdentifierGet(r->ctx, str(NN_MODULE_ATTR)),
-      mlirOperationGetAttributeByName(r->current, str(NN_MODULE_ATTR)));
-  mlirOperationStateAddAttributes(&st, 1, &a);
+  // The bias belongs to the linear whose Partial output is being reduced.
+  if (!mlirAttributeIsNull(r->source_module)) {
+    MlirNamedAttribute a = mlirNamedAttributeGet(
+        mlirIdentifierGet(r->ctx, str(NN_MODULE_ATTR)), r->source_module);
+    mlirOperationStateAddAttributes(&st, 1, &a);
+  }
   MlirOperation op = mlirOperationCreate(&st);
   mlirBlockAppendOwnedOperation(r->at.block, op);
   return mlirOperationGetResult(op, 0);
@@ -386,6 +395,29 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
     return;
   }
   int n = (int)mlirOperationGetNumOperands(op);
+  if (n > TP_RULE_MAX_VALUES) {
+    report(r, "%s with %d operands is not supported", nn_op_name(kind), n);
+    return;
+  }
+  // The rules name every dim: an operand or result of another rank (or of
+  // no static shape) has no rule.
+  for (int i = 0; i < n + (int)mlirOperationGetNumResults(op); ++i) {
+    bool is_result = i >= n;
+    MlirValue v = is_result ? mlirOperationGetResult(op, i - n) : mlirOperationGetOperand(op, i);
+    const char *label = is_result ? rule.results[i - n] : rule.operands[i];
+    nn_shape s;
+    if (!nn_shape_of(mlirValueGetType(v), &s)) {
+      report(r, "%s %d of %s must be a statically shaped ranked tensor",
+             is_result ? "result" : "operand", is_result ? i - n : i, nn_op_name(kind));
+      return;
+    }
+    if (label && (int)strlen(label) != s.rank) {
+      report(r, "no sharding rule for %s with a rank-%d %s %d (expected rank %d)",
+             nn_op_name(kind), s.rank, is_result ? "result" : "operand",
+             is_result ? i - n : i, (int)strlen(label));
+      return;
+    }
+  }
   tp_layout current[TP_RULE_MAX_VALUES];
   bool is_param[TP_RULE_MAX_VALUES];
   bool both_partial[TP_MESH_AXES] = {false, false};
@@ -494,8 +526,12 @@ static void partition_other(part_run *r, MlirOperation op) {
     return;
   }
   int nres = (int)mlirOperationGetNumResults(op);
+  if (nres > 16) {
+    report(r, "op with %d results is not supported", nres);
+    return;
+  }
   MlirType types[16];
-  for (int i = 0; i < nres && i < 16; ++i)
+  for (int i = 0; i < nres; ++i)
     types[i] = mlirValueGetType(mlirOperationGetResult(op, i));
   MlirOperation local = build(r, mlirIdentifierStr(mlirOperationGetName(op)).data, op, n,
                               operands, nres, types);
@@ -681,7 +717,16 @@ static void partition_func(part_run *r, MlirOperation func) {
 
 static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_value *o) {
   (void)o;
+  if (!tp_check_functions(module))
+    return mlirLogicalResultFailure();
   part_run r = {.ctx = mlirOperationGetContext(module)};
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  bool any = false;
+  for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f))
+    any |= tp_is_defined_func(f);
+  if (!any)
+    return mlirLogicalResultSuccess(); // declarations only: nothing to partition
   if (!tp_read_grid(module, &r.mesh)) {
     mlirEmitError(mlirOperationGetLocation(module),
                   "tp-partition: no 2-D shard.grid @" TP_GRID_NAME " (dp x tp) in the "
@@ -691,7 +736,7 @@ static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))
-    if (tp_op_is(f, "func.func") && !r.errors)
+    if (tp_is_defined_func(f) && !r.errors)
       partition_func(&r, f);
   free(r.map);
   return r.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();

@@ -217,11 +217,21 @@ static bool check_split(plan_run *r, MlirOperation op, const char *what, MlirVal
 }
 
 // Annotates operand `i` of `op` (an activation) to be `tp` for its users.
+// A plan's Shard(d) must name a dim of the value it annotates.
+static bool in_range(plan_run *r, MlirOperation op, const char *what, tp_placement *p,
+                     MlirValue v) {
+  if (tp_placement_normalize(p, rank_of(v)))
+    return true;
+  MlirStringRef m = nn_module_of(op);
+  report(r, op, "tp-plan: '%.*s': %s placement Shard(%d) is out of range for a rank-%d tensor",
+         (int)m.length, m.data, what, p->dim, rank_of(v));
+  return false;
+}
+
 static void annotate_input(plan_run *r, MlirOperation op, int i, tp_placement tp) {
   MlirValue v = mlirOperationGetOperand(op, i);
   tp_layout l = layout_for(r, tp, true);
-  if (!tp_placement_normalize(&l.on[1], rank_of(v)) ||
-      !check_split(r, op, "input", v, &l))
+  if (!in_range(r, op, "input", &l.on[1], v) || !check_split(r, op, "input", v, &l))
     return;
   tp_insert at = {r->ctx, r->body, op, mlirOperationGetLocation(op)};
   MlirValue s = tp_build_sharding(&at, &l, rank_of(v));
@@ -232,7 +242,7 @@ static void annotate_input(plan_run *r, MlirOperation op, int i, tp_placement tp
 static void annotate_output(plan_run *r, MlirOperation op, int i, tp_placement tp) {
   MlirValue v = mlirOperationGetResult(op, i);
   tp_layout l = layout_for(r, tp, true);
-  if (!tp_placement_normalize(&l.on[1], rank_of(v)) ||
+  if (!in_range(r, op, "output", &l.on[1], v) ||
       !check_split(r, op, i ? "output 1" : "output", v, &l))
     return;
   MlirOperation next = mlirOperationGetNextInBlock(op);
@@ -256,10 +266,20 @@ static void want_param(plan_run *r, MlirOperation op, int i, tp_placement tp) {
   arg_want *w = &r->args[n];
   if (w->set && !tp_placement_equal(w->tp, tp)) {
     char a[32], b[32];
+    MlirAttribute all = mlirOperationGetAttributeByName(r->func,
+                                                        mlirStringRefCreateFromCString("arg_attrs"));
+    MlirStringRef pname = mlirStringRefCreate("?", 1);
+    if (!mlirAttributeIsNull(all) && n < mlirArrayAttrGetNumElements(all)) {
+      MlirAttribute a0 = mlirDictionaryAttrGetElementByName(
+          mlirArrayAttrGetElement(all, n), mlirStringRefCreateFromCString(NN_PARAM_ATTR));
+      if (!mlirAttributeIsNull(a0))
+        pname = mlirStringAttrGetValue(a0);
+    }
     report(r, op,
-           "tp-plan: parameter %ld is wanted as %s by '%.*s' but as %s by '%.*s' "
+           "tp-plan: parameter '%.*s' is wanted as %s by '%.*s' but as %s by '%.*s' "
            "(a tied parameter needs one placement)",
-           (long)n, tp_placement_str(w->tp, a, sizeof a), (int)w->module.length,
+           (int)pname.length, pname.data, tp_placement_str(w->tp, a, sizeof a),
+           (int)w->module.length,
            w->module.data, tp_placement_str(tp, b, sizeof b),
            (int)nn_module_of(op).length, nn_module_of(op).data);
     return;
@@ -414,6 +434,14 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
            (long long)r.mesh.size[1], (long long)r.mesh.size[0]);
     return mlirLogicalResultFailure();
   }
+  MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
+  for (intptr_t i = 0; !mlirAttributeIsNull(attrs) && i < mlirArrayAttrGetNumElements(attrs); ++i)
+    if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(
+            mlirArrayAttrGetElement(attrs, i), mlirStringRefCreateFromCString("nn.placements")))) {
+      report(&r, func, "tp-plan: the function is already partitioned (its arguments carry "
+                       "nn.placements): plan and partition the global graph once");
+      return mlirLogicalResultFailure();
+    }
   char err[1024];
   tp_model_facts facts = {model_type, find_prefix, &r};
   if (!tp_plan_load(o[kOptPlan].s, r.sp, &facts, &r.plan, err, sizeof err)) {
@@ -452,6 +480,8 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
 }
 
 static MlirLogicalResult run_tp_plan(MlirOperation op, const tp_option_value *o) {
+  if (!tp_check_functions(op))
+    return mlirLogicalResultFailure();
   // The model type (for the 'hf' plan) comes from the option or the
   // module's `nn.model_type` attribute written by shard-import.
   char model_type[64] = "";
@@ -469,7 +499,7 @@ static MlirLogicalResult run_tp_plan(MlirOperation op, const tp_option_value *o)
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))
-    if (tp_op_is(f, "func.func") &&
+    if (tp_is_defined_func(f) &&
         mlirLogicalResultIsFailure(plan_func(f, o, model_type)))
       result = mlirLogicalResultFailure();
   return result;

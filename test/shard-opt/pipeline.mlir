@@ -27,3 +27,9 @@ func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   %0 = "nn.relu2"(%x) {nn.module = "mixer"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %0 : tensor<2x8xf32>
 }
+
+// Our module-level passes cannot be nested under another op (MLIR would abort).
+// RUN: not %shard-opt --pass-pipeline='builtin.module(func.func(tp-plan{plan=qwen2}))' %s 2>&1 | FileCheck %s --check-prefix=NESTED
+// NESTED: shard-opt: invalid --pass-pipeline: pass 'tp-plan' runs on 'builtin.module', not nested in 'func.func(...)'
+// RUN: not %shard-opt --pass-pipeline='builtin.module((nn-verify))' %s 2>&1 | FileCheck %s --check-prefix=EMPTY
+// EMPTY: shard-opt: invalid --pass-pipeline: expected an op name before '(' in '(nn-verify)'

@@ -41,6 +41,7 @@ bool tool_pipeline_split(const char *text, size_t len,
 
 typedef struct add_ctx {
   MlirOpPassManager opm;
+  char anchor[128]; // op the pass manager runs on, e.g. "builtin.module"
   char *err;
   size_t errlen;
   bool failed;
@@ -58,6 +59,12 @@ static bool add_element(const char *elem, size_t len, void *data);
 // Adds our pass `info` with the options inside `{...}` (if any) of elem.
 static bool add_ours(add_ctx *c, const tp_pass_info *info, const char *brace,
                      const char *elem, size_t len) {
+  // MLIR aborts when an op-specific pass is nested under another op.
+  if (info->anchor[0] && strcmp(info->anchor, c->anchor) != 0) {
+    snprintf(c->err, c->errlen, "pass '%s' runs on '%s', not nested in '%s(...)'",
+             info->argument, info->anchor, c->anchor);
+    return false;
+  }
   char *options = NULL;
   if (brace) {
     if (elem[len - 1] != '}') {
@@ -85,7 +92,12 @@ static bool add_element(const char *elem, size_t len, void *data) {
       snprintf(c->err, c->errlen, "unbalanced parentheses in '%.*s'", (int)len, elem);
       return false;
     }
+    if (name_len == 0 || name_len >= sizeof c->anchor) {
+      snprintf(c->err, c->errlen, "expected an op name before '(' in '%.*s'", (int)len, elem);
+      return false;
+    }
     add_ctx inner = *c;
+    snprintf(inner.anchor, sizeof inner.anchor, "%.*s", (int)name_len, elem);
     inner.opm = mlirOpPassManagerGetNestedUnder(
         c->opm, mlirStringRefCreate(elem, name_len));
     if (!tool_pipeline_split(elem + name_len + 1, len - name_len - 2, add_element,
@@ -123,7 +135,7 @@ bool tool_pipeline_add(MlirPassManager pm, const char *text, char *err,
              "'builtin.module(...)', got '%.*s'", (int)len, text);
     return false;
   }
-  add_ctx c = {mlirPassManagerGetAsOpPassManager(pm), err, errlen, false};
+  add_ctx c = {mlirPassManagerGetAsOpPassManager(pm), "builtin.module", err, errlen, false};
   if (!tool_pipeline_split(text + alen, len - alen - 1, add_element, &c)) {
     if (!err[0])
       snprintf(err, errlen, "malformed pipeline '%.*s'", (int)len, text);
@@ -137,7 +149,7 @@ bool tool_pipeline_add_flag(MlirPassManager pm, const char *flag, char *err,
   err[0] = '\0';
   const char *eq = strchr(flag, '=');
   size_t name_len = eq ? (size_t)(eq - flag) : strlen(flag);
-  add_ctx c = {mlirPassManagerGetAsOpPassManager(pm), err, errlen, false};
+  add_ctx c = {mlirPassManagerGetAsOpPassManager(pm), "builtin.module", err, errlen, false};
   // `--name=opts` is `name{opts}` in pipeline syntax; strip one level of quotes.
   const char *opts = eq ? eq + 1 : "";
   size_t olen = strlen(opts);

@@ -101,7 +101,9 @@ static const json_t *lookup(parser *p, key_ref *k, const json_t *o,
 
 // Sizes above this are rejected before they can overflow products of sizes
 // (vocab x hidden, heads x head_dim) in 64 bits.
-static const int64_t kMaxSize = INT64_C(1) << 31;
+// 2^24: beyond every real model dimension (vocabularies of ~262k, hidden
+// sizes of ~16k), and small enough that shapes multiply without overflow.
+static const int64_t kMaxSize = INT64_C(1) << 24;
 
 // Layers beyond this are rejected: the graph would be built op by op.
 static const int64_t kMaxLayers = 100000;

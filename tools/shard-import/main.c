@@ -63,8 +63,11 @@ static bool parse_size(const char *flag, const char *v, int64_t *out) {
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (errno || end == v || *end || x < 1) {
-    fprintf(stderr, "shard-import: %s expects a positive integer, got '%s'\n", flag, v);
+  // 2^24 keeps every activation's element count (batch x seq x features)
+  // within int64 for any config the parser accepts.
+  if (errno || end == v || *end || x < 1 || x > (1LL << 24)) {
+    fprintf(stderr, "shard-import: %s expects a positive integer up to 16777216, got '%s'\n",
+            flag, v);
     return false;
   }
   *out = x;

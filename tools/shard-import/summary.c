@@ -3,10 +3,16 @@
 
 #include <inttypes.h>
 
+// Sums saturate at INT64_MAX rather than overflow (absurd configs).
+static int64_t add_sat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
 int64_t import_summary_total(const import_model *m) {
   int64_t n = 0;
   for (int i = 0; i < m->num_params; ++i)
-    n += import_param_numel(&m->params[i]);
+    n = add_sat(n, import_param_numel(&m->params[i]));
   return n;
 }
 
@@ -14,7 +20,7 @@ int64_t import_summary_count(const import_model *m, import_param_kind kind) {
   int64_t n = 0;
   for (int i = 0; i < m->num_params; ++i)
     if (m->params[i].kind == kind)
-      n += import_param_numel(&m->params[i]);
+      n = add_sat(n, import_param_numel(&m->params[i]));
   return n;
 }
 

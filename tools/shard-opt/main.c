@@ -110,8 +110,13 @@ static int parse_args(int argc, char **argv, options *o) {
     const char *a = argv[i], *v;
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return -1;
-    if (!strcmp(a, "-o") && i + 1 < argc)
+    if (!strcmp(a, "-o")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "shard-opt: -o needs a file name\n");
+        return 1;
+      }
       o->output = argv[++i];
+    }
     else if (!strncmp(a, "-o", 2) && a[2] && a[1] != '-')
       o->output = a + 2;
     else if (flag_value(a, "--pass-pipeline", &v) || flag_value(a, "-pass-pipeline", &v))
@@ -137,6 +142,17 @@ static int parse_args(int argc, char **argv, options *o) {
         fprintf(stderr, "shard-opt: --verify-each expects true or false, got '%s'\n", v);
         return 1;
       }
+    } else if ((!strcmp(a, "--tp-plan") || !strcmp(a, "--tp-size") || !strcmp(a, "--dp-size")) &&
+               i + 1 < argc) {
+      // `--flag VALUE`: rewrite as `--flag=VALUE` for the cases below.
+      static const char *const names[] = {"--tp-plan", "--tp-size", "--dp-size"};
+      for (int k = 0; k < 3; ++k)
+        if (!strcmp(a, names[k])) {
+          if (k == 0)
+            o->tp_plan = argv[++i];
+          else if (!parse_size(names[k], argv[++i], k == 1 ? &o->tp_size : &o->dp_size))
+            return 1;
+        }
     } else if (flag_value(a, "--tp-plan", &v)) {
       o->tp_plan = v;
     } else if (flag_value(a, "--tp-size", &v)) {
@@ -298,10 +314,10 @@ static int run(const options *o) {
     ok &= process_chunk(ctx, o, &chunks[i], name, &diag, out);
   }
   tool_free_chunks(chunks, n);
-  if (out != stdout)
-    ok &= fclose(out) == 0;
-  else
-    fflush(stdout);
+  bool written = out != stdout ? fclose(out) == 0 : fflush(stdout) == 0 && !ferror(stdout);
+  if (!written)
+    fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
+  ok &= written;
   mlirContextDestroy(ctx);
   free(text);
   return ok ? 0 : 1;
