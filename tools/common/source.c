@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 char *tool_read_file(const char *path, size_t *len) {
   FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
@@ -138,4 +139,14 @@ MlirOperation tool_parse_chunk(MlirContext ctx, const tool_chunk *chunk,
     return first;
   }
   return wrapper;
+}
+
+void tool_print_to_file(MlirStringRef s, void *data) {
+  fwrite(s.data, 1, s.length, (FILE *)data);
+}
+
+double tool_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }

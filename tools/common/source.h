@@ -37,4 +37,10 @@ void tool_free_chunks(tool_chunk *chunks, int n);
 MlirOperation tool_parse_chunk(MlirContext ctx, const tool_chunk *chunk,
                                const char *name);
 
+/// An MlirStringCallback writing to the FILE* in `data` (for printing ops).
+void tool_print_to_file(MlirStringRef s, void *data);
+
+/// A monotonic clock in milliseconds, for the tools' --timing.
+double tool_now_ms(void);
+
 #endif // SHARD_TOOLS_SOURCE_H

@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "diagnostics.h"
+#include "source.h"
 #include "emit.h"
 #include "graph.h"
 #include "nn.h"
@@ -132,16 +133,6 @@ static int parse(int argc, char **argv, options *o) {
   return 0;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void print_to_file(MlirStringRef s, void *data) {
-  fwrite(s.data, 1, s.length, (FILE *)data);
-}
-
 // Runs the training pipeline; with `lower` false it stops before lowering.
 static bool compile(MlirContext ctx, MlirOperation module, const options *o, bool lower) {
   char pipeline[4096], err[1024];
@@ -164,13 +155,13 @@ static bool write_module(MlirOperation module, const char *path) {
     fprintf(stderr, "shard-compile: cannot write '%s': %s\n", path, strerror(errno));
     return false;
   }
-  mlirOperationPrint(module, print_to_file, out);
+  mlirOperationPrint(module, tool_print_to_file, out);
   fputc('\n', out);
   return out == stdout ? fflush(out) == 0 : fclose(out) == 0;
 }
 
 static int run(const options *o) {
-  double t0 = now_ms();
+  double t0 = tool_now_ms();
   char err[2048];
   import_config cfg;
   if (!import_config_load(o->config, &cfg, err, sizeof err)) {
@@ -189,11 +180,11 @@ static int run(const options *o) {
     fprintf(stderr, "%s\n", err);
     ok = false;
   }
-  double t1 = now_ms();
+  double t1 = tool_now_ms();
   MlirOperation module = ok ? mlirModuleGetOperation(model.module) : (MlirOperation){NULL};
   bool mlir_only = !strcmp(o->emit, "mlir");
   ok = ok && compile(ctx, module, o, !mlir_only);
-  double t2 = now_ms();
+  double t2 = tool_now_ms();
   if (ok && mlir_only) {
     ok = write_module(module, o->output);
   } else if (ok) {
@@ -210,7 +201,7 @@ static int run(const options *o) {
   }
   if (o->timing)
     fprintf(stderr, "shard-compile: import %.1f ms, passes %.1f ms, emit+link %.1f ms\n",
-            t1 - t0, t2 - t1, now_ms() - t2);
+            t1 - t0, t2 - t1, tool_now_ms() - t2);
   import_model_free(&model);
   mlirContextDestroy(ctx);
   import_config_free(&cfg);

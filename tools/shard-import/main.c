@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "diagnostics.h"
+#include "source.h"
 #include "graph.h"
 #include "mlir-c/Pass.h"
 #include "nn.h"
@@ -166,16 +167,6 @@ static int parse_args(int argc, char **argv, options *o) {
   return 0;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void print_to_file(MlirStringRef s, void *data) {
-  fwrite(s.data, 1, s.length, (FILE *)data);
-}
-
 // IRDL verification and nn-verify; diagnostics print at config locations.
 static bool verify(MlirContext ctx, MlirModule module) {
   MlirOperation op = mlirModuleGetOperation(module);
@@ -205,7 +196,7 @@ static bool write_graph(const options *o, MlirModule module) {
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   if (o->locations)
     mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
-  mlirOperationPrintWithFlags(mlirModuleGetOperation(module), flags, print_to_file,
+  mlirOperationPrintWithFlags(mlirModuleGetOperation(module), flags, tool_print_to_file,
                               out);
   mlirOpPrintingFlagsDestroy(flags);
   fputc('\n', out);
@@ -229,14 +220,14 @@ int main(int argc, char **argv) {
   if (rc)
     return 1;
 
-  double t0 = now_ms();
+  double t0 = tool_now_ms();
   char err[2048];
   import_config cfg;
   if (!import_config_load(o.config, &cfg, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
-  double t1 = now_ms();
+  double t1 = tool_now_ms();
 
   MlirContext ctx = nn_context_create();
   if (mlirContextIsNull(ctx)) {
@@ -246,7 +237,7 @@ int main(int argc, char **argv) {
   }
   tool_diagnostics diags = {.out = stderr};
   tool_diagnostics_attach(ctx, &diags);
-  double t2 = now_ms();
+  double t2 = tool_now_ms();
 
   import_options io = {.batch = o.batch, .seq = o.seq, .bf16 = o.bf16,
                        .logits = o.logits};
@@ -254,22 +245,22 @@ int main(int argc, char **argv) {
   bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);
   if (!ok)
     fprintf(stderr, "%s\n", err);
-  double t3 = now_ms();
+  double t3 = tool_now_ms();
   if (ok && o.verify)
     ok = verify(ctx, model.module);
-  double t4 = now_ms();
+  double t4 = tool_now_ms();
   if (ok && o.weights) {
     ok = import_check_weights(o.weights, &model, o.bf16 ? SRT_BF16 : SRT_F32, err,
                               sizeof err);
     if (!ok)
       fprintf(stderr, "%s\n", err);
   }
-  double t5 = now_ms();
+  double t5 = tool_now_ms();
   if (ok && o.summary)
     import_summary_print(stdout, &cfg, &model);
   if (ok && (!o.summary || o.output))
     ok = write_graph(&o, model.module);
-  double t6 = now_ms();
+  double t6 = tool_now_ms();
   if (o.timing)
     fprintf(stderr,
             "timing (ms): config %.2f, context %.2f, build %.2f, verify %.2f, "

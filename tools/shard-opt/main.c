@@ -250,10 +250,6 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
   return pm;
 }
 
-static void print_to_file(MlirStringRef s, void *data) {
-  fwrite(s.data, 1, s.length, (FILE *)data);
-}
-
 // Parses, transforms and prints one chunk. Returns true on success.
 static bool process_chunk(MlirContext ctx, const options *o, const tool_chunk *chunk,
                           const char *name, tool_diagnostics *diag, FILE *out) {
@@ -271,7 +267,7 @@ static bool process_chunk(MlirContext ctx, const options *o, const tool_chunk *c
       mlirOpPrintingFlagsEnableDebugInfo(flags, true, false);
     if (o->print_generic)
       mlirOpPrintingFlagsPrintGenericOpForm(flags);
-    mlirOperationPrintWithFlags(module, flags, print_to_file, out);
+    mlirOperationPrintWithFlags(module, flags, tool_print_to_file, out);
     fputc('\n', out);
     mlirOpPrintingFlagsDestroy(flags);
   }
