@@ -9,20 +9,23 @@ run() { local np=$1; shift; "$MPI" --allow-run-as-root --oversubscribe -np "$np"
 # steps LOG: "step loss grad_norm" per logged step, exactly as printed.
 steps() { awk '/^step /{split($2, k, "/"); print k[1], $4, $6}' "$1"; }
 
-# compile NAME CONFIG PLAN SHARD-COMPILE-FLAGS...: $W/NAME, batch $BATCH, seq $SEQ.
+# compile NAME CONFIG PLAN SHARD-COMPILE-FLAGS...: $W/NAME, batch $BATCH, seq
+# $SEQ; on failure prints the compiler's output and returns 1.
 compile() {
   local name=$1 config=$2 plan=$3; shift 3
   "$BIN/shard-compile" "$config" --tp-plan="$plan" "$@" --batch "$BATCH" --seq "$SEQ" \
     -o "$W/$name" >"$W/$name.compile.log" 2>&1 \
-    || { cat "$W/$name.compile.log"; fail "shard-compile $name ($plan $*)"; }
+    || { cat "$W/$name.compile.log"; echo "FAIL: shard-compile $name ($plan $*)"; return 1; }
 }
 
 # max_rel CANDIDATE_LOG REFERENCE_LOG: prints "<steps> <max rel loss> <max rel
-# grad norm>" over the steps both logs have; fails (status 1, message on
-# stderr) if the step numbers differ, a value is not a finite number, or the
-# logs have no step in common.
-max_rel() {
-  paste -d' ' <(steps "$1") <(steps "$2") | awk '
+# grad norm>" (relative to the reference) over the logs' step lines, which
+# must be the same steps in the same order; fails (status 1, message on
+# stderr) if the steps differ, a value is not a finite number, or there is no
+# step. max_rel_steps does the same on steps' output.
+max_rel() { max_rel_steps <(steps "$1") <(steps "$2"); }
+max_rel_steps() {
+  paste -d' ' "$1" "$2" | awk '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ }
     function rel(x, y) { d = x - y; if (d < 0) d = -d; s = (y < 0 ? -y : y); return s > 0 ? d / s : d }
     NF != 6 || $1 != $4 || !num($2) || !num($3) || !num($5) || !num($6) {
