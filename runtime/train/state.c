@@ -113,9 +113,14 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                           "shardrt.model",     p->model ? p->model : ""};
     s = srt_checkpoint_save_consolidated_meta(ctx, path, views, (size_t)n, meta, 4);
   }
-  // 3. The previous optimizer file is no longer referenced.
+  // 3. The previous optimizer file of THIS checkpoint path is no longer
+  // referenced. One that belongs to another checkpoint (the one a run was
+  // --load'ed from) stays: that checkpoint must remain resumable.
   if (!s) {
-    if (srt_context_rank(ctx) == 0 && prev_optim[0] && strcmp(prev_optim, optim) != 0)
+    char own[PATH_MAX_LEN];
+    snprintf(own, sizeof own, "%s.optim-", path);
+    if (srt_context_rank(ctx) == 0 && prev_optim[0] && strcmp(prev_optim, optim) != 0 &&
+        strncmp(prev_optim, own, strlen(own)) == 0)
       remove(prev_optim);
     snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
   }
