@@ -423,6 +423,27 @@ static MlirOperation module_of(MlirOperation op) {
   return op;
 }
 
+// Warns when a built-in plan is applied to a model of another family (it may
+// still work, as Qwen2's and Llama's tables are alike, but is likely a slip).
+static void check_family(MlirOperation func, const char *plan, const char *model_type) {
+  static const struct {
+    const char *plan, *types;
+  } families[] = {{"qwen2", " qwen2 qwen3 "}, {"qwen3", " qwen2 qwen3 "},
+                  {"llama", " llama "}, {"gemma3", " gemma3 gemma3_text "},
+                  {"nemotron_h", " nemotron_h "}};
+  if (!model_type[0])
+    return;
+  char needle[80];
+  snprintf(needle, sizeof needle, " %s ", model_type);
+  for (size_t i = 0; i < sizeof families / sizeof *families; ++i)
+    if (!strcmp(plan, families[i].plan) && !strstr(families[i].types, needle)) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "tp-plan: the built-in plan '%s' is for%smodels; this "
+                                "graph's model_type is '%s'", plan, families[i].types, model_type);
+      tp_emit_warning(mlirOperationGetLocation(func), msg);
+    }
+}
+
 static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
                                    const char *model_type) {
   plan_run r = {.ctx = mlirOperationGetContext(func), .func = func};
@@ -448,6 +469,7 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
     report(&r, func, "tp-plan: %s", err);
     return mlirLogicalResultFailure();
   }
+  check_family(func, o[kOptPlan].s, model_type);
   if (!tp_ensure_grid(module_of(func), &r.mesh, err, sizeof err)) {
     report(&r, func, "tp-plan: %s", err);
     tp_plan_free(&r.plan);
