@@ -21,7 +21,7 @@
 #include "pass.h"
 #include "shard_ops.h"
 
-enum { kOptBackend };
+enum { kOptBackend, kOptKeepLogits };
 
 //===----------------------------------------------------------------------===//
 // Text
@@ -72,6 +72,10 @@ typedef struct lower_run {
   param *params;
   int num_params;
   int64_t ids_offset, labels_offset, persistent, arena;
+  // The logits (the lm_head linear's result): kept live to the end of the
+  // step when `keep_logits` (so a driver can read them after the step).
+  bool keep_logits;
+  MlirValue logits;
   text decls, globals, code;
   char declared[64][48];
   int num_declared;
@@ -204,8 +208,22 @@ static void plan_params(lower_run *r) {
   r->persistent = at;
 }
 
+// The result of the forward nn.linear whose nn.module is "lm_head", or null.
+static MlirValue find_logits(lower_run *r) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    MlirAttribute m = mlirOperationGetAttributeByName(op, str(NN_MODULE_ATTR));
+    if (nn_op_kind_of(op) == NN_OP_LINEAR && !mlirAttributeIsNull(m) &&
+        mlirAttributeIsAString(m) &&
+        mlirStringRefEqual(mlirStringAttrGetValue(m), str("lm_head")))
+      return mlirOperationGetResult(op, 0);
+  }
+  return (MlirValue){NULL};
+}
+
 // Temporaries: each op result gets an interval [definition, last use];
-// a value handed to nn.store_grad lives in its parameter's gradient slot.
+// a value handed to nn.store_grad lives in its parameter's gradient slot;
+// with keep_logits, the logits live to the end of the step.
 static void plan_temporaries(lower_run *r) {
   int nops = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
@@ -236,6 +254,10 @@ static void plan_temporaries(lower_run *r) {
       ++n;
     }
   }
+  if (r->keep_logits)
+    for (int j = 0; j < n; ++j)
+      if (vals[j].ptr == r->logits.ptr)
+        iv[j].last = index;
   // Gradient slots are fixed: plan the rest around nothing else (they are
   // in the persistent region, below `persistent`).
   tp_interval *free_iv = calloc((size_t)n + 1, sizeof *free_iv);
@@ -700,7 +722,7 @@ static const char *kParamType =
     "array<2 x struct<(i32, i32)>>, i64, i64, i64, i64)>";
 static const char *kProgramType =
     "!llvm.struct<(i32, ptr, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i32, "
-    "ptr, ptr)>";
+    "ptr, ptr, i32, i64, array<3 x i64>, array<2 x struct<(i32, i32)>>)>";
 
 static void string_global(text *t, const char *name, const char *s, size_t len) {
   put(t, "  llvm.mlir.global private constant %s(\"", name);
@@ -779,7 +801,7 @@ static void program_globals(lower_run *r, const char *model, int64_t batch, int6
       kProgramType);
   put(t, "    %%a0 = llvm.mlir.undef : %s\n", kProgramType);
   at = 1;
-  at = insert_i(t, at, kProgramType, "0", "i32", 1); // SRT_PROGRAM_ABI
+  at = insert_i(t, at, kProgramType, "0", "i32", 2); // SRT_PROGRAM_ABI
   put(t, "    %%model = llvm.mlir.addressof @model_path : !llvm.ptr\n");
   put(t, "    %%a%d = llvm.insertvalue %%model, %%a%d[1] : %s\n", at, at - 1, kProgramType);
   ++at;
@@ -807,7 +829,34 @@ static void program_globals(lower_run *r, const char *model, int64_t batch, int6
   ++at;
   put(t, "    %%step = llvm.mlir.addressof @shard_step : !llvm.ptr\n");
   put(t, "    %%a%d = llvm.insertvalue %%step, %%a%d[15] : %s\n", at, at - 1, kProgramType);
-  put(t, "    llvm.return %%a%d : %s\n  }\n", at, kProgramType);
+  ++at;
+  // The logits (fields 16..19): kept flag, offset, local shape, placements.
+  at = insert_i(t, at, kProgramType, "16", "i32", r->keep_logits);
+  at = insert_i(t, at, kProgramType, "17", "i64", r->keep_logits ? find_value(r, r->logits) : -1);
+  nn_shape ls = {0};
+  if (r->keep_logits)
+    ls = shape(r->logits);
+  for (int d = 0; d < 3; ++d) {
+    char path[16];
+    snprintf(path, sizeof path, "18, %d", d);
+    at = insert_i(t, at, kProgramType, path, "i64", d < ls.rank ? ls.dims[d] : 0);
+  }
+  // Placements: Shard(d) where the local size differs from the global
+  // [batch, seq, vocab]: the batch over dp; the sequence (sequence
+  // parallel) or the vocabulary over tp.
+  const int64_t global[3] = {batch, seq, vocab};
+  for (int axis = 0; axis < 2; ++axis) {
+    int dim = -1;
+    for (int d = axis == 0 ? 0 : 1; ls.rank == 3 && d < (axis == 0 ? 1 : 3); ++d)
+      if (ls.dims[d] != global[d])
+        dim = d;
+    char path[16];
+    snprintf(path, sizeof path, "19, %d, 0", axis);
+    at = insert_i(t, at, kProgramType, path, "i32", dim >= 0 ? 1 : 0);
+    snprintf(path, sizeof path, "19, %d, 1", axis);
+    at = insert_i(t, at, kProgramType, path, "i32", dim >= 0 ? dim : 0);
+  }
+  put(t, "    llvm.return %%a%d : %s\n  }\n", at - 1, kProgramType);
 }
 
 //===----------------------------------------------------------------------===//
@@ -872,6 +921,22 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   }
   r.current = r.func;
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(r.func, 0));
+  r.keep_logits = o[kOptKeepLogits].b;
+  if (r.keep_logits) {
+    r.logits = find_logits(&r);
+    if (mlirValueIsNull(r.logits) || shape(r.logits).rank != 3) {
+      fail(&r, "keep-logits: the step has no nn.linear with nn.module \"lm_head\" and a "
+               "[batch, seq, vocab] result");
+      return mlirLogicalResultFailure();
+    }
+    for (MlirOpOperand u = mlirValueGetFirstUse(r.logits); !mlirOpOperandIsNull(u);
+         u = mlirOpOperandGetNextUse(u))
+      if (tp_op_is(mlirOpOperandGetOwner(u), "shard.all_reduce")) {
+        fail(&r, "keep-logits: the lm_head output is Partial (all-reduced afterwards), so no "
+                 "rank's buffer holds its logits");
+        return mlirLogicalResultFailure();
+      }
+  }
   plan_params(&r);
   plan_temporaries(&r);
   if (r.arena < 0)
@@ -923,6 +988,9 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
 
 static const tp_option_info kOptions[] = {
     [kOptBackend] = {"backend", TP_OPTION_STRING, "cpu", "cpu (cuda: see the GPU backend)"},
+    [kOptKeepLogits] = {"keep-logits", TP_OPTION_BOOL, "false",
+                        "keep the lm_head output live to the end of the step and record it in "
+                        "the program table (for checks against a reference; costs its memory)"},
 };
 
 const tp_pass_info tp_lower_to_runtime_pass = {

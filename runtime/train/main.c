@@ -1,8 +1,10 @@
 // The training driver's main: `mpirun -np N ./train --data TOKENS --steps K
 // --lr F --max-grad-norm F ...` around a compiled step (`shard_program`).
 // Creates the context (world = dp x tp), allocates the arena once,
-// initialises or loads the weights, feeds each step its deterministic batch,
-// logs one line per step from rank 0 and saves checkpoints atomically.
+// initialises or loads the weights, feeds each step its deterministic batch
+// (or the one of --batch-file), logs one line per step from rank 0, saves
+// checkpoints atomically and, with --dump, writes what the last step
+// computed.
 // Errors are printed once, naming the rank when only some ranks failed, and
 // every rank exits with status 1 (no rank is left waiting in a collective).
 #include <math.h>
@@ -151,17 +153,24 @@ int main(int argc, char **argv) {
   train_state state = {0, 0};
   char prev_optim[4096] = "";
   int failed = any_failed(ctx, check_program(p, srt_context_mesh(ctx)));
-  if (!failed) {
+  if (!failed && o.data) {
     s = srt_tokens_open(o.data, &tokens);
     if (!s)
       s = srt_tokens_check_vocab(tokens, p->vocab);
     failed = any_failed(ctx, s);
   }
+  if (!failed && o.batch_file) // the same batch for every step
+    failed = any_failed(ctx, train_load_batch_file(ctx, p, arena, o.batch_file));
   if (!failed) {
     s = o.load ? train_load(ctx, p, arena, o.load, &state, prev_optim)
                : train_init_weights(ctx, p, arena, o.seed);
     failed = any_failed(ctx, s);
   }
+  if (!failed && o.dump && state.step >= o.steps) // identical on every rank
+    failed = any_failed(ctx, SRT_ERROR(SRT_INVALID_ARGUMENT,
+                                       "--dump '%s': no step to run (loaded at step %lld, "
+                                       "--steps %lld)",
+                                       o.dump, (long long)state.step, (long long)o.steps));
   if (!failed && rank == 0) {
     printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameters "
            "tensors, arena %.1f MiB per rank, %s\n",
@@ -175,7 +184,7 @@ int main(int argc, char **argv) {
   int64_t skipped = 0;
   srt_exec exec = {ctx, arena};
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
-    s = load_batch(ctx, p, arena, tokens, step);
+    s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
     if ((failed = any_failed(ctx, s)))
       break;
     srt_step_options so = {.step = state.adam_step + 1,
@@ -206,6 +215,19 @@ int main(int argc, char **argv) {
              (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9),
              r.skipped ? "  SKIPPED (non-finite grad norm)" : "");
       fflush(stdout);
+    }
+    if (o.dump && step == o.steps) {
+      s = train_dump(ctx, p, arena, o.dump, &r, &o, step);
+      if (s) { // collective: every rank gets rank 0's outcome
+        if (rank == 0)
+          report(s, -1);
+        else
+          srt_status_free(s);
+        failed = 1;
+      } else if (rank == 0) {
+        printf("dumped step %lld to '%s'\n", (long long)step, o.dump);
+        fflush(stdout);
+      }
     }
     if (o.save && ((o.save_every > 0 && step % o.save_every == 0) || step == o.steps)) {
       s = train_save(ctx, p, arena, o.save, &state, prev_optim);

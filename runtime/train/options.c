@@ -9,12 +9,20 @@
 #include "train_internal.h"
 
 const char *train_usage(void) {
-  return "usage: mpirun -np N ./train --data TOKENS --steps K --lr F --max-grad-norm F\n"
-         "         [--betas B1,B2] [--eps E] [--weight-decay W] [--norm-type 2|inf|p]\n"
-         "         [--load CKPT] [--save CKPT] [--save-every N] [--seed S] [--log-every N]\n"
+  return "usage: mpirun -np N ./train (--data TOKENS | --batch-file FILE) --steps K --lr F\n"
+         "         --max-grad-norm F [--betas B1,B2] [--eps E] [--weight-decay W]\n"
+         "         [--norm-type 2|inf|p] [--load CKPT] [--save CKPT] [--save-every N]\n"
+         "         [--seed S] [--log-every N] [--dump FILE]\n"
          "  N must be the program's dp x tp; TOKENS is a token file (shard-tokens);\n"
          "  K is the last step to run (a resumed run continues to K);\n"
-         "  --max-grad-norm <= 0 disables clipping.\n";
+         "  --max-grad-norm <= 0 disables clipping.\n"
+         "  --batch-file FILE: safetensors with input_ids and labels, I64 [batch, seq]\n"
+         "    (labels may hold -100, ignored by the loss), used for every step instead\n"
+         "    of token-file batches.\n"
+         "  --dump FILE: after the last step, a safetensors file with loss, grad_norm\n"
+         "    (total, before clipping), grad_norm.<param> (each, before clipping), the\n"
+         "    updated parameters (whole, HF names) and, for programs compiled with\n"
+         "    shard-compile --keep-logits, logits [batch, seq, vocab].\n";
 }
 
 static srt_status parse_double(const char *flag, const char *v, double *out) {
@@ -114,12 +122,20 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       o->seed = (uint64_t)s;
     } else if (!strcmp(f, "--log-every")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->log_every));
+    } else if (!strcmp(f, "--batch-file")) {
+      o->batch_file = v;
+    } else if (!strcmp(f, "--dump")) {
+      o->dump = v;
     } else {
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "unknown flag '%s'", f);
     }
   }
-  if (!o->data)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--data TOKENS is required");
+  if (o->data && o->batch_file)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "--data '%s' and --batch-file '%s': give one source of batches", o->data,
+                     o->batch_file);
+  if (!o->data && !o->batch_file)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--data TOKENS (or --batch-file FILE) is required");
   if (o->steps < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--steps K is required");
   if (isnan(o->lr))

@@ -1,7 +1,7 @@
 // The training driver's parts (runtime/train/): command-line options,
-// weight initialisation, training checkpoints (weights + optimizer state)
-// and the step loop in main.c, linked against a compiled program that
-// defines `shard_program`.
+// weight initialisation, training checkpoints (weights + optimizer state),
+// batch files and step dumps (checks against a reference) and the step loop
+// in main.c, linked against a compiled program that defines `shard_program`.
 #ifndef SHARDRT_TRAIN_INTERNAL_H
 #define SHARDRT_TRAIN_INTERNAL_H
 
@@ -16,7 +16,7 @@ extern const srt_program shard_program;
 
 /// What the command line asks for.
 typedef struct train_options {
-  const char *data;      ///< token file (--data), required
+  const char *data;      ///< token file (--data); required unless --batch-file
   int64_t steps;         ///< last step to run (--steps), required, >= 1
   float lr;              ///< --lr, required
   float beta1, beta2;    ///< --betas B1,B2 (0.9, 0.999)
@@ -29,6 +29,8 @@ typedef struct train_options {
   int64_t save_every;    ///< --save-every N (0: only after the last step)
   uint64_t seed;         ///< --seed S (0)
   int64_t log_every;     ///< --log-every N (1)
+  const char *batch_file; ///< --batch-file FILE: input_ids/labels for every step, or NULL
+  const char *dump;      ///< --dump FILE: loss, norms, parameters (+ logits) after the last step
 } train_options;
 
 /// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and
@@ -77,5 +79,31 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
 /// optimizer file that does not match the weights.
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, train_state *state, char *prev_optim);
+
+/// Reads a batch file (--batch-file): a safetensors file holding
+/// `input_ids` and `labels`, I64 [batch, seq] (the program's global batch
+/// and sequence length), and copies this dp rank's rows into the program's
+/// input_ids and labels buffers. Ids must lie in [0, vocab); labels too, or
+/// be -100 (ignored by the loss, which shifts the labels itself).
+/// Errors: as srt_safetensors_open; SRT_NOT_FOUND for a missing tensor;
+/// SRT_INVALID_ARGUMENT for a wrong dtype or shape or an id out of range,
+/// naming the file, the tensor, the position and the value.
+srt_status train_load_batch_file(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                                 const char *path);
+
+/// Writes what one step computed (--dump), as one consolidated safetensors
+/// file (rank 0 writes, every rank takes part), after the step `r`:
+///   "loss" F32 [1], "grad_norm" F32 [1] (the total norm, before clipping),
+///   "grad_norm.<param>" F32 [1] per parameter (its own norm of type
+///   `norm_type` before clipping: each logical element counted once,
+///   float64 accumulation, divided by the clipping coefficient when the
+///   step clipped), every parameter after the step under its Hugging Face
+///   name (whole), and "logits" F32 [batch, seq, vocab] (whole) when the
+///   program keeps them (shard-compile --keep-logits).
+/// Errors: as srt_get_grad_norm and srt_checkpoint_save_consolidated_meta;
+/// SRT_INVALID_ARGUMENT when the program's logits table does not fit its
+/// mesh.
+srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, const char *path,
+                      const srt_step_result *r, const train_options *o, int64_t step);
 
 #endif // SHARDRT_TRAIN_INTERNAL_H

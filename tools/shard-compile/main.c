@@ -3,7 +3,7 @@
 //
 //   shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]
 //                 [--sequence-parallel] --batch B --seq S -o train
-//                 [--weights CKPT] [--emit=exe|obj|llvm|mlir]
+//                 [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--keep-logits]
 //
 // import -> nn-verify -> nn-autodiff -> nn-optimizer -> tp-plan ->
 // tp-partition -> lower-to-runtime -> LLVM IR -> object -> link with
@@ -30,18 +30,21 @@
 typedef struct options {
   const char *config, *output, *plan, *weights, *emit;
   int64_t tp, dp, batch, seq;
-  bool sp, timing;
+  bool sp, timing, keep_logits;
 } options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
           "                     [--sequence-parallel] --batch B --seq S -o OUT\n"
-          "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n\n"
+          "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
+          "                     [--keep-logits]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
           "--weights checks a checkpoint's names, shapes and dtypes first.\n"
+          "--keep-logits keeps the lm_head output to the end of the step (its memory\n"
+          "is not reused) so that the driver's --dump can write the logits.\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n");
 }
 
@@ -102,6 +105,8 @@ static int parse(int argc, char **argv, options *o) {
       o->sp = true;
     else if (!strcmp(a, "--timing"))
       o->timing = true;
+    else if (!strcmp(a, "--keep-logits"))
+      o->keep_logits = true;
     else if (a[0] == '-') {
       fprintf(stderr, "shard-compile: unknown option '%s' (see --help)\n", a);
       return 1;
@@ -139,7 +144,9 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
   snprintf(pipeline, sizeof pipeline,
            "builtin.module(nn-verify, nn-autodiff, nn-optimizer, tp-plan{plan=\"%s\" tp=%" PRId64
            " dp=%" PRId64 " sequence-parallel=%s}, tp-partition%s)",
-           o->plan, o->tp, o->dp, o->sp ? "true" : "false", lower ? ", lower-to-runtime" : "");
+           o->plan, o->tp, o->dp, o->sp ? "true" : "false",
+           !lower ? "" : o->keep_logits ? ", lower-to-runtime{keep-logits=true}"
+                                        : ", lower-to-runtime");
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   bool ok = tool_pipeline_add(pm, pipeline, err, sizeof err);
   if (!ok)

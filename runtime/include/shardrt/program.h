@@ -14,7 +14,7 @@
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 1
+#define SRT_PROGRAM_ABI 2
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -80,6 +80,16 @@ typedef struct srt_program {
   /// error of any runtime call.
   srt_status (*step)(srt_exec *exec, const srt_step_options *options,
                      srt_step_result *result);
+  /// The logits: the output of the linear whose nn.module is "lm_head",
+  /// global shape [batch, seq, vocab], as this rank holds it after a step.
+  /// Only kept when compiled with `shard-compile --keep-logits`
+  /// (lower-to-runtime{keep-logits=true}), which pins the buffer to the end
+  /// of the step instead of letting later ops reuse it; otherwise
+  /// `logits_kept` is 0 and the other fields are unused.
+  int32_t logits_kept;
+  int64_t logits_offset;              // byte offset into the arena
+  int64_t logits_local_shape[3];      // [local_batch or batch, seq or seq/tp, vocab or vocab/tp]
+  srt_placement logits_placement[2];  // [dp, tp]: Shard(0) on dp, Shard(2) for a vocab split
 } srt_program;
 
 #endif // SHARDRT_PROGRAM_H

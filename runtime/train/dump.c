@@ -1,0 +1,130 @@
+// --dump: what the last step computed, as one consolidated safetensors file
+// (loss, total and per-parameter gradient norms, the updated parameters and,
+// when the program keeps them, the logits), for checks against a reference
+// implementation (test/golden compares it with Hugging Face transformers).
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardrt/checkpoint.h"
+#include "shardrt/grad_norm.h"
+#include "shardrt/tensor.h"
+#include "train_internal.h"
+
+// A view of `len` floats at `data`, shape [len], the same on every rank.
+static srt_tensor replicated(const char *name, float *data) {
+  srt_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = name;
+  t.dtype = SRT_F32;
+  t.ndim = 1;
+  t.global_shape[0] = t.local_shape[0] = 1;
+  t.data = data;
+  return t;
+}
+
+// Parameter k's buffer at byte offset `off` (its local shard) as a tensor.
+static srt_tensor param_view(const srt_param_info *pi, const char *name, uint8_t *arena,
+                             int64_t off) {
+  srt_tensor t;
+  memset(&t, 0, sizeof t);
+  t.name = name;
+  t.dtype = SRT_F32;
+  t.ndim = pi->rank;
+  memcpy(t.global_shape, pi->global_shape, sizeof t.global_shape);
+  memcpy(t.local_shape, pi->local_shape, sizeof t.local_shape);
+  t.placements[SRT_MESH_DP] = pi->placement[SRT_MESH_DP];
+  t.placements[SRT_MESH_TP] = pi->placement[SRT_MESH_TP];
+  t.data = arena + off;
+  return t;
+}
+
+// The logits as a distributed tensor, checked against the program's table.
+static srt_status logits_view(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              srt_tensor *t) {
+  const int64_t global[3] = {p->batch, p->seq, p->vocab};
+  SRT_RETURN_IF_ERROR(srt_tensor_init(t, "logits", SRT_F32, 3, global, p->logits_placement,
+                                      srt_context_mesh(ctx)));
+  for (int d = 0; d < 3; ++d)
+    if (t->local_shape[d] != p->logits_local_shape[d])
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "program: the logits' local dim %d is %lld, but their placements on "
+                       "this mesh give %lld",
+                       d, (long long)p->logits_local_shape[d], (long long)t->local_shape[d]);
+  int64_t bytes = srt_shape_numel(3, p->logits_local_shape) * 4;
+  if (p->logits_offset < p->persistent_bytes || p->logits_offset + bytes > p->arena_bytes)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "program: the logits [%lld, %lld) lie outside the temporaries [%lld, %lld)",
+                     (long long)p->logits_offset, (long long)(p->logits_offset + bytes),
+                     (long long)p->persistent_bytes, (long long)p->arena_bytes);
+  t->data = arena + p->logits_offset;
+  return NULL;
+}
+
+srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, const char *path,
+                      const srt_step_result *r, const train_options *o, int64_t step) {
+  int32_t n = p->num_params;
+  // Tensors: loss, grad_norm, n norms, n parameters, logits.
+  size_t max = (size_t)(2 * n + 3);
+  srt_tensor *views = calloc(max, sizeof *views);
+  char **names = calloc((size_t)n + 1, sizeof *names);
+  float *values = calloc((size_t)n + 2, sizeof *values);
+  if (!views || !names || !values) {
+    free(views);
+    free(names);
+    free(values);
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "dump: out of memory");
+  }
+  // The step scaled the gradients by (float)coef when it clipped (as
+  // srt_clip_grad_by_total_norm): undo that for the norms before clipping.
+  double coef = 1.0;
+  if (!r->skipped && o->max_grad_norm > 0) {
+    double c = (double)o->max_grad_norm / (r->grad_norm + 1e-6);
+    if (c < 1.0)
+      coef = (double)(float)c;
+  }
+  srt_grad_norm_options no = srt_grad_norm_default_options();
+  no.norm_type = o->norm_type;
+  no.accum_dtype = SRT_F64;
+  srt_status s = NULL;
+  size_t k = 0;
+  values[0] = r->loss;
+  values[1] = (float)r->grad_norm;
+  views[k++] = replicated("loss", &values[0]);
+  views[k++] = replicated("grad_norm", &values[1]);
+  for (int32_t i = 0; i < n && !s; ++i) {
+    const srt_param_info *pi = &p->params[i];
+    size_t len = strlen("grad_norm.") + strlen(pi->name) + 1;
+    names[i] = malloc(len);
+    if (!names[i]) {
+      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "dump: out of memory");
+      break;
+    }
+    snprintf(names[i], len, "grad_norm.%s", pi->name);
+    // One gradient at a time: each logical element counted once.
+    srt_tensor g = param_view(pi, pi->name, arena, pi->grad_offset);
+    double norm = 0;
+    s = srt_get_grad_norm(&g, 1, srt_context_group(ctx, SRT_GROUP_DP_CP),
+                          srt_context_group(ctx, SRT_GROUP_TP), &no, &norm);
+    values[2 + i] = (float)(norm / coef);
+    views[k++] = replicated(names[i], &values[2 + i]);
+  }
+  for (int32_t i = 0; i < n && !s; ++i)
+    views[k++] = param_view(&p->params[i], p->params[i].name, arena, p->params[i].offset);
+  if (!s && p->logits_kept)
+    s = logits_view(ctx, p, arena, &views[k++]);
+  if (!s) {
+    char step_s[32];
+    snprintf(step_s, sizeof step_s, "%" PRId64, step);
+    const char *meta[] = {"shardrt.step", step_s, "shardrt.model", p->model ? p->model : ""};
+    s = srt_checkpoint_save_consolidated_meta(ctx, path, views, k, meta, 2);
+  }
+  for (int32_t i = 0; i < n; ++i)
+    free(names[i]);
+  free(names);
+  free(views);
+  free(values);
+  return s;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Golden parity with Hugging Face transformers for one architecture (issue 8).
+#
+# GOLDEN holds what test/golden/generate.py wrote: config.json,
+# model.safetensors (the weights), batch.safetensors (input ids and labels,
+# some -100), step.env (plan, batch, seq, AdamW and clipping settings) and
+# expected.safetensors (what transformers computed for one step). For each
+# mesh -- tp1, tp2, tp2 + sequence parallel -- this compiles the config with
+# --keep-logits, runs ONE step from the golden weights on the golden batch
+# with the golden hyper-parameters (--load, --batch-file), writes the
+# driver's --dump and compares it with golden_compare, whose tolerances are:
+#   loss, logits (and their checksum): 1e-4 relative (logits: to the tensor's
+#     largest magnitude);
+#   the total and every per-parameter gradient norm: 1e-3 relative;
+#   every updated parameter: 1e-3 of the tensor's largest magnitude, every
+#     element. That holds because the step uses AdamW eps = 1e-6, not torch's
+#     default 1e-8 (lr 1e-2, weight decay 0.1): AdamW's first step moves an
+#     element by lr * g / (|g| + eps) (+ decay), which is +-lr for |g| >> eps
+#     but has slope lr / eps at g ~ 0. Each model has elements whose
+#     gradient is ~1e-9 (some of qwen2's k_proj.bias, a v_proj element), where
+#     the two implementations' fp32 rounding differences (~1e-9) become
+#     update differences of ~0.04 lr with eps 1e-8 (measured: qwen2 failed at
+#     3.1e-3 of the scale while everything else matched to 1e-6), but only
+#     ~lr * 1e-9 / 1e-6 = 1e-5 with eps 1e-6 (measured: at most 8e-5 of the
+#     scale). Elements with |g| >> 1e-6 still move by +-lr: a wrong gradient
+#     sign, a missing update or a wrong decay moves an element by ~lr, about
+#     3% of the scale.
+# Prints one "GOLDEN arch mesh ..." line per mesh (the comparison table).
+#
+# usage: check.sh ARCH GOLDEN_DIR BIN_DIR MPIEXEC WORK_DIR
+set -u
+ARCH=$1 G=$2 BIN=$3 MPI=$4 W=$5
+. "$(dirname "$0")/../e2e/lib.sh"
+# shellcheck disable=SC1091 # generated: PLAN BATCH SEQ LR BETAS EPS WEIGHT_DECAY MAX_GRAD_NORM
+. "$G/step.env"
+rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
+
+VARIANTS=(
+  "tp1   1 --tp-size=1"
+  "tp2   2 --tp-size=2"
+  "tp2sp 2 --tp-size=2 --sequence-parallel"
+)
+status=0
+for v in "${VARIANTS[@]}"; do
+  read -r name np flags <<<"$v"
+  # shellcheck disable=SC2086 # flags are words
+  compile "$name" "$G/config.json" "$PLAN" $flags --keep-logits --weights "$G/model.safetensors" \
+    || { echo "FAIL: $ARCH $name: does not compile"; status=1; continue; }
+  run "$np" "$W/$name" --batch-file "$G/batch.safetensors" --load "$G/model.safetensors" \
+    --steps 1 --lr "$LR" --betas "$BETAS" --eps "$EPS" --weight-decay "$WEIGHT_DECAY" \
+    --max-grad-norm "$MAX_GRAD_NORM" --dump "$W/$name.dump.safetensors" >"$W/$name.log" 2>&1 \
+    || { cat "$W/$name.log"; echo "FAIL: $ARCH $name: the step failed"; status=1; continue; }
+  verdict=ok
+  "$BIN/golden_compare" "$W/$name.dump.safetensors" "$G/expected.safetensors" \
+    >"$W/$name.cmp" 2>&1 || { verdict=FAIL; cat "$W/$name.cmp"; status=1; }
+  grep '^step ' "$W/$name.log"
+  printf 'GOLDEN %-6s %-5s %s %s\n' "$ARCH" "$name" \
+    "$(grep '^max_rel ' "$W/$name.cmp" || echo 'no comparison')" "$verdict"
+done
+[ "$status" = 0 ] && echo PASS || echo "FAIL: $ARCH: differs from transformers (logs in $W)"
+exit "$status"
