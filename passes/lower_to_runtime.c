@@ -947,6 +947,10 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
        !mlirOperationIsNull(op) && !r.errors; op = mlirOperationGetNextInBlock(op)) {
     r.current = op;
     nn_op_kind kind = nn_op_kind_of(op);
+    if (kind == NN_OP_OPTIMIZER_STEP && has_optimizer) {
+      fail(&r, "more than one nn.optimizer_step: run nn-optimizer once");
+      break;
+    }
     has_optimizer |= kind == NN_OP_OPTIMIZER_STEP;
     if (kind == NN_OP_EMBEDDING) {
       nn_shape w = shape(in(op, 1));

@@ -316,6 +316,15 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
     fail_at(&r, func, "nn-autodiff: more than 4096 arguments");
     return mlirLogicalResultFailure();
   }
+  // Differentiating a graph twice would append a second backward.
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (nn_op_kind_of(op) != NN_OP_NONE && !nn_op_is_forward(nn_op_kind_of(op)) &&
+        nn_op_kind_of(op) >= NN_OP_CE_LOGITS_GRAD) {
+      fail_at(&r, op, "nn-autodiff: the function already has backward or optimizer ops: "
+                      "run nn-autodiff once, on the forward graph");
+      return mlirLogicalResultFailure();
+    }
   mark_requires(&r, body, func);
   // Backward ops are appended after the forward ones; the return goes last.
   mlirOperationRemoveFromParent(ret);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static size_t round_up(size_t n) {
   return (n + SRT_ARENA_ALIGN - 1) / SRT_ARENA_ALIGN * SRT_ARENA_ALIGN;
@@ -15,6 +16,15 @@ srt_status srt_arena_init(srt_arena *arena, size_t capacity) {
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "arena: capacity %zu bytes is too large",
                      capacity);
   size_t bytes = round_up(capacity ? capacity : 1);
+  // More than the machine's memory cannot work: say so rather than let the
+  // allocator (or a sanitizer's) fail in its own words.
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && bytes / (size_t)page > (size_t)pages)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "arena: %zu bytes (%.3f GiB) is more than this machine's memory "
+                     "(%.3f GiB): use more ranks, a smaller batch or sequence",
+                     bytes, (double)bytes / (1024.0 * 1024.0 * 1024.0),
+                     (double)pages * (double)page / (1024.0 * 1024.0 * 1024.0));
   void *base = aligned_alloc(SRT_ARENA_ALIGN, bytes);
   if (!base)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,

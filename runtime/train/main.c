@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "shardrt/collectives.h"
@@ -111,6 +113,29 @@ static srt_status load_batch(srt_context *ctx, const srt_program *p, uint8_t *ar
   return NULL;
 }
 
+// `path` names a file that can be created or replaced: its directory exists
+// and is writable, and it is not itself a directory.
+static srt_status check_writable(const char *path, const char *flag) {
+  struct stat st;
+  if (!*path)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: empty path", flag);
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is a directory, not a file", flag, path);
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash)
+    snprintf(dir, sizeof dir, ".");
+  else if (slash == dir)
+    dir[1] = '\0';
+  else
+    *slash = '\0';
+  if (access(dir, W_OK) != 0)
+    return SRT_ERROR(SRT_IO, "%s '%s': directory '%s' is missing or not writable", flag, path,
+                     dir);
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   const srt_program *p = &shard_program;
   MPI_Init(&argc, &argv);
@@ -165,6 +190,12 @@ int main(int argc, char **argv) {
     s = o.load ? train_load(ctx, p, arena, o.load, &state, prev_optim)
                : train_init_weights(ctx, p, arena, o.seed);
     failed = any_failed(ctx, s);
+  }
+  // Where --save and --dump will write must be writable before any step runs.
+  for (int i = 0; !failed && i < 2; ++i) {
+    const char *target = i ? o.dump : o.save;
+    if (target)
+      failed = any_failed(ctx, check_writable(target, i ? "--dump" : "--save"));
   }
   if (!failed && o.dump && state.step >= o.steps) // identical on every rank
     failed = any_failed(ctx, SRT_ERROR(SRT_INVALID_ARGUMENT,

@@ -51,8 +51,9 @@ static srt_status parse_int(const char *flag, const char *v, int64_t min, int64_
 static srt_status parse_float(const char *flag, const char *v, float *out) {
   double d;
   SRT_RETURN_IF_ERROR(parse_double(flag, v, &d));
-  if (!isfinite(d))
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not finite", flag, v);
+  // Finite as a float too: 1e39 is a finite double but an infinite float.
+  if (!isfinite(d) || !isfinite((float)d))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not a finite float", flag, v);
   *out = (float)d;
   return NULL;
 }
@@ -142,5 +143,20 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr F is required");
   if (isnan(o->max_grad_norm))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--max-grad-norm F is required (<= 0: no clipping)");
+  // The ranges AdamW is defined on (nn-optimizer refuses the same): eps 0
+  // divides 0 by 0 for gradients that are exactly zero.
+  if (o->lr < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr must be >= 0, got %g", (double)o->lr);
+  if (!(o->eps > 0))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--eps must be > 0, got %g", (double)o->eps);
+  if (o->weight_decay < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--weight-decay must be >= 0, got %g",
+                     (double)o->weight_decay);
+  // A file written by --dump must not replace a checkpoint of this run.
+  const char *others[2] = {o->load, o->save};
+  for (int i = 0; o->dump && i < 2; ++i)
+    if (others[i] && !strcmp(o->dump, others[i]))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "--dump '%s' would overwrite the checkpoint given "
+                       "to %s: choose another file", o->dump, i ? "--save" : "--load");
   return NULL;
 }

@@ -3,9 +3,12 @@
 // in a second file that the weights file names in its metadata, written in
 // an order that keeps the previous checkpoint loadable through any crash.
 #include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "shardrt/checkpoint.h"
 #include "shardrt/collectives.h"
@@ -80,13 +83,60 @@ static void free_names(char **names, int64_t n) {
   free(names);
 }
 
+// The first parameter with a non-finite element on any rank (-1: none).
+static srt_status first_non_finite(srt_context *ctx, const srt_program *p,
+                                   const uint8_t *arena, int32_t *which) {
+  int32_t bad = INT32_MAX;
+  for (int32_t k = 0; k < p->num_params && bad == INT32_MAX; ++k) {
+    const srt_param_info *q = &p->params[k];
+    int64_t numel = 1;
+    for (int d = 0; d < q->rank; ++d)
+      numel *= q->local_shape[d];
+    const float *w = (const float *)(arena + q->offset);
+    for (int64_t i = 0; i < numel; ++i)
+      if (!isfinite(w[i])) {
+        bad = k;
+        break;
+      }
+  }
+  // The smallest index over ranks: MAX of the negated indices.
+  int32_t neg = -bad;
+  SRT_RETURN_IF_ERROR(
+      srt_all_reduce(srt_context_group(ctx, SRT_GROUP_WORLD), &neg, 1, SRT_I32, SRT_REDUCE_MAX));
+  *which = -neg == INT32_MAX ? -1 : -neg;
+  return NULL;
+}
+
 srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, const train_state *state, char *prev_optim) {
   int32_t n = p->num_params;
+  // Never replace a checkpoint with weights that are no longer numbers.
+  int32_t bad;
+  SRT_RETURN_IF_ERROR(first_non_finite(ctx, p, arena, &bad));
+  if (bad >= 0)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "checkpoint: parameter '%s' has non-finite values at step %lld: not "
+                     "saving, '%s' is left as it was (lower --lr?)",
+                     p->params[bad].name, (long long)state->step, path);
   char optim[PATH_MAX_LEN], step_s[32], adam_s[32];
-  if (snprintf(optim, sizeof optim, "%s.optim-%08" PRId64, path, state->step) >=
-      (int)sizeof optim)
-    return SRT_ERROR(SRT_OUT_OF_RANGE, "checkpoint: path '%s' is too long", path);
+  // The optimizer file gets a name no earlier save used: the first free
+  // `<path>.optim-<step>-<n>` (rank 0 looks, everyone follows). A save that
+  // fails before its commit point then never overwrites the optimizer file
+  // the current checkpoint names.
+  for (int32_t attempt = 0;; ++attempt) {
+    if (snprintf(optim, sizeof optim, "%s.optim-%08" PRId64 "-%d", path, state->step,
+                 attempt) >=
+        (int)sizeof optim)
+      return SRT_ERROR(SRT_OUT_OF_RANGE, "checkpoint: path '%s' is too long", path);
+    int32_t taken = srt_context_rank(ctx) == 0 && access(optim, F_OK) == 0;
+    SRT_RETURN_IF_ERROR(
+        srt_broadcast(srt_context_group(ctx, SRT_GROUP_WORLD), &taken, 1, SRT_I32, 0));
+    if (!taken)
+      break;
+    if (attempt >= 1000)
+      return SRT_ERROR(SRT_IO, "checkpoint: 1000 optimizer files '%s.optim-%08" PRId64
+                       "-*' exist already: remove old ones", path, state->step);
+  }
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
   srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);

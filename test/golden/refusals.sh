@@ -59,4 +59,29 @@ expect_error dump-no-step "--dump" "no step to run (loaded at step 1, --steps 1)
   run 1 "$W/plain" --batch-file "$G/batch.safetensors" "${STEP[@]}" --load "$W/ckpt.safetensors" \
     --dump "$W/never.safetensors"
 [ ! -e "$W/never.safetensors" ] || fail "dump-no-step wrote a dump"
+
+# Hyper-parameters AdamW is not defined for, or that overflow a float, are
+# refused before anything runs (an eps of 0 once saved NaN weights).
+BASE=(--batch-file "$G/batch.safetensors" --steps 1 --max-grad-norm 1 --load "$G/model.safetensors")
+expect_error eps-zero "--eps must be > 0, got 0" -- run 1 "$W/plain" "${BASE[@]}" --lr 0.01 --eps 0
+expect_error lr-negative "--lr must be >= 0, got -1" -- run 1 "$W/plain" "${BASE[@]}" --lr -1
+expect_error lr-overflow "--lr: '1e39' is not a finite float" -- run 1 "$W/plain" "${BASE[@]}" --lr 1e39
+expect_error decay-negative "--weight-decay must be >= 0" -- \
+  run 1 "$W/plain" "${BASE[@]}" --lr 0.01 --weight-decay -1
+# --dump never replaces the run's checkpoints; --save's directory is checked
+# before the first step, not after the last.
+expect_error dump-onto-load "--dump '$G/model.safetensors' would overwrite the checkpoint given to --load" -- \
+  run 1 "$W/plain" "${BASE[@]}" --lr 0.01 --dump "$G/model.safetensors"
+expect_error save-missing-dir "directory '$W/no-such-dir' is missing or not writable" -- \
+  run 1 "$W/plain" "${BASE[@]}" --lr 0.01 --save "$W/no-such-dir/x.safetensors"
+# Weights that are no longer numbers are never saved over a checkpoint: a
+# step with lr 3.4e38 and weight decay 1 overflows weights to infinity, and
+# the save after it is refused.
+cp "$W/ckpt.safetensors" "$W/keep.safetensors"
+cp "$W/ckpt.safetensors" "$W/before.safetensors"
+expect_error non-finite-save "has non-finite values at step 2: not saving" -- \
+  run 1 "$W/plain" --batch-file "$G/batch.safetensors" --steps 2 --max-grad-norm 0 --lr 3.4e38 \
+    --weight-decay 1 --load "$W/ckpt.safetensors" --save "$W/keep.safetensors"
+cmp -s "$W/keep.safetensors" "$W/before.safetensors" || fail "the refused save changed the checkpoint"
+echo "ok: the refused save left the previous checkpoint byte-identical"
 echo PASS

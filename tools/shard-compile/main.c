@@ -130,6 +130,12 @@ static int parse(int argc, char **argv, options *o) {
     fprintf(stderr, "shard-compile: --emit expects exe, obj, llvm or mlir, got '%s'\n", o->emit);
     return 1;
   }
+  // The same bounds as shard-import: every shape's byte size fits int64.
+  if (o->batch > (1 << 24) || o->seq > (1 << 24) || o->batch * o->seq > (1 << 24)) {
+    fprintf(stderr, "shard-compile: --batch %" PRId64 " x --seq %" PRId64 " exceeds 16777216 "
+                    "tokens per step\n", o->batch, o->seq);
+    return 1;
+  }
   if (o->batch % o->dp) {
     fprintf(stderr, "shard-compile: --batch %" PRId64 " is not divisible by --dp-size %" PRId64
                     "\n", o->batch, o->dp);
