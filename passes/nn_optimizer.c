@@ -93,12 +93,26 @@ static MlirLogicalResult run_nn_optimizer(MlirOperation module, const tp_option_
     mlirEmitError(mlirOperationGetLocation(module), msg);
     return mlirLogicalResultFailure();
   }
-  if (!(o[kLr].f >= 0) || !(o[kEps].f > 0) || !(o[kWeightDecay].f >= 0) ||
-      !(o[kNormType].f > 0)) {
-    mlirEmitError(mlirOperationGetLocation(module),
-                  "nn-optimizer: lr and weight-decay must be >= 0, eps and norm-type > 0");
-    return mlirLogicalResultFailure();
-  }
+  struct {
+    const char *name;
+    double value;
+    bool ok;
+  } checks[] = {{"lr", o[kLr].f, o[kLr].f >= 0 && isfinite(o[kLr].f)},
+                {"eps", o[kEps].f, o[kEps].f > 0 && isfinite(o[kEps].f)},
+                {"weight-decay", o[kWeightDecay].f,
+                 o[kWeightDecay].f >= 0 && isfinite(o[kWeightDecay].f)},
+                {"norm-type", o[kNormType].f, o[kNormType].f > 0},
+                {"max-grad-norm", o[kMaxGradNorm].f, !isnan(o[kMaxGradNorm].f)}};
+  for (size_t i = 0; i < sizeof checks / sizeof *checks; ++i)
+    if (!checks[i].ok) {
+      char msg[160];
+      snprintf(msg, sizeof msg,
+               "nn-optimizer: option '%s' = %g is out of range (lr, weight-decay >= 0 and "
+               "finite; eps > 0; norm-type > 0; max-grad-norm not NaN)",
+               checks[i].name, checks[i].value);
+      mlirEmitError(mlirOperationGetLocation(module), msg);
+      return mlirLogicalResultFailure();
+    }
   MlirLogicalResult result = mlirLogicalResultSuccess();
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);

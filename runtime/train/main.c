@@ -142,6 +142,13 @@ int main(int argc, char **argv) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   train_options o;
+  for (int i = 1; i < argc; ++i)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      if (world_rank == 0)
+        printf("%s", train_usage());
+      MPI_Finalize();
+      return 0;
+    }
   srt_status s = train_parse_options(argc, argv, &o);
   if (s) { // identical on every rank: print once
     if (world_rank == 0)
