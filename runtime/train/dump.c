@@ -25,21 +25,6 @@ static srt_tensor replicated(const char *name, float *data) {
   return t;
 }
 
-// Parameter k's buffer at byte offset `off` (its local shard) as a tensor.
-static srt_tensor param_view(const srt_param_info *pi, const char *name, uint8_t *arena,
-                             int64_t off) {
-  srt_tensor t;
-  memset(&t, 0, sizeof t);
-  t.name = name;
-  t.dtype = SRT_F32;
-  t.ndim = pi->rank;
-  memcpy(t.global_shape, pi->global_shape, sizeof t.global_shape);
-  memcpy(t.local_shape, pi->local_shape, sizeof t.local_shape);
-  t.placements[SRT_MESH_DP] = pi->placement[SRT_MESH_DP];
-  t.placements[SRT_MESH_TP] = pi->placement[SRT_MESH_TP];
-  t.data = arena + off;
-  return t;
-}
 
 // The logits as a distributed tensor, checked against the program's table.
 static srt_status logits_view(srt_context *ctx, const srt_program *p, uint8_t *arena,
@@ -104,7 +89,7 @@ srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, co
     }
     snprintf(names[i], len, "grad_norm.%s", pi->name);
     // One gradient at a time: each logical element counted once.
-    srt_tensor g = param_view(pi, pi->name, arena, pi->grad_offset);
+    srt_tensor g = train_param_view(pi, pi->name, arena, pi->grad_offset);
     double norm = 0;
     s = srt_get_grad_norm(&g, 1, srt_context_group(ctx, SRT_GROUP_DP_CP),
                           srt_context_group(ctx, SRT_GROUP_TP), &no, &norm);
@@ -112,7 +97,7 @@ srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, co
     views[k++] = replicated(names[i], &values[2 + i]);
   }
   for (int32_t i = 0; i < n && !s; ++i)
-    views[k++] = param_view(&p->params[i], p->params[i].name, arena, p->params[i].offset);
+    views[k++] = train_param_view(&p->params[i], p->params[i].name, arena, p->params[i].offset);
   if (!s && p->logits_kept)
     s = logits_view(ctx, p, arena, &views[k++]);
   if (!s) {

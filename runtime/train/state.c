@@ -17,9 +17,8 @@
 
 enum { PATH_MAX_LEN = 4096 };
 
-// A view of parameter k's buffer at byte offset `off` as a tensor named `name`.
-static srt_tensor param_view(const srt_param_info *pi, const char *name, uint8_t *arena,
-                             int64_t off) {
+srt_tensor train_param_view(const srt_param_info *pi, const char *name, uint8_t *arena,
+                            int64_t off) {
   srt_tensor t;
   memset(&t, 0, sizeof t);
   t.name = name;
@@ -32,6 +31,7 @@ static srt_tensor param_view(const srt_param_info *pi, const char *name, uint8_t
   t.data = arena + off;
   return t;
 }
+
 
 // "<name><suffix>" on the heap (NULL when out of memory).
 static char *concat(const char *a, const char *b) {
@@ -69,8 +69,8 @@ static srt_status moment_views(const srt_program *p, uint8_t *arena, srt_tensor 
     names[2 * k + 1] = concat(pi->name, ".exp_avg_sq");
     if (!names[2 * k] || !names[2 * k + 1])
       return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
-    views[2 * k] = param_view(pi, names[2 * k], arena, pi->m_offset);
-    views[2 * k + 1] = param_view(pi, names[2 * k + 1], arena, pi->v_offset);
+    views[2 * k] = train_param_view(pi, names[2 * k], arena, pi->m_offset);
+    views[2 * k + 1] = train_param_view(pi, names[2 * k + 1], arena, pi->v_offset);
   }
   return NULL;
 }
@@ -157,7 +157,7 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   // 2. The weights, whose metadata names the optimizer file: the commit point.
   if (!s) {
     for (int32_t k = 0; k < n; ++k)
-      views[k] = param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+      views[k] = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
     const char *meta[] = {"shardrt.step",      step_s, "shardrt.adam_step",
                           adam_s,              "shardrt.optimizer", base_of(optim),
                           "shardrt.model",     p->model ? p->model : ""};
@@ -221,7 +221,7 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   SRT_RETURN_IF_ERROR(srt_safetensors_open(path, &f));
   srt_status s = NULL;
   for (int32_t k = 0; k < p->num_params && !s; ++k) {
-    srt_tensor t = param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+    srt_tensor t = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
     s = srt_checkpoint_load_shard(f, mesh, coord, &t);
   }
   if (!s)

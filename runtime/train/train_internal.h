@@ -9,6 +9,7 @@
 
 #include "shardrt/context.h"
 #include "shardrt/program.h"
+#include "shardrt/tensor.h"
 #include "shardrt/status.h"
 
 /// The compiled step this driver trains (defined by generated code).
@@ -105,5 +106,11 @@ srt_status train_load_batch_file(srt_context *ctx, const srt_program *p, uint8_t
 /// mesh.
 srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, const char *path,
                       const srt_step_result *r, const train_options *o, int64_t step);
+
+/// Parameter `pi`'s fp32 buffer at byte offset `off` of `arena` (its value,
+/// gradient or a moment: this rank's shard) as a tensor named `name`, with
+/// the parameter's shapes and placements. The view borrows `name` and `arena`.
+srt_tensor train_param_view(const srt_param_info *pi, const char *name, uint8_t *arena,
+                            int64_t off);
 
 #endif // SHARDRT_TRAIN_INTERNAL_H
