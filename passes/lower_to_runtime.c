@@ -1,10 +1,18 @@
-// lower-to-runtime{backend=cpu}: turns a partitioned training step into an
-// LLVM-dialect module that calls the runtime: a static memory plan (one
+// lower-to-runtime{backend=cpu|cuda}: turns a partitioned training step into
+// an LLVM-dialect module that calls the runtime: a static memory plan (one
 // arena per rank: a persistent region for parameters, gradients and AdamW
 // moments, then temporaries placed by liveness), one `srt_op_*` call per op
 // (runtime/include/shardrt/ops.h) with byte offsets and local sizes as
 // constants, a status check after each, and the `srt_program shard_program`
 // table (runtime/include/shardrt/program.h) the training driver reads.
+//
+// backend=cuda calls `srt_cuda_op_*` (runtime/include/shardrt/cuda.h) and
+// plans mixed precision (the reference's MixedPrecisionPolicy: bf16 compute,
+// fp32 reductions): each parameter also gets a bf16 compute copy in the
+// persistent region, which is what the ops read; activations are bf16;
+// parameter gradients (and every collective or add on them), the loss
+// statistics and the rotary cos/sin tables stay fp32. Ops whose operands
+// may be either (add, collectives) take the dtype as a last argument.
 // The module is written as LLVM-dialect text and parsed: the C API has no
 // builders for the llvm dialect, and text keeps this file readable.
 #include <math.h>
@@ -58,16 +66,23 @@ typedef struct param {
   int64_t global[NN_MAX_RANK];
   tp_layout layout;
   int64_t offset, grad, m, v;
+  int64_t compute; // the bf16 copy (cuda), or -1
 } param;
+
+// Element types of arena buffers (the `dtype` argument of srt_cuda_op_*).
+enum { kF32 = 0, kBF16 = 1 };
 
 typedef struct lower_run {
   MlirContext ctx;
   MlirOperation func, current;
   MlirBlock body;
   tp_mesh mesh;
-  // Values: block arguments first, then op results in order.
+  // Values: block arguments first, then op results in order, with the
+  // element type of their buffer (kF32 or kBF16; always kF32 on the cpu).
   const void **keys;
   int64_t *offsets;
+  char *dtypes;
+  bool cuda;
   size_t nvalues, cap;
   param *params;
   int num_params;
@@ -77,7 +92,7 @@ typedef struct lower_run {
   bool keep_logits;
   MlirValue logits;
   text decls, globals, code;
-  char declared[64][48];
+  char declared[64][64];
   int num_declared;
   int ssa, block, attn;
   int errors;
@@ -96,35 +111,51 @@ __attribute__((format(printf, 2, 3))) static void fail(lower_run *r, const char 
 
 static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
-static int64_t find_value(lower_run *r, MlirValue v) {
+static size_t value_index(lower_run *r, MlirValue v) {
   for (size_t i = r->nvalues; i-- > 0;)
     if (r->keys[i] == v.ptr)
-      return r->offsets[i];
+      return i;
   fail(r, "internal error: a value has no buffer");
-  return 0;
+  return (size_t)-1;
 }
 
-static void set_value(lower_run *r, MlirValue v, int64_t offset) {
+static int64_t find_value(lower_run *r, MlirValue v) {
+  size_t i = value_index(r, v);
+  return i == (size_t)-1 ? 0 : r->offsets[i];
+}
+
+static int dtype_of(lower_run *r, MlirValue v) {
+  size_t i = value_index(r, v);
+  return i == (size_t)-1 ? kF32 : r->dtypes[i];
+}
+
+static void set_value(lower_run *r, MlirValue v, int64_t offset, int dtype) {
   if (r->nvalues == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 1024;
     r->keys = realloc(r->keys, r->cap * sizeof *r->keys);
     r->offsets = realloc(r->offsets, r->cap * sizeof *r->offsets);
+    r->dtypes = realloc(r->dtypes, r->cap);
   }
   r->keys[r->nvalues] = v.ptr;
+  r->dtypes[r->nvalues] = (char)dtype;
   r->offsets[r->nvalues++] = offset;
 }
 
-static int64_t bytes_of(MlirType type) {
+// Bytes of a buffer of `type`; a float tensor stored as bf16 takes 2 bytes
+// per element.
+static int64_t bytes_as(MlirType type, int dtype) {
   nn_shape s;
   if (!nn_shape_of(type, &s))
     return 0;
   int64_t n = 1;
   for (int i = 0; i < s.rank; ++i)
     n *= s.dims[i];
-  int64_t width = mlirTypeIsAFloat(s.element) ? mlirFloatTypeGetWidth(s.element)
-                                               : mlirIntegerTypeGetWidth(s.element);
-  return n * ((width + 7) / 8);
+  if (mlirTypeIsAFloat(s.element))
+    return n * (dtype == kBF16 ? 2 : (mlirFloatTypeGetWidth(s.element) + 7) / 8);
+  return n * ((mlirIntegerTypeGetWidth(s.element) + 7) / 8);
 }
+
+static int64_t bytes_of(MlirType type) { return bytes_as(type, kF32); }
 
 //===----------------------------------------------------------------------===//
 // Memory plan
@@ -169,7 +200,7 @@ static void plan_params(lower_run *r) {
       else
         fail(r, "argument %ld is neither a parameter nor input_ids/labels", (long)i);
       ++ints;
-      set_value(r, arg, at);
+      set_value(r, arg, at, kF32);
       at += bytes;
       continue;
     }
@@ -203,7 +234,12 @@ static void plan_params(lower_run *r) {
     p->m = at + 2 * bytes;
     p->v = at + 3 * bytes;
     at += 4 * bytes;
-    set_value(r, arg, p->offset);
+    p->compute = -1;
+    if (r->cuda) { // the ops read the bf16 copy
+      p->compute = at;
+      at += tp_align(bytes_as(mlirValueGetType(arg), kBF16));
+    }
+    set_value(r, arg, r->cuda ? p->compute : p->offset, r->cuda ? kBF16 : kF32);
   }
   r->persistent = at;
 }
@@ -221,6 +257,34 @@ static MlirValue find_logits(lower_run *r) {
   return (MlirValue){NULL};
 }
 
+// The buffer dtype of `op`'s results: always fp32 on the cpu. On cuda:
+// fp32 for parameter gradients, loss statistics and rotary tables; an add
+// or a collective keeps its first operand's; bf16 for everything else.
+static int result_dtype(lower_run *r, MlirOperation op) {
+  if (!r->cuda)
+    return kF32;
+  switch (nn_op_kind_of(op)) {
+  case NN_OP_EMBEDDING_GRAD:
+  case NN_OP_LINEAR_GRAD_WEIGHT:
+  case NN_OP_LINEAR_GRAD_BIAS:
+  case NN_OP_RMS_NORM_GRAD_WEIGHT:
+  case NN_OP_CROSS_ENTROPY:
+  case NN_OP_CE_LOGIT_MAX:
+  case NN_OP_CE_PARTIAL_SUMS:
+  case NN_OP_CE_LOSS_SUM:
+  case NN_OP_CE_MEAN:
+  case NN_OP_ROTARY_EMBEDDING:
+    return kF32;
+  case NN_OP_ADD:
+    return dtype_of(r, mlirOperationGetOperand(op, 0));
+  case NN_OP_NONE: // collectives (and shard.sharding, which has no buffer)
+    return mlirOperationGetNumOperands(op) ? dtype_of(r, mlirOperationGetOperand(op, 0))
+                                           : kF32;
+  default:
+    return kBF16;
+  }
+}
+
 // Temporaries: each op result gets an interval [definition, last use];
 // a value handed to nn.store_grad lives in its parameter's gradient slot;
 // with keep_logits, the logits live to the end of the step.
@@ -232,6 +296,8 @@ static void plan_temporaries(lower_run *r) {
   tp_interval *iv = calloc((size_t)nops + 1, sizeof *iv);
   MlirValue *vals = calloc((size_t)nops + 1, sizeof *vals);
   int64_t *fixed = calloc((size_t)nops + 1, sizeof *fixed);
+  char *dtypes = calloc((size_t)nops + 1, 1);
+  size_t first = r->nvalues;
   int n = 0, index = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op), ++index) {
@@ -244,13 +310,20 @@ static void plan_temporaries(lower_run *r) {
             const param *p = param_named(
                 r, mlirOperationGetAttributeByName(op, str("nn.grad_of")));
             fixed[j] = p ? p->grad + 1 : 0; // +1: 0 means "not fixed"
+            if (dtypes[j] != kF32) {
+              r->current = op;
+              fail(r, "internal error: a gradient stored to its parameter is not fp32");
+            }
           }
           break;
         }
     }
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
       vals[n] = mlirOperationGetResult(op, i);
-      iv[n] = (tp_interval){index, index, bytes_of(mlirValueGetType(vals[n])), 0};
+      dtypes[n] = (char)result_dtype(r, op);
+      iv[n] = (tp_interval){index, index, bytes_as(mlirValueGetType(vals[n]), dtypes[n]), 0};
+      // Defined before later ops look its dtype up (offset set below).
+      set_value(r, vals[n], -1, dtypes[n]);
       ++n;
     }
   }
@@ -267,10 +340,11 @@ static void plan_temporaries(lower_run *r) {
       free_iv[nfree++] = iv[j];
   r->arena = tp_plan_memory(free_iv, nfree, r->persistent);
   for (int j = 0, k = 0; j < n; ++j)
-    set_value(r, vals[j], fixed[j] ? fixed[j] - 1 : free_iv[k++].offset);
+    r->offsets[first + (size_t)j] = fixed[j] ? fixed[j] - 1 : free_iv[k++].offset;
   free(iv);
   free(vals);
   free(fixed);
+  free(dtypes);
   free(free_iv);
 }
 
@@ -311,7 +385,14 @@ static void declare(lower_run *r, const call *c) {
 
 // Emits constants for the arguments, the call, and the status check that
 // returns a failure at once.
-static void emit(lower_run *r, const call *c) {
+static void emit(lower_run *r, const call *c_in) {
+  call renamed = *c_in;
+  const call *c = &renamed;
+  char cuda_name[64];
+  if (r->cuda && !strncmp(c_in->fn, "srt_op_", 7)) { // srt_op_X -> srt_cuda_op_X
+    snprintf(cuda_name, sizeof cuda_name, "srt_cuda_op_%s", c_in->fn + 7);
+    renamed.fn = cuda_name;
+  }
   int first = r->ssa;
   for (int i = 0; i < c->n; ++i) {
     if (c->kind[i] == 'i')
@@ -461,6 +542,8 @@ static bool lower_collective(lower_run *r, MlirOperation op) {
     arg_i(&c, numel(in(op, 0)));
     arg_i(&c, axis);
     arg_i(&c, is_max);
+    if (r->cuda)
+      arg_i(&c, dtype_of(r, in(op, 0)));
   } else {
     static const struct {
       const char *op, *fn, *dim;
@@ -482,6 +565,8 @@ static bool lower_collective(lower_run *r, MlirOperation op) {
       arg_i(&c, index_attr(op, "concat_axis"));
     if (!shape_args(r, &c, in(op, 0)))
       return true;
+    if (r->cuda)
+      arg_i(&c, dtype_of(r, in(op, 0)));
   }
   emit(r, &c);
   return true;
@@ -639,6 +724,11 @@ static bool lower_nn(lower_run *r, MlirOperation op) {
       arg_v(r, &c, in(op, (int)i));
     arg_v(r, &c, out(op, 0));
     arg_i(&c, numel(in(op, 0)));
+    if (r->cuda && kind == NN_OP_ADD) {
+      if (dtype_of(r, in(op, 0)) != dtype_of(r, in(op, 1)))
+        fail(r, "nn.add of a bf16 activation and an fp32 gradient (no mixed-dtype add)");
+      arg_i(&c, dtype_of(r, in(op, 0)));
+    }
     break;
   }
   case NN_OP_CROSS_ENTROPY:
@@ -719,10 +809,10 @@ static bool lower_nn(lower_run *r, MlirOperation op) {
 
 static const char *kParamType =
     "!llvm.struct<(ptr, i32, i32, array<8 x i64>, array<8 x i64>, "
-    "array<2 x struct<(i32, i32)>>, i64, i64, i64, i64)>";
+    "array<2 x struct<(i32, i32)>>, i64, i64, i64, i64, i64)>";
 static const char *kProgramType =
     "!llvm.struct<(i32, ptr, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i32, "
-    "ptr, ptr, i32, i64, array<3 x i64>, array<2 x struct<(i32, i32)>>)>";
+    "ptr, ptr, i32, i64, array<3 x i64>, array<2 x struct<(i32, i32)>>, ptr)>";
 
 static void string_global(text *t, const char *name, const char *s, size_t len) {
   put(t, "  llvm.mlir.global private constant %s(\"", name);
@@ -788,8 +878,8 @@ static void program_globals(lower_run *r, const char *model, int64_t batch, int6
       snprintf(path, sizeof path, "%d, 5, %d, 1", i, axis);
       at = insert_i(t, at, array_type, path, "i32", pl.kind == TP_SHARD ? pl.dim : 0);
     }
-    int64_t offs[4] = {p->offset, p->grad, p->m, p->v};
-    for (int k = 0; k < 4; ++k) {
+    int64_t offs[5] = {p->offset, p->grad, p->m, p->v, p->compute};
+    for (int k = 0; k < 5; ++k) {
       snprintf(path, sizeof path, "%d, %d", i, 6 + k);
       at = insert_i(t, at, array_type, path, "i64", offs[k]);
     }
@@ -801,7 +891,7 @@ static void program_globals(lower_run *r, const char *model, int64_t batch, int6
       kProgramType);
   put(t, "    %%a0 = llvm.mlir.undef : %s\n", kProgramType);
   at = 1;
-  at = insert_i(t, at, kProgramType, "0", "i32", 2); // SRT_PROGRAM_ABI
+  at = insert_i(t, at, kProgramType, "0", "i32", 3); // SRT_PROGRAM_ABI
   put(t, "    %%model = llvm.mlir.addressof @model_path : !llvm.ptr\n");
   put(t, "    %%a%d = llvm.insertvalue %%model, %%a%d[1] : %s\n", at, at - 1, kProgramType);
   ++at;
@@ -856,7 +946,17 @@ static void program_globals(lower_run *r, const char *model, int64_t batch, int6
     snprintf(path, sizeof path, "19, %d, 1", axis);
     at = insert_i(t, at, kProgramType, path, "i32", dim >= 0 ? dim : 0);
   }
+  // The backend (field 20): srt_cuda_backend (libshardrt_cuda) or NULL.
+  if (r->cuda)
+    put(t, "    %%backend = llvm.mlir.addressof @srt_cuda_backend : !llvm.ptr\n");
+  else
+    put(t, "    %%backend = llvm.mlir.zero : !llvm.ptr\n");
+  put(t, "    %%a%d = llvm.insertvalue %%backend, %%a%d[20] : %s\n", at, at - 1, kProgramType);
+  ++at;
   put(t, "    llvm.return %%a%d : %s\n  }\n", at - 1, kProgramType);
+  if (r->cuda)
+    put(t, "  llvm.mlir.global external constant @srt_cuda_backend() {addr_space = 0 : i32} : "
+           "!llvm.array<1 x i8>\n");
 }
 
 //===----------------------------------------------------------------------===//
@@ -899,6 +999,7 @@ static bool replace_module(lower_run *r, MlirOperation module, const text *t) {
 static void free_run(lower_run *r) {
   free(r->keys);
   free(r->offsets);
+  free(r->dtypes);
   free(r->params);
   free(r->decls.data);
   free(r->globals.data);
@@ -909,10 +1010,11 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   if (!tp_check_functions(module))
     return mlirLogicalResultFailure();
   lower_run r = {.ctx = mlirOperationGetContext(module), .current = module};
-  if (strcmp(o[kOptBackend].s, "cpu") != 0) {
-    fail(&r, "backend '%s' is not available (only 'cpu')", o[kOptBackend].s);
+  if (strcmp(o[kOptBackend].s, "cpu") != 0 && strcmp(o[kOptBackend].s, "cuda") != 0) {
+    fail(&r, "backend '%s' is not one of 'cpu', 'cuda'", o[kOptBackend].s);
     return mlirLogicalResultFailure();
   }
+  r.cuda = !strcmp(o[kOptBackend].s, "cuda");
   r.func = find_func(module);
   if (mlirOperationIsNull(r.func) || !tp_read_grid(module, &r.mesh)) {
     fail(&r, "expected a partitioned training step: run nn-autodiff, nn-optimizer, "
@@ -922,6 +1024,11 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   r.current = r.func;
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(r.func, 0));
   r.keep_logits = o[kOptKeepLogits].b;
+  if (r.keep_logits && r.cuda) {
+    fail(&r, "keep-logits is only available on the cpu backend (the cuda backend keeps "
+             "logits in bf16 on the device)");
+    return mlirLogicalResultFailure();
+  }
   if (r.keep_logits) {
     r.logits = find_logits(&r);
     if (mlirValueIsNull(r.logits) || shape(r.logits).rank != 3) {
@@ -991,7 +1098,9 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
 }
 
 static const tp_option_info kOptions[] = {
-    [kOptBackend] = {"backend", TP_OPTION_STRING, "cpu", "cpu (cuda: see the GPU backend)"},
+    [kOptBackend] = {"backend", TP_OPTION_STRING, "cpu",
+                     "cpu (fp32, libshardrt) or cuda (bf16 compute with fp32 master weights, "
+                     "gradients and moments; libshardrt_cuda)"},
     [kOptKeepLogits] = {"keep-logits", TP_OPTION_BOOL, "false",
                         "keep the lm_head output live to the end of the step and record it in "
                         "the program table (for checks against a reference; costs its memory)"},

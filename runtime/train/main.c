@@ -87,9 +87,10 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
                          pi->name, d, (long long)pi->local_shape[d], mesh->shape[0],
                          mesh->shape[1], (long long)local[d]);
     int64_t bytes = srt_shape_numel(pi->rank, pi->local_shape) * 4;
-    const int64_t offs[4] = {pi->offset, pi->grad_offset, pi->m_offset, pi->v_offset};
-    for (int i = 0; i < 4; ++i)
-      if (offs[i] < 0 || offs[i] + bytes > p->persistent_bytes)
+    const int64_t offs[5] = {pi->offset, pi->grad_offset, pi->m_offset, pi->v_offset,
+                             pi->compute_offset};
+    for (int i = 0; i < (p->backend ? 5 : 4); ++i) // the bf16 copy: half the bytes
+      if (offs[i] < 0 || offs[i] + (i == 4 ? bytes / 2 : bytes) > p->persistent_bytes)
         return SRT_ERROR(SRT_INVALID_ARGUMENT,
                          "program: parameter '%s' buffer %d [%lld, %lld) lies outside the "
                          "persistent region [0, %lld)",
@@ -111,6 +112,14 @@ static srt_status load_batch(srt_context *ctx, const srt_program *p, uint8_t *ar
   // Labels are the inputs: the loss shifts them.
   memcpy(arena + p->labels_offset, ids, (size_t)(p->local_batch * p->seq) * sizeof *ids);
   return NULL;
+}
+
+// Copies this step's input ids and labels to the device arena.
+static srt_status upload_batch(const srt_backend *backend, void *device, const srt_program *p,
+                               const uint8_t *arena) {
+  int64_t bytes = p->local_batch * p->seq * (int64_t)sizeof(int64_t);
+  SRT_RETURN_IF_ERROR(backend->to_device(device, p, arena, p->input_ids_offset, bytes));
+  return backend->to_device(device, p, arena, p->labels_offset, bytes);
 }
 
 // `path` names a file that can be created or replaced: its directory exists
@@ -166,7 +175,11 @@ int main(int argc, char **argv) {
   srt_context_options co = srt_context_default_options();
   co.dp = (int)p->dp;
   co.tp = (int)p->tp;
-  co.arena_bytes = (size_t)p->arena_bytes;
+  // On a device backend the host keeps only the persistent region (what it
+  // initialises, loads, saves and dumps); the whole arena is on the device.
+  const srt_backend *backend = p->backend;
+  int64_t host_bytes = backend ? p->persistent_bytes : p->arena_bytes;
+  co.arena_bytes = (size_t)host_bytes;
   srt_context *ctx = NULL;
   s = srt_context_create(&co, &ctx);
   if (s) { // the mesh check fails alike everywhere
@@ -180,7 +193,7 @@ int main(int argc, char **argv) {
   }
   int rank = srt_context_rank(ctx);
   uint8_t *arena = srt_context_arena(ctx)->base;
-  memset(arena, 0, (size_t)p->arena_bytes);
+  memset(arena, 0, (size_t)host_bytes);
   srt_tokens *tokens = NULL;
   train_state state = {0, 0};
   char prev_optim[4096] = "";
@@ -209,20 +222,31 @@ int main(int argc, char **argv) {
                                        "--dump '%s': no step to run (loaded at step %lld, "
                                        "--steps %lld)",
                                        o.dump, (long long)state.step, (long long)o.steps));
+  void *device = NULL;
+  uint8_t *device_arena = NULL;
+  if (!failed && backend) { // collective: every rank opens its device, then the copy
+    s = backend->open(ctx, p, &device, &device_arena);
+    if (!s)
+      s = backend->to_device(device, p, arena, 0, p->persistent_bytes);
+    failed = any_failed(ctx, s);
+  }
   if (!failed && rank == 0) {
     printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameters "
-           "tensors, arena %.1f MiB per rank, %s\n",
+           "tensors, arena %.1f MiB per rank%s%s, %s\n",
            p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
            (long long)p->seq, (int)p->num_params, (double)p->arena_bytes / (1 << 20),
+           backend ? " on " : "", backend ? backend->name : "",
            o.load ? "resumed" : "initialised");
     if (o.load)
       printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);
     fflush(stdout);
   }
   int64_t skipped = 0;
-  srt_exec exec = {ctx, arena};
+  srt_exec exec = {ctx, backend ? device_arena : arena, device};
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
     s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
+    if (!s && tokens && backend)
+      s = upload_batch(backend, device, p, arena);
     if ((failed = any_failed(ctx, s)))
       break;
     srt_step_options so = {.step = state.adam_step + 1,
@@ -254,6 +278,12 @@ int main(int argc, char **argv) {
              r.skipped ? "  SKIPPED (non-finite grad norm)" : "");
       fflush(stdout);
     }
+    // The host copy of the persistent region is read by dumps and saves.
+    int to_host = (o.dump && step == o.steps) ||
+                   (o.save && ((o.save_every > 0 && step % o.save_every == 0) || step == o.steps));
+    if (backend && to_host &&
+        (failed = any_failed(ctx, backend->to_host(device, p, arena, 0, p->persistent_bytes))))
+      break;
     if (o.dump && step == o.steps) {
       s = train_dump(ctx, p, arena, o.dump, &r, &o, step);
       if (s) { // collective: every rank gets rank 0's outcome
@@ -285,6 +315,13 @@ int main(int argc, char **argv) {
     printf("train: %lld of the steps were skipped (non-finite gradient norm)\n",
            (long long)skipped);
   srt_tokens_close(tokens);
+  if (backend && device) {
+    srt_status c = backend->close(device);
+    if (c) {
+      report(c, rank);
+      failed = 1;
+    }
+  }
   srt_status d = srt_context_destroy(ctx);
   if (d)
     report(d, rank);

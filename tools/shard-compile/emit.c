@@ -75,9 +75,13 @@ bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
   return ok;
 }
 
-bool shard_link(const char *object, const char *output, char *err, size_t errlen) {
+bool shard_link_has_cuda(void) { return kCudaLinkArgs[0] != NULL; }
+
+bool shard_link(const char *object, const char *output, bool cuda, char *err,
+                size_t errlen) {
+  const char *const *libs = cuda ? kCudaLinkArgs : kLinkArgs;
   size_t nlibs = 0;
-  while (kLinkArgs[nlibs])
+  while (libs[nlibs])
     ++nlibs;
   const char **argv = calloc(nlibs + 8, sizeof *argv);
   size_t n = 0;
@@ -86,7 +90,7 @@ bool shard_link(const char *object, const char *output, char *err, size_t errlen
   argv[n++] = output;
   argv[n++] = object;
   for (size_t i = 0; i < nlibs; ++i)
-    argv[n++] = kLinkArgs[i];
+    argv[n++] = libs[i];
   argv[n++] = "-lm";
   argv[n] = NULL;
   pid_t pid;

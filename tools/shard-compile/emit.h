@@ -16,7 +16,13 @@ bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
 
 /// Links `object` with the runtime and its training driver into the
 /// executable `output` (the C compiler as linker, arguments from
-/// link_config.h). Returns false with err set if the linker fails.
-bool shard_link(const char *object, const char *output, char *err, size_t errlen);
+/// link_config.h); with `cuda`, with libshardrt_cuda and the CUDA libraries
+/// too (the object was lowered with lower-to-runtime{backend=cuda}).
+/// Returns false with err set if the linker fails.
+bool shard_link(const char *object, const char *output, bool cuda, char *err,
+                size_t errlen);
+
+/// Whether this build has the CUDA runtime to link --backend=cuda programs.
+bool shard_link_has_cuda(void);
 
 #endif // SHARD_COMPILE_EMIT_H

@@ -4,6 +4,7 @@
 //   shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]
 //                 [--sequence-parallel] --batch B --seq S -o train
 //                 [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--keep-logits]
+//                 [--backend=cpu|cuda]
 //
 // import -> nn-verify -> nn-autodiff -> nn-optimizer -> tp-plan ->
 // tp-partition -> lower-to-runtime -> LLVM IR -> object -> link with
@@ -28,7 +29,7 @@
 #include "weights.h"
 
 typedef struct options {
-  const char *config, *output, *plan, *weights, *emit;
+  const char *config, *output, *plan, *weights, *emit, *backend;
   int64_t tp, dp, batch, seq;
   bool sp, timing, keep_logits;
 } options;
@@ -38,13 +39,15 @@ static void usage(FILE *out) {
           "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
           "                     [--sequence-parallel] --batch B --seq S -o OUT\n"
           "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
-          "                     [--keep-logits]\n\n"
+          "                     [--keep-logits] [--backend=cpu|cuda]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
           "--weights checks a checkpoint's names, shapes and dtypes first.\n"
           "--keep-logits keeps the lm_head output to the end of the step (its memory\n"
           "is not reused) so that the driver's --dump can write the logits.\n"
+          "--backend=cuda runs the step on an NVIDIA GPU (bf16 compute, fp32 master\n"
+          "weights; one GPU per rank); the default cpu backend runs it in fp32.\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n");
 }
 
@@ -77,7 +80,7 @@ static bool positive(const char *flag, const char *v, int64_t *out) {
 }
 
 static int parse(int argc, char **argv, options *o) {
-  *o = (options){.tp = 1, .dp = 1, .emit = "exe"};
+  *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu"};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
 #define value(arg, flag, out) value_at(argc, argv, &i, flag, out)
@@ -101,6 +104,8 @@ static int parse(int argc, char **argv, options *o) {
       o->weights = v;
     else if (value(a, "--emit", &v))
       o->emit = v;
+    else if (value(a, "--backend", &v))
+      o->backend = v;
     else if (!strcmp(a, "--sequence-parallel"))
       o->sp = true;
     else if (!strcmp(a, "--timing"))
@@ -130,6 +135,16 @@ static int parse(int argc, char **argv, options *o) {
     fprintf(stderr, "shard-compile: --emit expects exe, obj, llvm or mlir, got '%s'\n", o->emit);
     return 1;
   }
+  if (strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda")) {
+    fprintf(stderr, "shard-compile: --backend expects cpu or cuda, got '%s'\n", o->backend);
+    return 1;
+  }
+  if (!strcmp(o->backend, "cuda") && !shard_link_has_cuda() && !strcmp(o->emit, "exe")) {
+    fprintf(stderr, "shard-compile: --backend=cuda: this build has no CUDA runtime "
+                    "(libshardrt_cuda was not built: no nvcc at configure time); "
+                    "--emit=obj|llvm|mlir still work\n");
+    return 1;
+  }
   // The same bounds as shard-import: every shape's byte size fits int64.
   if (o->batch > (1 << 24) || o->seq > (1 << 24) || o->batch * o->seq > (1 << 24)) {
     fprintf(stderr, "shard-compile: --batch %" PRId64 " x --seq %" PRId64 " exceeds 16777216 "
@@ -146,13 +161,16 @@ static int parse(int argc, char **argv, options *o) {
 
 // Runs the training pipeline; with `lower` false it stops before lowering.
 static bool compile(MlirContext ctx, MlirOperation module, const options *o, bool lower) {
-  char pipeline[4096], err[1024];
+  char pipeline[4096], err[1024], lower_options[128] = "";
+  if (lower)
+    snprintf(lower_options, sizeof lower_options,
+             ", lower-to-runtime{backend=%s keep-logits=%s}", o->backend,
+             o->keep_logits ? "true" : "false");
   snprintf(pipeline, sizeof pipeline,
            "builtin.module(nn-verify, nn-autodiff, nn-optimizer, tp-plan{plan=\"%s\" tp=%" PRId64
            " dp=%" PRId64 " sequence-parallel=%s}, tp-partition%s)",
            o->plan, o->tp, o->dp, o->sp ? "true" : "false",
-           !lower ? "" : o->keep_logits ? ", lower-to-runtime{keep-logits=true}"
-                                        : ", lower-to-runtime");
+           lower_options);
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   bool ok = tool_pipeline_add(pm, pipeline, err, sizeof err);
   if (!ok)
@@ -206,7 +224,7 @@ static int run(const options *o) {
     snprintf(object, sizeof object, "%s%s", o->output, exe ? ".o" : "");
     ok = shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
     if (ok && exe) {
-      ok = shard_link(object, o->output, err, sizeof err);
+      ok = shard_link(object, o->output, !strcmp(o->backend, "cuda"), err, sizeof err);
       unlink(object);
     }
     if (!ok)

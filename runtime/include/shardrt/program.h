@@ -14,15 +14,45 @@
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 2
+#define SRT_PROGRAM_ABI 3
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
-/// from `arena` (the memory plan), 64-byte aligned.
+/// from `arena` (the memory plan), 64-byte aligned. On the cpu backend the
+/// arena is host memory and `device` is NULL; on a device backend the arena
+/// is device memory and `device` the backend's state (srt_backend.open).
 typedef struct srt_exec {
   srt_context *ctx;
   uint8_t *arena;
+  void *device;
 } srt_exec;
+
+struct srt_program;
+
+/// A device backend: how the driver moves the host's copy of the persistent
+/// region (parameters, gradients, moments, input ids and labels; the driver
+/// initialises, loads, saves and dumps it on the host) to and from the
+/// device arena. The cpu backend has none (srt_program.backend is NULL): its
+/// host arena is the arena. Every function returns NULL or the error of the
+/// failing device call, naming the call and its location.
+typedef struct srt_backend {
+  const char *name; // "cuda"
+  /// Allocates this rank's device arena (program->arena_bytes) and the
+  /// backend's state (device, streams, library handles, communicators):
+  /// collective over the context's world.
+  srt_status (*open)(srt_context *ctx, const struct srt_program *program, void **device,
+                     uint8_t **arena);
+  /// Copies host bytes [offset, offset + bytes) of the persistent region to
+  /// the same offsets of the device arena. When the range holds parameters,
+  /// their compute copies are refreshed too.
+  srt_status (*to_device)(void *device, const struct srt_program *program,
+                          const uint8_t *host, int64_t offset, int64_t bytes);
+  /// Copies device bytes [offset, offset + bytes) to the host (waits).
+  srt_status (*to_host)(void *device, const struct srt_program *program, uint8_t *host,
+                        int64_t offset, int64_t bytes);
+  /// Frees what open allocated (NULL device: nothing).
+  srt_status (*close)(void *device);
+} srt_backend;
 
 /// One parameter (a Hugging Face tensor) as this rank holds it: fp32, its
 /// local shard at `offset`, its gradient at `grad_offset` and the AdamW
@@ -41,6 +71,7 @@ typedef struct srt_param_info {
   int64_t local_shape[SRT_MAX_RANK];
   srt_placement placement[2]; // [dp, tp]
   int64_t offset, grad_offset, m_offset, v_offset;
+  int64_t compute_offset;
 } srt_param_info;
 
 /// Hyper-parameters of one optimizer step (torch.optim.AdamW names) and of
@@ -90,6 +121,9 @@ typedef struct srt_program {
   int64_t logits_offset;              // byte offset into the arena
   int64_t logits_local_shape[3];      // [local_batch or batch, seq or seq/tp, vocab or vocab/tp]
   srt_placement logits_placement[2];  // [dp, tp]: Shard(0) on dp, Shard(2) for a vocab split
+  /// The device backend the step was lowered for (lower-to-runtime{backend})
+  /// or NULL for the cpu backend.
+  const srt_backend *backend;
 } srt_program;
 
 #endif // SHARDRT_PROGRAM_H
