@@ -2,15 +2,19 @@
 # Runs every test: installs what is missing, builds, runs ctest (the lit suite
 # and the C unit tests), then rebuilds with AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite again. Exits non-zero on any
-# failure.
+# failure. Where nvcc is installed the CUDA backend must build (every kernel,
+# sm_90) and its GPU tests run, or skip without a GPU; the sanitizer build
+# leaves it out (its GPU tests could only skip again).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
 
-"$root/scripts/build.sh" build
+cuda=AUTO
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=ON; fi
+"$root/scripts/build.sh" build -DSHARD_CUDA=$cuda
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
 
 echo "== sanitizer build (ASan + UBSan) =="
-"$root/scripts/build.sh" build-asan -DSHARD_SANITIZE=ON
+"$root/scripts/build.sh" build-asan -DSHARD_SANITIZE=ON -DSHARD_CUDA=OFF
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs")

@@ -1,0 +1,317 @@
+// The CUDA backend's per-rank state: opening the GPU (device, streams,
+// cuBLASLt and cuDNN handles, the device arena, the parameter table of the
+// multi-tensor kernels), one NCCL communicator per mesh axis, and closing.
+#include "device.h"
+
+#include "cudnn_attention.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardrt/collectives.h"
+#include "shardrt/cuda.h"
+
+enum { kLtWorkspaceBytes = 32 << 20 }; // cuBLASLt's recommendation for Hopper
+
+int srt_cuda_device_count(void) {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+srt_status srt_cuda_device_of(const srt_exec *e, const char *op, srt_cuda_device **out) {
+  if (!e || !e->ctx || !e->arena || !e->device)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: exec, its context, arena or device is NULL (a cuda program runs "
+                     "only through its backend's open)",
+                     op);
+  *out = e->device;
+  return NULL;
+}
+
+srt_status srt_cuda_launched(cudaError_t e, const char *kernel, const char *file, int line) {
+  if (e == cudaSuccess)
+    return NULL;
+  return SRT_ERROR(SRT_UNAVAILABLE, "%s failed at %s:%d: %s (%s)", kernel, file, line,
+                   cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+// Grows *buf (of *size bytes) to at least `bytes`.
+static srt_status grow(srt_cuda_device *d, void **buf, size_t *size, size_t bytes) {
+  if (bytes > *size) {
+    // Work already enqueued may still use the old buffer.
+    SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+    SRT_CUDA_CHECK(cudaStreamSynchronize(d->comm));
+    SRT_CUDA_CHECK(cudaFree(*buf));
+    *buf = NULL;
+    *size = 0;
+    size_t grown = bytes + bytes / 4 + 256;
+    SRT_CUDA_CHECK(cudaMalloc(buf, grown));
+    *size = grown;
+  }
+  return NULL;
+}
+
+srt_status srt_cuda_scratch(srt_cuda_device *d, size_t bytes, void **out) {
+  SRT_RETURN_IF_ERROR(grow(d, &d->scratch, &d->scratch_bytes, bytes));
+  *out = d->scratch;
+  return NULL;
+}
+
+srt_status srt_cuda_cudnn_workspace(srt_cuda_device *d, size_t bytes, void **out) {
+  SRT_RETURN_IF_ERROR(grow(d, &d->cudnn_workspace, &d->cudnn_workspace_bytes, bytes));
+  *out = d->cudnn_workspace;
+  return NULL;
+}
+
+srt_status srt_cuda_comm_begin(srt_cuda_device *d) {
+  SRT_CUDA_CHECK(cudaEventRecord(d->to_comm, d->compute));
+  SRT_CUDA_CHECK(cudaStreamWaitEvent(d->comm, d->to_comm, 0));
+  return NULL;
+}
+
+srt_status srt_cuda_comm_end(srt_cuda_device *d) {
+  SRT_CUDA_CHECK(cudaEventRecord(d->to_compute, d->comm));
+  SRT_CUDA_CHECK(cudaStreamWaitEvent(d->compute, d->to_compute, 0));
+  return NULL;
+}
+
+// The GPU of this rank: the node-local rank (Open MPI / Slurm / torchrun
+// variables) modulo the visible devices, else the world rank modulo them.
+static int pick_ordinal(srt_context *ctx, int count) {
+  const char *vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                        "LOCAL_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; ++i) {
+    const char *v = getenv(vars[i]);
+    if (v && *v)
+      return atoi(v) % count;
+  }
+  return srt_context_rank(ctx) % count;
+}
+
+// Whether parameter `p` adds its gradient to the norm on this rank
+// (srt_get_grad_norm's rule: on every axis where it is Replicate, only the
+// axis's rank 0 counts it).
+static int32_t counted(srt_context *ctx, const srt_param_info *p) {
+  int coord[SRT_MESH_NDIMS];
+  srt_context_coord(ctx, coord);
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
+    if (p->placement[axis].kind == SRT_REPLICATE && coord[axis] != 0)
+      return 0;
+  return 1;
+}
+
+static srt_status build_slots(srt_cuda_device *d, const srt_program *p) {
+  int32_t n = p->num_params;
+  srt_cuda_param_slot *host = calloc((size_t)(n > 0 ? n : 1), sizeof *host);
+  if (!host)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "cuda backend: no memory for %d parameter slots",
+                     (int)n);
+  int64_t start = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const srt_param_info *pi = &p->params[i];
+    int64_t numel = 1;
+    for (int k = 0; k < pi->rank; ++k)
+      numel *= pi->local_shape[k];
+    host[i] = (srt_cuda_param_slot){
+        .param = (float *)(void *)(d->arena + pi->offset),
+        .grad = (float *)(void *)(d->arena + pi->grad_offset),
+        .m = (float *)(void *)(d->arena + pi->m_offset),
+        .v = (float *)(void *)(d->arena + pi->v_offset),
+        .compute = (srt_bf16 *)(void *)(d->arena + pi->compute_offset),
+        .numel = numel,
+        .start = start,
+        .counted = counted(d->ctx, pi)};
+    start += numel;
+  }
+  d->num_slots = n;
+  d->total_numel = start;
+  cudaError_t e = cudaMalloc((void **)&d->slots, (size_t)(n > 0 ? n : 1) * sizeof *host);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(d->slots, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+  free(host);
+  SRT_CUDA_CHECK(e);
+  return NULL;
+}
+
+// Everything that does not talk to other ranks.
+static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0)
+    return SRT_ERROR(SRT_UNAVAILABLE,
+                     "cuda backend: no CUDA device (cudaGetDeviceCount: %s); this program "
+                     "was compiled with --backend=cuda",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+  d->ordinal = pick_ordinal(d->ctx, count);
+  SRT_CUDA_CHECK(cudaSetDevice(d->ordinal));
+  SRT_CUDA_CHECK(cudaStreamCreateWithFlags(&d->compute, cudaStreamNonBlocking));
+  SRT_CUDA_CHECK(cudaStreamCreateWithFlags(&d->comm, cudaStreamNonBlocking));
+  SRT_CUDA_CHECK(cudaEventCreateWithFlags(&d->to_comm, cudaEventDisableTiming));
+  SRT_CUDA_CHECK(cudaEventCreateWithFlags(&d->to_compute, cudaEventDisableTiming));
+  SRT_CUBLAS_CHECK(cublasLtCreate(&d->lt));
+  d->lt_workspace_bytes = kLtWorkspaceBytes;
+  SRT_CUDA_CHECK(cudaMalloc(&d->lt_workspace, d->lt_workspace_bytes));
+  SRT_CUDNN_CHECK(cudnnCreate(&d->cudnn));
+  SRT_CUDNN_CHECK(cudnnSetStream(d->cudnn, d->compute));
+  const char *attention = getenv("SHARD_CUDA_ATTENTION");
+  d->use_cudnn = !(attention && !strcmp(attention, "kernel"));
+  d->arena_bytes = p->arena_bytes;
+  e = cudaMalloc((void **)&d->arena, (size_t)p->arena_bytes);
+  if (e != cudaSuccess) {
+    size_t free_bytes = 0, total = 0;
+    cudaMemGetInfo(&free_bytes, &total);
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "cuda backend: cannot allocate the %.2f GiB arena on device %d (%.2f GiB "
+                     "free of %.2f): %s; use a smaller --batch/--seq or a larger tp",
+                     (double)p->arena_bytes / (1 << 30), d->ordinal,
+                     (double)free_bytes / (1 << 30), (double)total / (1 << 30),
+                     cudaGetErrorString(e));
+  }
+  SRT_CUDA_CHECK(cudaMemset(d->arena, 0, (size_t)p->arena_bytes));
+  SRT_CUDA_CHECK(cudaMalloc((void **)&d->norm_acc, 4 * sizeof(double)));
+  SRT_CUDA_CHECK(cudaMemset(d->norm_acc, 0, 4 * sizeof(double)));
+  d->bad_label = (int64_t *)(void *)(d->norm_acc + 2);
+  return build_slots(d, p);
+}
+
+// One communicator per mesh axis: the group's rank 0 makes the unique id,
+// MPI broadcasts it over the group, every member joins. Called only after
+// every rank's local setup succeeded, so no rank waits for a failed one.
+static srt_status open_comms(srt_cuda_device *d) {
+  static const srt_group_kind kinds[SRT_MESH_NDIMS] = {SRT_GROUP_DP, SRT_GROUP_TP};
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
+    srt_group *g = srt_context_group(d->ctx, kinds[axis]);
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    if (srt_group_rank(g) == 0)
+      SRT_NCCL_CHECK(ncclGetUniqueId(&id));
+    SRT_RETURN_IF_ERROR(srt_broadcast(g, &id, (int64_t)sizeof id, SRT_U8, 0));
+    SRT_NCCL_CHECK(ncclCommInitRank(&d->comms[axis], srt_group_size(g), id, srt_group_rank(g)));
+    d->has_comms[axis] = true;
+  }
+  return NULL;
+}
+
+static srt_status close_device(void *device) {
+  srt_cuda_device *d = device;
+  if (!d)
+    return NULL;
+  srt_status first = NULL;
+  if (d->compute && cudaStreamSynchronize(d->compute) != cudaSuccess)
+    first = SRT_ERROR(SRT_UNAVAILABLE, "cuda backend: the last step failed on the device: %s",
+                      cudaGetErrorString(cudaGetLastError()));
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
+    if (d->has_comms[axis])
+      ncclCommDestroy(d->comms[axis]);
+  for (int i = 0; i < d->num_plans; ++i) {
+    cublasLtMatmulDescDestroy(d->plans[i].desc);
+    cublasLtMatrixLayoutDestroy(d->plans[i].a);
+    cublasLtMatrixLayoutDestroy(d->plans[i].b);
+    cublasLtMatrixLayoutDestroy(d->plans[i].d);
+  }
+  if (d->lt)
+    cublasLtDestroy(d->lt);
+  srt_cudnn_attention_release(d);
+  if (d->cudnn)
+    cudnnDestroy(d->cudnn);
+  cudaFree(d->lt_workspace);
+  cudaFree(d->scratch);
+  cudaFree(d->cudnn_workspace);
+  cudaFree(d->slots);
+  cudaFree(d->norm_acc);
+  cudaFree(d->arena);
+  if (d->to_comm)
+    cudaEventDestroy(d->to_comm);
+  if (d->to_compute)
+    cudaEventDestroy(d->to_compute);
+  if (d->compute)
+    cudaStreamDestroy(d->compute);
+  if (d->comm)
+    cudaStreamDestroy(d->comm);
+  free(d);
+  return first;
+}
+
+static srt_status open_device(srt_context *ctx, const srt_program *p, void **device,
+                              uint8_t **arena) {
+  srt_cuda_device *d = calloc(1, sizeof *d);
+  if (!d)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "cuda backend: no memory for the device state");
+  d->ctx = ctx;
+  srt_status s = open_local(d, p);
+  // Agree before NCCL: a rank whose GPU failed must not leave the others
+  // waiting in ncclCommInitRank.
+  int32_t failed = s != NULL;
+  srt_status c = srt_all_reduce(srt_context_group(ctx, SRT_GROUP_WORLD), &failed, 1, SRT_I32,
+                                SRT_REDUCE_MAX);
+  if (!s && c)
+    s = c;
+  else
+    srt_status_free(c);
+  if (!s && failed)
+    s = SRT_ERROR(SRT_UNAVAILABLE, "cuda backend: another rank could not open its GPU");
+  if (!s)
+    s = open_comms(d);
+  if (s) {
+    srt_status_free(close_device(d));
+    return s;
+  }
+  *device = d;
+  *arena = d->arena;
+  return NULL;
+}
+
+// Whether [offset, offset + bytes) overlaps a parameter's master weights.
+static bool touches_params(const srt_program *p, int64_t offset, int64_t bytes) {
+  for (int32_t i = 0; i < p->num_params; ++i) {
+    const srt_param_info *pi = &p->params[i];
+    int64_t numel = 1;
+    for (int k = 0; k < pi->rank; ++k)
+      numel *= pi->local_shape[k];
+    if (pi->offset < offset + bytes && offset < pi->offset + 4 * numel)
+      return true;
+  }
+  return false;
+}
+
+static srt_status to_device(void *device, const srt_program *p, const uint8_t *host,
+                            int64_t offset, int64_t bytes) {
+  srt_cuda_device *d = device;
+  if (!d || offset < 0 || bytes < 0 || offset + bytes > d->arena_bytes)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the device "
+                     "lies outside the arena",
+                     (long long)offset, (long long)(offset + bytes));
+  // The compute stream may still read the buffers (inputs of the last step).
+  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  SRT_CUDA_CHECK(cudaMemcpy(d->arena + offset, host + offset, (size_t)bytes,
+                            cudaMemcpyHostToDevice));
+  if (touches_params(p, offset, bytes)) {
+    SRT_RETURN_IF_ERROR(srt_cuda_launched(
+        srt_cuda_refresh_compute(d->slots, d->num_slots, d->total_numel, d->compute),
+        "srt_cuda_refresh_compute", __FILE__, __LINE__));
+    SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  }
+  return NULL;
+}
+
+static srt_status to_host(void *device, const srt_program *p, uint8_t *host, int64_t offset,
+                          int64_t bytes) {
+  srt_cuda_device *d = device;
+  if (!d || offset < 0 || bytes < 0 || offset + bytes > d->arena_bytes)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the host "
+                     "lies outside the arena",
+                     (long long)offset, (long long)(offset + bytes));
+  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  SRT_CUDA_CHECK(cudaMemcpy(host + offset, d->arena + offset, (size_t)bytes,
+                            cudaMemcpyDeviceToHost));
+  return NULL;
+}
+
+const srt_backend srt_cuda_backend = {
+    .name = "cuda",
+    .open = open_device,
+    .to_device = to_device,
+    .to_host = to_host,
+    .close = close_device,
+};

@@ -1,0 +1,105 @@
+// The CUDA backend's per-rank state (srt_exec.device): the GPU, its streams,
+// the library handles and the NCCL communicators, all created once by
+// srt_cuda_backend.open and freed by close. Internal to runtime/cuda.
+#ifndef SHARDRT_CUDA_DEVICE_H
+#define SHARDRT_CUDA_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "kernels.h"
+#include "shardrt/context.h"
+#include "shardrt/program.h"
+
+/// One cached cuBLASLt plan (descriptors and the heuristic's algorithm) for
+/// a GEMM shape; see gemm.c.
+typedef struct srt_cuda_gemm_plan {
+  int32_t key[8];
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t a, b, d;
+  cublasLtMatmulAlgo_t algo;
+} srt_cuda_gemm_plan;
+
+enum { SRT_CUDA_GEMM_PLANS = 64 };
+
+typedef struct srt_cuda_device {
+  srt_context *ctx;
+  int ordinal; // cudaSetDevice index
+  /// Ops run on `compute`; collectives on `comm`, ordered after the ops
+  /// before them and before the ops after them by events.
+  cudaStream_t compute, comm;
+  cudaEvent_t to_comm, to_compute;
+  cublasLtHandle_t lt;
+  void *lt_workspace;
+  size_t lt_workspace_bytes;
+  srt_cuda_gemm_plan plans[SRT_CUDA_GEMM_PLANS];
+  int num_plans;
+  /// One communicator per mesh axis (0 = dp, 1 = tp), created once.
+  ncclComm_t comms[SRT_MESH_NDIMS];
+  bool has_comms[SRT_MESH_NDIMS];
+  uint8_t *arena;
+  int64_t arena_bytes;
+  /// Scratch for ops and collectives (grown on demand, synchronously).
+  void *scratch;
+  size_t scratch_bytes;
+  /// Every parameter for the multi-tensor grad-norm and AdamW kernels.
+  srt_cuda_param_slot *slots; // device
+  int32_t num_slots;
+  int64_t total_numel;
+  /// Small device values: [0, 2) grad-norm accumulator (double), [2, 4)
+  /// the first bad label (int64, row + 1 and value; 0 = none).
+  double *norm_acc;
+  int64_t *bad_label;
+  /// cuDNN fused attention (cudnn_attention.c): the handle, its cached
+  /// plans (owned by cudnn_attention.c), and which shapes were checked
+  /// against our kernels (ops_attention.c).
+  cudnnHandle_t cudnn;
+  bool use_cudnn; // false with SHARD_CUDA_ATTENTION=kernel
+  void *cudnn_workspace; // cuDNN's own: ops keep their data in `scratch`
+  size_t cudnn_workspace_bytes;
+  struct srt_cudnn_plan_cache *cudnn_plans;
+  srt_cuda_attention_shape checked[16];
+  int8_t checked_ok[16][2]; // [forward, backward]: 0 unchecked, 1 agrees, -1 disabled
+  int num_checked;
+} srt_cuda_device;
+
+/// The device of an exec, or an error naming `op` when the exec has none.
+srt_status srt_cuda_device_of(const srt_exec *e, const char *op, srt_cuda_device **out);
+
+/// A device pointer `offset` bytes into the arena.
+static inline void *srt_cuda_at(const srt_exec *e, int64_t offset) {
+  return e->arena + offset;
+}
+
+/// Device scratch of at least `bytes` (64-byte aligned); previous contents
+/// are lost when it grows (the growth waits for the compute stream).
+/// Errors: SRT_UNAVAILABLE when cudaMalloc fails.
+srt_status srt_cuda_scratch(srt_cuda_device *d, size_t bytes, void **out);
+
+/// cuDNN's workspace of at least `bytes`, separate from the ops' scratch
+/// (which holds the attention op's own buffers during a cuDNN call).
+/// Errors: as srt_cuda_scratch.
+srt_status srt_cuda_cudnn_workspace(srt_cuda_device *d, size_t bytes, void **out);
+
+/// Launch check: a launcher's result as a status naming the kernel and the
+/// call's source location.
+srt_status srt_cuda_launched(cudaError_t e, const char *kernel, const char *file, int line);
+
+/// D = op(A) op(B) (+ bias), column-major (cuBLASLt's convention): A is
+/// [m, k] after `trans_a` (stored [k, m] when transposed, leading dim lda),
+/// B [k, n] after `trans_b`, D [m, n] with leading dim m. A and B bf16, fp32
+/// accumulation, D bf16 (`d_f32` false) or fp32; bias [m] (bf16) or NULL
+/// (the BIAS epilogue). Plans are cached per shape.
+/// Errors: SRT_UNAVAILABLE naming the failing cuBLASLt call, or when the
+/// heuristic finds no algorithm for the shape.
+srt_status srt_cuda_gemm(srt_cuda_device *d, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                         int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                         void *out, bool d_f32, const void *bias);
+
+/// Orders the comm stream after the compute stream's work so far.
+srt_status srt_cuda_comm_begin(srt_cuda_device *d);
+/// Orders the compute stream after the comm stream's work so far.
+srt_status srt_cuda_comm_end(srt_cuda_device *d);
+
+#endif // SHARDRT_CUDA_DEVICE_H

@@ -1,0 +1,257 @@
+// CUDA kernels of the GPU backend: launchers with C linkage, one per kernel,
+// each enqueued on `stream` and returning cudaGetLastError() of the launch
+// (cudaSuccess when the launch was accepted; execution errors surface at the
+// next synchronising call). The semantics are those of the CPU kernels of
+// the same name (runtime/include/shardrt/kernels.h) and of the graph ops in
+// runtime/src/ops/, with the GPU backend's mixed precision (the reference's
+// MixedPrecisionPolicy: param_dtype bf16, reduce_dtype fp32):
+// - activations and the bf16 compute copies of parameters are srt_bf16
+//   (bit pattern of __nv_bfloat16, round-to-nearest-even on conversion);
+// - all arithmetic is fp32 (sums over rows or features too), every loss
+//   statistic and every parameter gradient is fp32;
+// - sizes are element counts (int64), layouts row-major as in kernels.h.
+// Every launcher handles n == 0 (no launch) and sizes past 2^31 elements.
+// Outputs are WRITTEN, never accumulated, unless said otherwise.
+#ifndef SHARDRT_CUDA_KERNELS_H
+#define SHARDRT_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// bfloat16 as stored: the upper 16 bits of an IEEE fp32.
+typedef uint16_t srt_bf16;
+
+//===----------------------------------------------------------------------===//
+// Conversions and elementwise ops (kernels/elementwise.cu)
+//===----------------------------------------------------------------------===//
+
+/// y[i] = bf16(x[i]) (round to nearest even; NaN stays NaN).
+cudaError_t srt_cuda_cast_f32_to_bf16(srt_bf16 *y, const float *x, int64_t n,
+                                      cudaStream_t stream);
+/// y[i] = float(x[i]) (exact).
+cudaError_t srt_cuda_cast_bf16_to_f32(float *y, const srt_bf16 *x, int64_t n,
+                                      cudaStream_t stream);
+/// y = a + b over n elements (fp32 sum, rounded once). y may equal a or b.
+cudaError_t srt_cuda_add_bf16(srt_bf16 *y, const srt_bf16 *a, const srt_bf16 *b, int64_t n,
+                              cudaStream_t stream);
+cudaError_t srt_cuda_add_f32(float *y, const float *a, const float *b, int64_t n,
+                             cudaStream_t stream);
+/// y[t, f] = x[t, f] + bias[f]; y, x: [n, features]; bias: [features].
+cudaError_t srt_cuda_bias_add(srt_bf16 *y, const srt_bf16 *x, const srt_bf16 *bias,
+                              int64_t n, int64_t features, cudaStream_t stream);
+/// db[f] = sum over t of dy[t, f] (fp32), WRITTEN; dy: [n, features]. The
+/// bias gradient of nn.linear / nn.bias_add. Deterministic (no atomics).
+cudaError_t srt_cuda_column_sum(float *db, const srt_bf16 *dy, int64_t n, int64_t features,
+                                cudaStream_t stream);
+/// y = act(gate) * up; activation 0 = silu, 1 = gelu (tanh form), as
+/// srt_cpu_glu_forward. n elements.
+cudaError_t srt_cuda_glu_forward(srt_bf16 *y, const srt_bf16 *gate, const srt_bf16 *up,
+                                 int64_t n, int activation, cudaStream_t stream);
+/// dgate = dy * up * act'(gate), dup = dy * act(gate) (srt_cpu_glu_backward).
+cudaError_t srt_cuda_glu_backward(srt_bf16 *dgate, srt_bf16 *dup, const srt_bf16 *dy,
+                                  const srt_bf16 *gate, const srt_bf16 *up, int64_t n,
+                                  int activation, cudaStream_t stream);
+/// y = max(x, 0)^2 and dx = dy * 2 max(x, 0) (NemotronH's relu2).
+cudaError_t srt_cuda_relu2_forward(srt_bf16 *y, const srt_bf16 *x, int64_t n,
+                                   cudaStream_t stream);
+cudaError_t srt_cuda_relu2_backward(srt_bf16 *dx, const srt_bf16 *dy, const srt_bf16 *x,
+                                    int64_t n, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Embedding (kernels/embedding.cu)
+//===----------------------------------------------------------------------===//
+
+/// y[t, :] = scale * w[ids[t] - vocab_start, :] for ids in
+/// [vocab_start, vocab_start + local_vocab), else 0. y: [n, hidden];
+/// w: [local_vocab, hidden].
+cudaError_t srt_cuda_embedding_forward(srt_bf16 *y, const int64_t *ids, const srt_bf16 *w,
+                                       int64_t n, int64_t hidden, int64_t vocab_start,
+                                       int64_t local_vocab, float scale,
+                                       cudaStream_t stream);
+/// dw[ids[t] - vocab_start, :] = sum over tokens t hitting that row of
+/// scale * dy[t, :] (fp32), WRITTEN: rows no token hits are zero.
+/// dw: [local_vocab, hidden] fp32; dy: [n, hidden].
+cudaError_t srt_cuda_embedding_backward(float *dw, const srt_bf16 *dy, const int64_t *ids,
+                                        int64_t n, int64_t hidden, int64_t vocab_start,
+                                        int64_t local_vocab, float scale,
+                                        cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// RMSNorm (kernels/rms_norm.cu)
+//===----------------------------------------------------------------------===//
+
+/// y = (offset + w) * x / sqrt(mean(x^2) + eps) over groups of `group`
+/// consecutive features (group = features for a plain norm, head_dim for
+/// q_norm/k_norm). y, x: [n, features]; w: [group].
+cudaError_t srt_cuda_rms_norm_forward(srt_bf16 *y, const srt_bf16 *x, const srt_bf16 *w,
+                                      int64_t n, int64_t features, int64_t group, float eps,
+                                      float offset, cudaStream_t stream);
+/// dx of srt_cpu_rms_norm_backward (1/rms recomputed from x).
+cudaError_t srt_cuda_rms_norm_backward_input(srt_bf16 *dx, const srt_bf16 *x,
+                                             const srt_bf16 *w, const srt_bf16 *dy,
+                                             int64_t n, int64_t features, int64_t group,
+                                             float eps, float offset, cudaStream_t stream);
+/// Floats of scratch srt_cuda_rms_norm_backward_weight needs.
+int64_t srt_cuda_rms_norm_backward_weight_scratch(int64_t n, int64_t features,
+                                                  int64_t group);
+/// dw[j] = sum over every group of every row of dy_j x_j / rms (fp32),
+/// WRITTEN; dw: [group]. Deterministic: per-block partials in `scratch`
+/// (device, srt_cuda_rms_norm_backward_weight_scratch floats), then a sum.
+cudaError_t srt_cuda_rms_norm_backward_weight(float *dw, const srt_bf16 *x,
+                                              const srt_bf16 *dy, int64_t n,
+                                              int64_t features, int64_t group, float eps,
+                                              float *scratch, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Rotary embedding (kernels/rotary.cu)
+//===----------------------------------------------------------------------===//
+
+/// cos/sin [batch, seq, head_dim] (fp32) for positions 0..seq-1:
+/// angle = (float)s * inv_freq[i mod head_dim/2] rounded to fp32, as
+/// srt_cpu_rotary_embedding_forward. inv_freq: [head_dim / 2] on the device
+/// (from srt_cpu_rotary_inv_freq).
+cudaError_t srt_cuda_rotary_tables(float *cos, float *sin, const float *inv_freq,
+                                   int64_t batch, int64_t seq, int64_t head_dim,
+                                   cudaStream_t stream);
+/// RoPE on every head (rotate-half), as srt_cpu_apply_rotary_forward;
+/// y, x: [batch, seq, heads * head_dim]; cos, sin: [batch, seq, head_dim].
+cudaError_t srt_cuda_apply_rotary_forward(srt_bf16 *y, const srt_bf16 *x, const float *cos,
+                                          const float *sin, int64_t batch, int64_t seq,
+                                          int64_t heads, int64_t head_dim,
+                                          cudaStream_t stream);
+/// The transpose rotation (srt_cpu_apply_rotary_backward).
+cudaError_t srt_cuda_apply_rotary_backward(srt_bf16 *dx, const srt_bf16 *dy, const float *cos,
+                                           const float *sin, int64_t batch, int64_t seq,
+                                           int64_t heads, int64_t head_dim,
+                                           cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Attention, our own kernel (kernels/attention.cu): the fallback for what
+// cuDNN's fused SDPA refuses
+//===----------------------------------------------------------------------===//
+
+/// One attention call. Local query head i (0 <= i < heads) is global head
+/// g = q_head_offset + i; it reads local KV head g / (global_heads /
+/// kv_heads) (Hugging Face repeat_kv; q_head_offset 0 and global_heads =
+/// heads when the KV heads are sharded like the query heads).
+typedef struct srt_cuda_attention_shape {
+  int64_t batch, seq, heads, kv_heads, head_dim;
+  int64_t q_head_offset, global_heads;
+  int causal;             // key j visible from query i only when j <= i
+  int64_t sliding_window; // 0: none; W: |i - j| < W (causal: i - j < W)
+  float scale;            // multiplies q.k
+  float softcap;          // 0: none; c: logits = c tanh(scale q.k / c)
+} srt_cuda_attention_shape;
+
+/// out = softmax(mask(softcap(scale q k^T))) v, fp32 online softmax;
+/// lse [batch, heads, seq] fp32 WRITTEN with each query's log-sum-exp.
+/// q, out: [batch, seq, heads * hd]; k, v: [batch, seq, kv_heads * hd].
+/// head_dim <= 256.
+cudaError_t srt_cuda_attention_forward(srt_bf16 *out, float *lse, const srt_bf16 *q,
+                                       const srt_bf16 *k, const srt_bf16 *v,
+                                       const srt_cuda_attention_shape *shape,
+                                       cudaStream_t stream);
+/// dq, dk, dv (all WRITTEN; a KV head's gradient sums over the LOCAL query
+/// heads that read it) from dout, the inputs, the forward's out and lse.
+/// delta: [batch, heads, seq] fp32 scratch (rowsum(dout * out)).
+/// Deterministic (no atomics).
+cudaError_t srt_cuda_attention_backward(srt_bf16 *dq, srt_bf16 *dk, srt_bf16 *dv,
+                                        const srt_bf16 *dout, const srt_bf16 *q,
+                                        const srt_bf16 *k, const srt_bf16 *v,
+                                        const srt_bf16 *out, const float *lse, float *delta,
+                                        const srt_cuda_attention_shape *shape,
+                                        cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy phases (kernels/cross_entropy.cu), vocabulary-parallel as
+// srt_cpu_cross_entropy_*: rows r = b * seq + s of [batch, seq, local_vocab]
+// logits; with shift, row r is scored against labels[r + 1] and the last
+// position of every sequence is not scored.
+//===----------------------------------------------------------------------===//
+
+typedef struct srt_cuda_ce_shape {
+  int64_t batch, seq;
+  int64_t vocab;       // full vocabulary (labels must lie in [0, vocab))
+  int64_t vocab_start; // this rank's first row of the vocabulary
+  int64_t local_vocab;
+  int64_t ignore_index;
+  int shift;
+} srt_cuda_ce_shape;
+
+/// max[r] = max over the local vocabulary of logits[r, :] (fp32 [rows]).
+cudaError_t srt_cuda_ce_logit_max(float *max, const srt_bf16 *logits, int64_t rows,
+                                  int64_t local_vocab, cudaStream_t stream);
+/// sum_exp[r] = sum_v exp(logits[r, v] - max[r]) over the local vocabulary;
+/// target[r] = the logit of row r's label when this rank owns it, else 0.
+/// A scored label outside [0, vocab) that is not ignore_index sets
+/// bad_label[0] = r + 1 and bad_label[1] = the label (first writer wins,
+/// device int64[2], zeroed by the caller) instead of being read.
+cudaError_t srt_cuda_ce_partial_sums(float *sum_exp, float *target, const srt_bf16 *logits,
+                                     const int64_t *labels, const float *max,
+                                     const srt_cuda_ce_shape *shape, int64_t *bad_label,
+                                     cudaStream_t stream);
+/// sum_and_count[0] = sum over scored rows of max + log(sum_exp) - target
+/// (accumulated in double), sum_and_count[1] = the number of scored rows.
+cudaError_t srt_cuda_ce_loss_sum(float *sum_and_count, const float *max,
+                                 const float *sum_exp, const float *target,
+                                 const int64_t *labels, const srt_cuda_ce_shape *shape,
+                                 cudaStream_t stream);
+/// loss[0] = sum / count, or 0 when count is 0.
+cudaError_t srt_cuda_ce_mean(float *loss, const float *sum_and_count, cudaStream_t stream);
+/// dlogits[r, v] = (exp(logits[r, v] - lse[r]) - [v is r's label]) / count
+/// for scored rows (count = sum_and_count[1], read on the device), 0 for
+/// rows not scored; lse = max + log(sum_exp).
+cudaError_t srt_cuda_ce_logits_grad(srt_bf16 *dlogits, const srt_bf16 *logits,
+                                    const int64_t *labels, const float *max,
+                                    const float *sum_exp, const float *sum_and_count,
+                                    const srt_cuda_ce_shape *shape, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// Optimizer (kernels/optimizer.cu): every parameter in one launch
+//===----------------------------------------------------------------------===//
+
+/// One parameter as the multi-tensor kernels see it (device pointers).
+/// `start` is the sum of numel over the slots before it (the table is
+/// sorted by start, the first is 0).
+typedef struct srt_cuda_param_slot {
+  float *param, *grad, *m, *v; // fp32 master weights, gradient, AdamW moments
+  srt_bf16 *compute;           // the bf16 copy the step's ops read
+  int64_t numel, start;
+  int32_t counted; // 1: this rank adds the gradient to the norm (srt_get_grad_norm's rule)
+  int32_t pad;
+} srt_cuda_param_slot;
+
+/// One pass over every gradient of the `counted` slots: out[0] = sum |g|^p
+/// (norm_type p finite) or max |g| (norm_type INFINITY), in double;
+/// out[1] = 1 if any counted element is NaN, else 0. out: device double[2],
+/// WRITTEN. slots: device table of n_slots; total: sum of numel.
+cudaError_t srt_cuda_grad_norm_partial(double *out, const srt_cuda_param_slot *slots,
+                                       int32_t n_slots, int64_t total, double norm_type,
+                                       cudaStream_t stream);
+
+/// AdamW hyper-parameters of one step, with the step's clipping factor.
+typedef struct srt_cuda_adamw_args {
+  int64_t step; // 1-based
+  float lr, beta1, beta2, eps, weight_decay;
+  float clip_coef; // gradients are multiplied by it first (and stored scaled) when < 1
+} srt_cuda_adamw_args;
+
+/// srt_cpu_adamw_step on every slot in one launch (same order of fp32
+/// operations), then compute = bf16(param).
+cudaError_t srt_cuda_adamw(const srt_cuda_param_slot *slots, int32_t n_slots, int64_t total,
+                           srt_cuda_adamw_args args, cudaStream_t stream);
+
+/// compute = bf16(param) for every slot in one launch (after loading).
+cudaError_t srt_cuda_refresh_compute(const srt_cuda_param_slot *slots, int32_t n_slots,
+                                     int64_t total, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // SHARDRT_CUDA_KERNELS_H

@@ -1,0 +1,240 @@
+// Attention ops of a cuda step (shardrt/cuda.h): cuDNN's fused SDPA where
+// it supports the shape (cudnn_attention.c), else our FlashAttention-2-style
+// kernels (kernels/attention.cu: causal, sliding window, softcap, GQA and
+// the replicated-KV head mapping). The backward recomputes the forward's
+// output and log-sum-exp (the step keeps neither).
+//
+// cuDNN's path is trusted per shape only after it agreed with our kernels:
+// the first forward and the first backward of every shape run both and
+// compare (max |cudnn - ours| / max |ours| < kAgree, no NaN); on a mismatch
+// cuDNN is disabled for that shape, with a message, and our result is used.
+// SHARD_CUDA_ATTENTION=kernel skips cuDNN altogether.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cudnn_attention.h"
+#include "ops_internal.h"
+
+static const double kAgree = 2e-2; // bf16 outputs of two fp32-softmax implementations
+
+static srt_status shape_of(srt_exec *e, const char *op, const srt_op_attention_config *c,
+                           srt_cuda_attention_shape *s) {
+  if (!c)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: config is NULL", op);
+  if (c->batch <= 0 || c->seq <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
+      c->head_dim <= 0 || c->head_dim > 256 || c->sliding_window < 0 || c->softcap < 0 ||
+      !(c->scale > 0))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: batch %lld, seq %lld, heads %lld, kv heads %lld, head_dim %lld "
+                     "(at most 256), window %lld, softcap %g, scale %g: a size is out of range",
+                     op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
+                     (long long)c->num_kv_heads, (long long)c->head_dim,
+                     (long long)c->sliding_window, c->softcap, c->scale);
+  int64_t index = 0, parts = 1;
+  SRT_RETURN_IF_ERROR(ops_axis(e, op, c->q_head_offset_axis, &index, &parts));
+  int64_t global = c->q_head_offset_axis >= 0 ? c->global_num_heads : c->num_heads;
+  if (global % c->num_kv_heads || (c->q_head_offset_axis >= 0 && global != c->num_heads * parts))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: %lld query heads (%lld local) cannot share %lld KV heads (rank %d)",
+                     op, (long long)global, (long long)c->num_heads, (long long)c->num_kv_heads,
+                     ops_rank(e));
+  *s = (srt_cuda_attention_shape){.batch = c->batch,
+                                  .seq = c->seq,
+                                  .heads = c->num_heads,
+                                  .kv_heads = c->num_kv_heads,
+                                  .head_dim = c->head_dim,
+                                  .q_head_offset = index * c->num_heads,
+                                  .global_heads = global,
+                                  .causal = c->causal != 0,
+                                  .sliding_window = c->sliding_window,
+                                  .scale = (float)c->scale,
+                                  .softcap = (float)c->softcap};
+  return NULL;
+}
+
+// The slot recording whether cuDNN agreed with our kernels on shape `s`
+// (added when new), or -1 when the table is full (cuDNN then unchecked:
+// not used).
+static int check_slot(srt_cuda_device *d, const srt_cuda_attention_shape *s) {
+  for (int i = 0; i < d->num_checked; ++i)
+    if (!memcmp(&d->checked[i], s, sizeof *s))
+      return i;
+  if (d->num_checked == (int)(sizeof d->checked / sizeof d->checked[0]))
+    return -1;
+  d->checked[d->num_checked] = *s;
+  d->checked_ok[d->num_checked][0] = d->checked_ok[d->num_checked][1] = 0;
+  return d->num_checked++;
+}
+
+static float host_value(const uint8_t *p, int64_t i, size_t width) {
+  float f;
+  if (width == 4) {
+    memcpy(&f, p + 4 * i, 4);
+  } else { // bf16: the upper half of an fp32
+    uint16_t b;
+    memcpy(&b, p + 2 * i, 2);
+    uint32_t u = (uint32_t)b << 16;
+    memcpy(&f, &u, 4);
+  }
+  return f;
+}
+
+// max |a - b| / max |b| over n device values of `width` bytes (4: fp32,
+// 2: bf16); infinite on NaN.
+static srt_status rel_err(srt_cuda_device *d, const void *a, const void *b, int64_t n,
+                          size_t width, double *err) {
+  size_t bytes = (size_t)n * width;
+  uint8_t *h = malloc(2 * bytes + 1);
+  if (!h)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "attention check: no host memory");
+  cudaError_t e = cudaStreamSynchronize(d->compute);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(h, a, bytes, cudaMemcpyDeviceToHost);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(h + bytes, b, bytes, cudaMemcpyDeviceToHost);
+  double diff = 0, scale = 1e-30;
+  for (int64_t i = 0; e == cudaSuccess && i < n; ++i) {
+    float fa = host_value(h, i, width), fb = host_value(h + bytes, i, width);
+    diff = fmax(diff, isnan(fa) || isnan(fb) ? INFINITY : fabs((double)fa - fb));
+    scale = fmax(scale, fabs((double)fb));
+  }
+  free(h);
+  SRT_CUDA_CHECK(e);
+  *err = diff / scale;
+  return NULL;
+}
+
+static void report(srt_cuda_device *d, const srt_cuda_attention_shape *s, const char *pass,
+                   double err) {
+  if (srt_context_rank(d->ctx) != 0)
+    return;
+  fprintf(stderr,
+          "cuda backend: attention %s [batch %lld, seq %lld, heads %lld/%lld, hd %lld]: cuDNN "
+          "%s our kernel (rel err %.2g)%s\n",
+          pass, (long long)s->batch, (long long)s->seq, (long long)s->heads,
+          (long long)s->kv_heads, (long long)s->head_dim, err < kAgree ? "agrees with" :
+          "DISAGREES with", err, err < kAgree ? "" : ": cuDNN disabled for this shape");
+}
+
+// Whether cuDNN may be tried for pass 0 (forward) or 1 (backward) of `s`;
+// *slot receives the shape's check slot.
+static bool try_cudnn(srt_cuda_device *d, const srt_cuda_attention_shape *s, int pass,
+                      int *slot) {
+  *slot = d->use_cudnn ? check_slot(d, s) : -1;
+  return *slot >= 0 && d->checked_ok[*slot][pass] >= 0;
+}
+
+// The forward into out/lse: cuDNN when supported (and checked once against
+// our kernel, for which `check` is scratch of the output's size plus lse),
+// else our kernel.
+static srt_status forward(srt_cuda_device *d, const srt_cuda_attention_shape *s,
+                          const srt_bf16 *q, const srt_bf16 *k, const srt_bf16 *v,
+                          srt_bf16 *out, float *lse, srt_bf16 *check, float *check_lse) {
+  int slot;
+  bool supported = false;
+  if (try_cudnn(d, s, 0, &slot))
+    SRT_RETURN_IF_ERROR(srt_cudnn_attention_forward(d, s, q, k, v, out, lse, &supported));
+  if (supported && d->checked_ok[slot][0] == 1)
+    return NULL;
+  srt_bf16 *ours = supported ? check : out;
+  SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_attention_forward(ours, supported ? check_lse : lse,
+                                                           q, k, v, s, d->compute)));
+  if (!supported)
+    return NULL;
+  // The output and the log-sum-exp (the backward's input) must both agree.
+  double err, lse_err;
+  SRT_RETURN_IF_ERROR(rel_err(d, out, ours, s->batch * s->seq * s->heads * s->head_dim, 2, &err));
+  SRT_RETURN_IF_ERROR(rel_err(d, lse, check_lse, s->batch * s->heads * s->seq, 4, &lse_err));
+  err = fmax(err, lse_err);
+  d->checked_ok[slot][0] = err < kAgree ? 1 : -1;
+  report(d, s, "forward", err);
+  if (err >= kAgree) { // use ours
+    SRT_CUDA_CHECK(cudaMemcpyAsync(out, ours, (size_t)(s->batch * s->seq * s->heads * s->head_dim) * 2,
+                                   cudaMemcpyDeviceToDevice, d->compute));
+    SRT_CUDA_CHECK(cudaMemcpyAsync(lse, check_lse, (size_t)(s->batch * s->heads * s->seq) * 4,
+                                   cudaMemcpyDeviceToDevice, d->compute));
+  }
+  return NULL;
+}
+
+// Carves 256-byte aligned parts (cuDNN wants at least 16) out of scratch:
+// sizes[i] bytes each; returns the total through the first call with
+// base NULL.
+static size_t carve(uint8_t *base, const size_t *sizes, int n, void **parts) {
+  size_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    if (base)
+      parts[i] = base + at;
+    at += (sizes[i] + 255) / 256 * 256;
+  }
+  return at;
+}
+
+srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
+                                 const srt_op_attention_config *config) {
+  const char *op = "srt_cuda_op_attention";
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(q, k, v, out), 0, NULL, &d));
+  srt_cuda_attention_shape s;
+  SRT_RETURN_IF_ERROR(shape_of(e, op, config, &s));
+  // Scratch: lse, then the check's lse and output.
+  size_t rows = (size_t)(s.batch * s.heads * s.seq), outn = (size_t)(s.batch * s.seq * s.heads * s.head_dim);
+  const size_t sizes[3] = {4 * rows, 4 * rows, 2 * outn};
+  void *scratch, *part[3];
+  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 3, NULL), &scratch));
+  carve(scratch, sizes, 3, part);
+  return forward(d, &s, cu_bf16(e, q), cu_bf16(e, k), cu_bf16(e, v), cu_bf16(e, out), part[0],
+                 part[2], part[1]);
+}
+
+srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                      int64_t dy, int64_t dq, int64_t dk, int64_t dv,
+                                      const srt_op_attention_config *config) {
+  const char *op = "srt_cuda_op_attention_grad";
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(q, k, v, dy, dq, dk, dv), 0, NULL, &d));
+  srt_cuda_attention_shape s;
+  SRT_RETURN_IF_ERROR(shape_of(e, op, config, &s));
+  // Scratch (fp32 then bf16): lse, delta, check lse [rows] each; the
+  // recomputed output and the forward check's [q elements] each; the
+  // backward check's dq [q elements] and dk, dv [kv elements] each.
+  size_t rows = (size_t)(s.batch * s.heads * s.seq), qn = (size_t)(s.batch * s.seq * s.heads * s.head_dim);
+  size_t kn = (size_t)(s.batch * s.seq * s.kv_heads * s.head_dim);
+  const size_t sizes[8] = {4 * rows, 4 * rows, 4 * rows, 2 * qn, 2 * qn, 2 * qn, 2 * kn, 2 * kn};
+  void *scratch, *part[8];
+  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 8, NULL), &scratch));
+  carve(scratch, sizes, 8, part);
+  float *lse = part[0], *delta = part[1], *check_lse = part[2];
+  srt_bf16 *o = part[3], *check = part[4], *rdq = part[5], *rdk = part[6], *rdv = part[7];
+  const srt_bf16 *Q = cu_bf16(e, q), *K = cu_bf16(e, k), *V = cu_bf16(e, v), *dO = cu_bf16(e, dy);
+  srt_bf16 *dQ = cu_bf16(e, dq), *dK = cu_bf16(e, dk), *dV = cu_bf16(e, dv);
+  SRT_RETURN_IF_ERROR(forward(d, &s, Q, K, V, o, lse, check, check_lse));
+  int slot;
+  bool supported = false;
+  if (try_cudnn(d, &s, 1, &slot))
+    SRT_RETURN_IF_ERROR(
+        srt_cudnn_attention_backward(d, &s, Q, K, V, o, dO, lse, dQ, dK, dV, &supported));
+  if (supported && d->checked_ok[slot][1] == 1)
+    return NULL;
+  bool compare = supported;
+  SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_attention_backward(
+      compare ? rdq : dQ, compare ? rdk : dK, compare ? rdv : dV, dO, Q, K, V, o, lse, delta,
+      &s, d->compute)));
+  if (!compare)
+    return NULL;
+  double eq, ek, ev;
+  SRT_RETURN_IF_ERROR(rel_err(d, dQ, rdq, (int64_t)qn, 2, &eq));
+  SRT_RETURN_IF_ERROR(rel_err(d, dK, rdk, (int64_t)kn, 2, &ek));
+  SRT_RETURN_IF_ERROR(rel_err(d, dV, rdv, (int64_t)kn, 2, &ev));
+  double err = fmax(eq, fmax(ek, ev));
+  d->checked_ok[slot][1] = err < kAgree ? 1 : -1;
+  report(d, &s, "backward", err);
+  if (err >= kAgree) {
+    SRT_CUDA_CHECK(cudaMemcpyAsync(dQ, rdq, qn * 2, cudaMemcpyDeviceToDevice, d->compute));
+    SRT_CUDA_CHECK(cudaMemcpyAsync(dK, rdk, kn * 2, cudaMemcpyDeviceToDevice, d->compute));
+    SRT_CUDA_CHECK(cudaMemcpyAsync(dV, rdv, kn * 2, cudaMemcpyDeviceToDevice, d->compute));
+  }
+  return NULL;
+}

@@ -1,0 +1,80 @@
+// The optimizer op of a cuda step (shardrt/cuda.h): the gradient norm in
+// one pass over every gradient (srt_get_grad_norm's counting: a gradient
+// replicated on an axis is added on that axis's rank 0 only), summed in
+// fp64 over dp then tp with NCCL (max for the inf-norm; NaN travels as a
+// flag), clipping by total norm (NeMo-RL's clip_grad_by_total_norm_:
+// coef = max / (norm + 1e-6), applied when < 1) folded into one AdamW
+// launch over every parameter, which also refreshes the bf16 compute
+// copies. The only host synchronisation of the step: the loss, the norm
+// and the bad-label record are read back here.
+#include <math.h>
+
+#include "ops_internal.h"
+
+// Sums (or maxes) the [value, nan flag] pair over the dp, then the tp
+// communicator, in place on the device.
+static srt_status reduce_norm(srt_cuda_device *d, bool is_inf) {
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(d));
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
+    SRT_NCCL_CHECK(ncclGroupStart());
+    SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc, d->norm_acc, 1, ncclFloat64,
+                                 is_inf ? ncclMax : ncclSum, d->comms[axis], d->comm));
+    SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc + 1, d->norm_acc + 1, 1, ncclFloat64, ncclMax,
+                                 d->comms[axis], d->comm));
+    SRT_NCCL_CHECK(ncclGroupEnd());
+  }
+  return srt_cuda_comm_end(d);
+}
+
+srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
+                                      const srt_step_options *options, int64_t loss_offset,
+                                      srt_step_result *result) {
+  const char *op = "srt_cuda_op_optimizer_step";
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(loss_offset), 0, NULL, &d));
+  if (!program || !options || !result)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: program, options or result is NULL", op);
+  if (options->step < 1)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
+                     (long long)options->step, ops_rank(e));
+  double p = options->norm_type;
+  if (!(p > 0))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: norm_type %g must be > 0 or inf", op, p);
+  bool is_inf = isinf(p);
+  SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_grad_norm_partial(d->norm_acc, d->slots, d->num_slots,
+                                                           d->total_numel, p, d->compute)));
+  SRT_RETURN_IF_ERROR(reduce_norm(d, is_inf));
+  // One read-back: [norm value, nan flag, bad row + 1, bad label] and the loss.
+  double acc[2];
+  int64_t bad[2];
+  float loss;
+  SRT_CUDA_CHECK(cudaMemcpyAsync(acc, d->norm_acc, sizeof acc, cudaMemcpyDeviceToHost,
+                                 d->compute));
+  SRT_CUDA_CHECK(cudaMemcpyAsync(bad, d->bad_label, sizeof bad, cudaMemcpyDeviceToHost,
+                                 d->compute));
+  SRT_CUDA_CHECK(cudaMemcpyAsync(&loss, cu_f32(e, loss_offset), sizeof loss,
+                                 cudaMemcpyDeviceToHost, d->compute));
+  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  if (bad[0]) {
+    SRT_CUDA_CHECK(cudaMemsetAsync(d->bad_label, 0, 2 * sizeof(int64_t), d->compute));
+    return SRT_ERROR(SRT_OUT_OF_RANGE,
+                     "%s: label %lld of row %lld lies outside the vocabulary and is not "
+                     "ignore_index (rank %d)",
+                     op, (long long)bad[1], (long long)(bad[0] - 1), ops_rank(e));
+  }
+  double norm = acc[1] != 0 ? NAN : is_inf ? acc[0] : pow(acc[0], 1.0 / p);
+  result->loss = loss;
+  result->grad_norm = norm;
+  result->skipped = !isfinite(norm);
+  if (result->skipped)
+    return NULL;
+  double coef = options->max_grad_norm > 0 ? options->max_grad_norm / (norm + 1e-6) : 1.0;
+  srt_cuda_adamw_args a = {.step = options->step,
+                           .lr = options->lr,
+                           .beta1 = options->beta1,
+                           .beta2 = options->beta2,
+                           .eps = options->eps,
+                           .weight_decay = options->weight_decay,
+                           .clip_coef = coef < 1.0 ? (float)coef : 1.0f};
+  return CU_LAUNCH(srt_cuda_adamw(d->slots, d->num_slots, d->total_numel, a, d->compute));
+}
