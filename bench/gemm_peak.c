@@ -1,0 +1,75 @@
+// The bf16 GEMM peak of this GPU as cuBLASLt reaches it (the denominator of
+// bench/gpu.sh's MFU): 8192^3 bf16 x bf16 -> bf16 with fp32 accumulation
+// through the cuda backend's own GEMM path (srt_cuda_gemm), 5 warm-up
+// calls then 20 timed with CUDA events. Prints "TFLOPS <value>".
+// Without a CUDA device prints "SKIP: no CUDA device" and exits 77.
+#include <mpi.h>
+#include <stdio.h>
+
+#include "device.h"
+#include "shardrt/cuda.h"
+
+enum { M = 8192 };
+
+static srt_status no_step(srt_exec *e, const srt_step_options *o, srt_step_result *r) {
+  return NULL;
+}
+
+static srt_status run(srt_context *ctx, double *tflops) {
+  int64_t bytes = (int64_t)M * M * 2;
+  srt_program p = {.abi = SRT_PROGRAM_ABI, .model = "gemm_peak", .dp = 1, .tp = 1, .batch = 1,
+                   .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = 3 * bytes,
+                   .step = no_step, .backend = &srt_cuda_backend};
+  void *device;
+  uint8_t *arena;
+  SRT_RETURN_IF_ERROR(srt_cuda_backend.open(ctx, &p, &device, &arena));
+  srt_cuda_device *d = device;
+  srt_status s = NULL;
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (int i = 0; i < 25 && !s; ++i) {
+    if (i == 5)
+      cudaEventRecord(start, d->compute);
+    s = srt_cuda_gemm(d, true, false, M, M, M, arena, M, arena + bytes, M, arena + 2 * bytes,
+                      false, NULL);
+  }
+  cudaEventRecord(stop, d->compute);
+  float ms = 0;
+  if (!s && cudaEventSynchronize(stop) == cudaSuccess &&
+      cudaEventElapsedTime(&ms, start, stop) == cudaSuccess)
+    *tflops = 20 * 2.0 * M * (double)M * M / (ms * 1e-3) / 1e12;
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  srt_status c = srt_cuda_backend.close(device);
+  if (!s)
+    return c;
+  srt_status_free(c);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  if (srt_cuda_device_count() == 0) {
+    printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  MPI_Init(&argc, &argv);
+  srt_context_options co = srt_context_default_options();
+  co.arena_bytes = 4096;
+  srt_context *ctx = NULL;
+  srt_status s = srt_context_create(&co, &ctx);
+  double tflops = 0;
+  if (!s)
+    s = run(ctx, &tflops);
+  if (s) {
+    char buf[1024];
+    fprintf(stderr, "gemm_peak: %s\n", srt_status_format(s, buf, sizeof buf));
+    srt_status_free(s);
+  } else {
+    printf("TFLOPS %.1f\n", tflops);
+  }
+  if (ctx)
+    srt_status_free(srt_context_destroy(ctx));
+  MPI_Finalize();
+  return s ? 1 : 0;
+}
