@@ -23,7 +23,8 @@ models=$root/../shared/models
 [ -d "$models" ] || models=$root/shared/models
 "$root/scripts/build.sh" "$dir" -DSHARD_CUDA=ON >/dev/null
 bin=$root/$dir/bin
-if [ "$("$root/$dir/test/e2e/cuda_devices")" -eq 0 ]; then
+devices=$("$bin/cuda_devices")
+if [ "$devices" -eq 0 ]; then
   echo "SKIP: no CUDA device: built every kernel for sm_90, ran nothing on a GPU"
   exit 0
 fi
@@ -31,7 +32,8 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || tr
 echo "== GPU tests =="
 (cd "$root/$dir" && ctest -L gpu --output-on-failure) || echo "GPU TESTS FAILED (benchmarks still run)"
 
-peak=$("$root/$dir/bench/gemm_peak" | awk '/^TFLOPS/ {print $2}')
+peak=$("$bin/gemm_peak" | awk '/^TFLOPS/ {print $2}')
+[ -n "$peak" ] || { echo "gemm_peak failed: no peak, no MFU"; exit 1; }
 echo "bf16 GEMM peak (cuBLASLt 8192^3, this run): $peak TFLOP/s"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
