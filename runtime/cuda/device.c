@@ -169,9 +169,11 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
                      cudaGetErrorString(e));
   }
   SRT_CUDA_CHECK(cudaMemset(d->arena, 0, (size_t)p->arena_bytes));
-  SRT_CUDA_CHECK(cudaMalloc((void **)&d->norm_acc, 4 * sizeof(double)));
-  SRT_CUDA_CHECK(cudaMemset(d->norm_acc, 0, 4 * sizeof(double)));
+  size_t small = (4 + 2 * SRT_CUDA_NORM_PARTIALS) * sizeof(double);
+  SRT_CUDA_CHECK(cudaMalloc((void **)&d->norm_acc, small));
+  SRT_CUDA_CHECK(cudaMemset(d->norm_acc, 0, small));
   d->bad_label = (int64_t *)(void *)(d->norm_acc + 2);
+  d->norm_partials = d->norm_acc + 4;
   return build_slots(d, p);
 }
 

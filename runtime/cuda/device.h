@@ -48,9 +48,11 @@ typedef struct srt_cuda_device {
   int32_t num_slots;
   int64_t total_numel;
   /// Small device values: [0, 2) grad-norm accumulator (double), [2, 4)
-  /// the first bad label (int64, row + 1 and value; 0 = none).
+  /// the first bad label (int64, row + 1 and value; 0 = none), then the
+  /// grad norm's per-block partials.
   double *norm_acc;
   int64_t *bad_label;
+  double *norm_partials;
   /// cuDNN fused attention (cudnn_attention.c): the handle, its cached
   /// plans (owned by cudnn_attention.c), and which shapes were checked
   /// against our kernels (ops_attention.c).

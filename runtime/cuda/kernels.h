@@ -10,8 +10,8 @@
 // - all arithmetic is fp32 (sums over rows or features too), every loss
 //   statistic and every parameter gradient is fp32;
 // - sizes are element counts (int64), layouts row-major as in kernels.h.
-// Every launcher handles n == 0 (no launch) and sizes past 2^31 elements.
-// Outputs are WRITTEN, never accumulated, unless said otherwise.
+// Every launcher handles n == 0 and sizes past 2^31 elements. Outputs are
+// WRITTEN, never accumulated: a sum over nothing writes zeros.
 #ifndef SHARDRT_CUDA_KERNELS_H
 #define SHARDRT_CUDA_KERNELS_H
 
@@ -226,13 +226,19 @@ typedef struct srt_cuda_param_slot {
   int32_t pad;
 } srt_cuda_param_slot;
 
+/// Pairs of per-block partials srt_cuda_grad_norm_partial needs.
+#define SRT_CUDA_NORM_PARTIALS 1024
+
 /// One pass over every gradient of the `counted` slots: out[0] = sum |g|^p
-/// (norm_type p finite) or max |g| (norm_type INFINITY), in double;
-/// out[1] = 1 if any counted element is NaN, else 0. out: device double[2],
-/// WRITTEN. slots: device table of n_slots; total: sum of numel.
+/// (norm_type p finite) or max |g| (norm_type INFINITY) over the non-NaN
+/// elements, in double; out[1] = 1 if any counted element is NaN (then
+/// out[0] = 0: the pair srt_get_grad_norm sends), else 0. out: device
+/// double[2], WRITTEN (zeros when there is no element). slots: device table
+/// of n_slots; total: sum of numel; partials: device scratch of
+/// 2 * SRT_CUDA_NORM_PARTIALS doubles.
 cudaError_t srt_cuda_grad_norm_partial(double *out, const srt_cuda_param_slot *slots,
                                        int32_t n_slots, int64_t total, double norm_type,
-                                       cudaStream_t stream);
+                                       double *partials, cudaStream_t stream);
 
 /// AdamW hyper-parameters of one step, with the step's clipping factor.
 typedef struct srt_cuda_adamw_args {

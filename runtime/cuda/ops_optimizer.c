@@ -42,7 +42,8 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: norm_type %g must be > 0 or inf", op, p);
   bool is_inf = isinf(p);
   SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_grad_norm_partial(d->norm_acc, d->slots, d->num_slots,
-                                                           d->total_numel, p, d->compute)));
+                                                           d->total_numel, p, d->norm_partials,
+                                                           d->compute)));
   SRT_RETURN_IF_ERROR(reduce_norm(d, is_inf));
   // One read-back: [norm value, nan flag, bad row + 1, bad label] and the loss.
   double acc[2];

@@ -59,12 +59,9 @@ struct BlockSpan {
 // Gradient norm
 //===----------------------------------------------------------------------===//
 
-// Per-block partials of the norm, [value, NaN flag]. The header gives the
-// launcher no scratch, so they live in this module's device memory: two
-// norm launches in flight at once on one device (different streams) would
-// share it. A step computes one norm at a time.
-constexpr int kNormBlocks = 1024;
-__device__ double g_norm_partial[kNormBlocks][2];
+// Per-block partials of the norm, [value, NaN flag], live in the caller's
+// scratch (SRT_CUDA_NORM_PARTIALS pairs).
+constexpr int kNormBlocks = SRT_CUDA_NORM_PARTIALS;
 
 enum NormKind { kNormOne, kNormTwo, kNormGeneral, kNormInf };
 
@@ -83,7 +80,8 @@ template <int KIND> __device__ __forceinline__ double accumulate(double acc, dou
 // max) of the others, as srt_get_grad_norm sends [value, flag].
 template <int KIND>
 __global__ void __launch_bounds__(kThreads)
-    norm_partial_kernel(const srt_cuda_param_slot *slots, int n_slots, int64_t total, double p) {
+    norm_partial_kernel(const srt_cuda_param_slot *slots, int n_slots, int64_t total, double p,
+                        double *partials) {
   __shared__ double smem[32];
   SlotCursor cursor(slots, n_slots);
   BlockSpan span(total);
@@ -104,19 +102,19 @@ __global__ void __launch_bounds__(kThreads)
     acc = block_reduce(acc, SumOp(), 0.0, smem);
   nan = block_reduce(nan, MaxOp(), 0.0, smem);
   if (threadIdx.x == 0) {
-    g_norm_partial[blockIdx.x][0] = acc;
-    g_norm_partial[blockIdx.x][1] = nan;
+    partials[2 * blockIdx.x] = acc;
+    partials[2 * blockIdx.x + 1] = nan;
   }
 }
 
 // One block of kNormBlocks threads: thread b takes partial b, then a fixed
 // tree. out[0] is 0 when the flag is set, as srt_get_grad_norm's wire pair.
 __global__ void __launch_bounds__(kNormBlocks)
-    norm_final_kernel(double *out, int blocks, bool is_max) {
+    norm_final_kernel(double *out, const double *partials, int blocks, bool is_max) {
   __shared__ double smem[32];
   int b = threadIdx.x;
-  double v = b < blocks ? g_norm_partial[b][0] : 0.0;
-  double nan = b < blocks ? g_norm_partial[b][1] : 0.0;
+  double v = b < blocks ? partials[2 * b] : 0.0;
+  double nan = b < blocks ? partials[2 * b + 1] : 0.0;
   v = is_max ? block_reduce(v, MaxOp(), 0.0, smem) : block_reduce(v, SumOp(), 0.0, smem);
   nan = block_reduce(nan, MaxOp(), 0.0, smem);
   if (threadIdx.x == 0) {
@@ -127,8 +125,8 @@ __global__ void __launch_bounds__(kNormBlocks)
 
 template <int KIND>
 void launch_norm_partial(unsigned blocks, const srt_cuda_param_slot *slots, int32_t n_slots,
-                         int64_t total, double p, cudaStream_t stream) {
-  norm_partial_kernel<KIND><<<blocks, kThreads, 0, stream>>>(slots, n_slots, total, p);
+                         int64_t total, double p, double *partials, cudaStream_t stream) {
+  norm_partial_kernel<KIND><<<blocks, kThreads, 0, stream>>>(slots, n_slots, total, p, partials);
 }
 
 //===----------------------------------------------------------------------===//
@@ -208,13 +206,12 @@ __global__ void __launch_bounds__(kThreads)
 
 /// out[0] is the value srt_get_grad_norm puts on the wire: the sum (or max)
 /// over the non-NaN counted elements, and 0 when the NaN flag is set.
-/// Deterministic: up to 1024 blocks of fixed spans, partials in this
-/// module's device memory, then a fixed tree in a second launch; so two
-/// calls must not run concurrently on one device. norm_type <= 0 or NaN
+/// Deterministic: up to SRT_CUDA_NORM_PARTIALS blocks of fixed spans, their
+/// partials in `partials`, then a fixed tree in a second launch. norm_type <= 0 or NaN
 /// gives cudaErrorInvalidValue. With no elements out is zeroed (a memset).
 cudaError_t srt_cuda_grad_norm_partial(double *out, const srt_cuda_param_slot *slots,
                                        int32_t n_slots, int64_t total, double norm_type,
-                                       cudaStream_t stream) {
+                                       double *partials, cudaStream_t stream) {
   if (!(norm_type > 0.0))
     return cudaErrorInvalidValue;
   if (total <= 0 || n_slots <= 0)
@@ -223,14 +220,14 @@ cudaError_t srt_cuda_grad_norm_partial(double *out, const srt_cuda_param_slot *s
   blocks = blocks < (unsigned)kNormBlocks ? blocks : (unsigned)kNormBlocks;
   bool is_max = isinf(norm_type);
   if (is_max)
-    launch_norm_partial<kNormInf>(blocks, slots, n_slots, total, norm_type, stream);
+    launch_norm_partial<kNormInf>(blocks, slots, n_slots, total, norm_type, partials, stream);
   else if (norm_type == 1.0)
-    launch_norm_partial<kNormOne>(blocks, slots, n_slots, total, norm_type, stream);
+    launch_norm_partial<kNormOne>(blocks, slots, n_slots, total, norm_type, partials, stream);
   else if (norm_type == 2.0)
-    launch_norm_partial<kNormTwo>(blocks, slots, n_slots, total, norm_type, stream);
+    launch_norm_partial<kNormTwo>(blocks, slots, n_slots, total, norm_type, partials, stream);
   else
-    launch_norm_partial<kNormGeneral>(blocks, slots, n_slots, total, norm_type, stream);
-  norm_final_kernel<<<1, kNormBlocks, 0, stream>>>(out, (int)blocks, is_max);
+    launch_norm_partial<kNormGeneral>(blocks, slots, n_slots, total, norm_type, partials, stream);
+  norm_final_kernel<<<1, kNormBlocks, 0, stream>>>(out, partials, (int)blocks, is_max);
   return cudaGetLastError();
 }
 

@@ -773,7 +773,8 @@ static double host_norm(const float *grad, double p) {
 
 static void norm_check(const char *name, const slots *s, double p, double want, double flag) {
   double *dout = out_dev(2 * sizeof(double)), got[2];
-  LAUNCH(srt_cuda_grad_norm_partial(dout, s->table, kSlots, s->total, p, 0));
+  double *partials = dev_alloc(2 * SRT_CUDA_NORM_PARTIALS * sizeof(double));
+  LAUNCH(srt_cuda_grad_norm_partial(dout, s->table, kSlots, s->total, p, partials, 0));
   CUDA_OK(cudaMemcpy(got, dout, sizeof got, cudaMemcpyDeviceToHost));
   // Both sides sum in double, in different orders: about sqrt(n) ulp apart.
   double err = fabs(got[0] - want) / (fabs(want) > 1e-300 ? fabs(want) : 1e-300);
