@@ -6,16 +6,40 @@
 // [outer, dim, inner]).
 #include "ops_internal.h"
 
+/// A tensor viewed around one dim: [outer, dim, inner] elements of `elem`
+/// bytes.
 typedef struct view {
-  int64_t outer, dim, inner; // elements; `dim` is the local size of the dim
-  size_t elem;               // bytes per element
+  int64_t outer, dim, inner;
+  size_t elem;
 } view;
 
-static srt_status collective_args(srt_exec *e, const char *op, int64_t axis, int64_t dtype,
-                                  int64_t dim, int64_t rank, const int64_t dims[4],
-                                  srt_cuda_device *d, view *v, ncclDataType_t *type,
-                                  int *parts, int *index) {
-  if (axis < 0 || axis >= SRT_MESH_NDIMS || !d->has_comms[axis])
+/// One collective call: the device, the input viewed around the dim, the
+/// NCCL type, the axis's communicator, its size and this rank's index.
+typedef struct collective {
+  srt_cuda_device *d;
+  view v;
+  ncclDataType_t type;
+  ncclComm_t comm;
+  int parts, index;
+} collective;
+
+static view view_of(const int64_t dims[4], int64_t rank, int64_t dim, size_t elem) {
+  view v = {1, dims[dim], 1, elem};
+  for (int64_t i = 0; i < dim; ++i)
+    v.outer *= dims[i];
+  for (int64_t i = dim + 1; i < rank; ++i)
+    v.inner *= dims[i];
+  return v;
+}
+
+// Checks the arguments of `op` and fills *c (the view around `dim` of the
+// rank-`rank` input d0..d3).
+static srt_status begin(srt_exec *e, const char *op, int64_t in, int64_t out, int64_t axis,
+                        int64_t dtype, int64_t dim, int64_t rank, const int64_t dims[4],
+                        collective *c) {
+  SRT_RETURN_IF_ERROR(
+      cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(dims[0], dims[1], dims[2], dims[3]), &c->d));
+  if (axis < 0 || axis >= SRT_MESH_NDIMS || !c->d->has_comms[axis])
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: mesh axis %lld is not 0 (dp) or 1 (tp)", op,
                      (long long)axis);
   if (dtype != 0 && dtype != 1)
@@ -24,23 +48,28 @@ static srt_status collective_args(srt_exec *e, const char *op, int64_t axis, int
   if (rank < 1 || rank > 4 || dim < 0 || dim >= rank)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %lld of a rank-%lld tensor (rank 1..4)", op,
                      (long long)dim, (long long)rank);
-  *type = dtype == 0 ? ncclFloat32 : ncclBfloat16;
-  *v = (view){1, dims[dim], 1, dtype == 0 ? 4 : 2};
-  for (int64_t i = 0; i < dim; ++i)
-    v->outer *= dims[i];
-  for (int64_t i = dim + 1; i < rank; ++i)
-    v->inner *= dims[i];
-  int64_t idx, size;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, axis, &idx, &size));
-  *parts = (int)size;
-  *index = (int)idx;
+  c->type = dtype == 0 ? ncclFloat32 : ncclBfloat16;
+  c->v = view_of(dims, rank, dim, dtype == 0 ? 4 : 2);
+  c->comm = c->d->comms[axis];
+  int64_t index, size;
+  SRT_RETURN_IF_ERROR(ops_axis(e, op, axis, &index, &size));
+  c->parts = (int)size;
+  c->index = (int)index;
+  return NULL;
+}
+
+// The view's dim must split into the axis's parts.
+static srt_status divisible(const char *op, const collective *c, int64_t dim) {
+  if (c->v.dim % c->parts)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %lld of size %lld is not divisible by %d",
+                     op, (long long)dim, (long long)c->v.dim, c->parts);
   return NULL;
 }
 
 // dst [outer, parts * dim, inner] from `parts` contiguous chunks
 // [outer, dim, inner] (or the reverse with `to_chunks`).
-static srt_status repack(void *dst, const void *src, view v, int parts,
-                         bool to_chunks, cudaStream_t stream) {
+static srt_status repack(void *dst, const void *src, view v, int parts, bool to_chunks,
+                         cudaStream_t stream) {
   size_t row = (size_t)(v.dim * v.inner) * v.elem, chunk = row * (size_t)v.outer;
   for (int p = 0; p < parts; ++p) {
     uint8_t *full = (uint8_t *)(to_chunks ? src : dst) + (size_t)p * row;
@@ -57,69 +86,55 @@ static srt_status repack(void *dst, const void *src, view v, int parts,
 
 srt_status srt_cuda_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
                                   int64_t axis, int64_t is_max, int64_t dtype) {
-  const char *op = "srt_cuda_op_all_reduce";
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(count), &d));
-  view v;
-  ncclDataType_t type;
-  int parts, index;
+  collective c;
   const int64_t dims[4] = {count, 1, 1, 1};
-  SRT_RETURN_IF_ERROR(collective_args(e, op, axis, dtype, 0, 1, dims, d, &v, &type, &parts, &index));
-  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(d));
-  SRT_NCCL_CHECK(ncclAllReduce(srt_cuda_at(e, in), srt_cuda_at(e, out), (size_t)count, type,
-                               is_max ? ncclMax : ncclSum, d->comms[axis], d->comm));
-  return srt_cuda_comm_end(d);
+  SRT_RETURN_IF_ERROR(begin(e, "srt_cuda_op_all_reduce", in, out, axis, dtype, 0, 1, dims, &c));
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
+  SRT_NCCL_CHECK(ncclAllReduce(srt_cuda_at(e, in), srt_cuda_at(e, out), (size_t)count, c.type,
+                               is_max ? ncclMax : ncclSum, c.comm, c.d->comm));
+  return srt_cuda_comm_end(c.d);
 }
 
 srt_status srt_cuda_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                   int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                   int64_t d2, int64_t d3, int64_t dtype) {
-  const char *op = "srt_cuda_op_all_gather";
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(d0, d1, d2, d3), &d));
-  view v;
-  ncclDataType_t type;
-  int parts, index;
+  collective c;
   const int64_t dims[4] = {d0, d1, d2, d3};
-  SRT_RETURN_IF_ERROR(collective_args(e, op, axis, dtype, dim, rank, dims, d, &v, &type, &parts, &index));
-  size_t local = (size_t)(v.outer * v.dim * v.inner);
+  SRT_RETURN_IF_ERROR(
+      begin(e, "srt_cuda_op_all_gather", in, out, axis, dtype, dim, rank, dims, &c));
+  size_t local = (size_t)(c.v.outer * c.v.dim * c.v.inner);
   void *recv = srt_cuda_at(e, out);
-  if (v.outer > 1) // chunks land in scratch, then interleave along the dim
-    SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, local * (size_t)parts * v.elem, &recv));
-  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(d));
-  SRT_NCCL_CHECK(ncclAllGather(srt_cuda_at(e, in), recv, local, type, d->comms[axis], d->comm));
-  if (v.outer > 1)
-    SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, v, parts, false, d->comm));
-  return srt_cuda_comm_end(d);
+  if (c.v.outer > 1) // chunks land in scratch, then interleave along the dim
+    SRT_RETURN_IF_ERROR(srt_cuda_scratch(c.d, local * (size_t)c.parts * c.v.elem, &recv));
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
+  SRT_NCCL_CHECK(ncclAllGather(srt_cuda_at(e, in), recv, local, c.type, c.comm, c.d->comm));
+  if (c.v.outer > 1)
+    SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, c.v, c.parts, false, c.d->comm));
+  return srt_cuda_comm_end(c.d);
 }
 
 srt_status srt_cuda_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                       int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                       int64_t d2, int64_t d3, int64_t dtype) {
   const char *op = "srt_cuda_op_reduce_scatter";
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(d0, d1, d2, d3), &d));
-  view v;
-  ncclDataType_t type;
-  int parts, index;
+  collective c;
   const int64_t dims[4] = {d0, d1, d2, d3};
-  SRT_RETURN_IF_ERROR(collective_args(e, op, axis, dtype, dim, rank, dims, d, &v, &type, &parts, &index));
-  if (v.dim % parts)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %lld of size %lld is not divisible by %d",
-                     op, (long long)dim, (long long)v.dim, parts);
-  v.dim /= parts; // the local chunk's size
-  size_t local = (size_t)(v.outer * v.dim * v.inner);
+  SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, dim, rank, dims, &c));
+  SRT_RETURN_IF_ERROR(divisible(op, &c, dim));
+  c.v.dim /= c.parts; // the local chunk's size
+  size_t local = (size_t)(c.v.outer * c.v.dim * c.v.inner);
   const void *send = srt_cuda_at(e, in);
-  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(d));
-  if (v.outer > 1) { // gather each rank's chunk into contiguous scratch first
-    void *packed;
-    SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, local * (size_t)parts * v.elem, &packed));
-    SRT_RETURN_IF_ERROR(repack(packed, send, v, parts, true, d->comm));
+  void *packed = NULL;
+  if (c.v.outer > 1) // each rank's chunk made contiguous first
+    SRT_RETURN_IF_ERROR(srt_cuda_scratch(c.d, local * (size_t)c.parts * c.v.elem, &packed));
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
+  if (packed) {
+    SRT_RETURN_IF_ERROR(repack(packed, send, c.v, c.parts, true, c.d->comm));
     send = packed;
   }
-  SRT_NCCL_CHECK(ncclReduceScatter(send, srt_cuda_at(e, out), local, type, ncclSum,
-                                   d->comms[axis], d->comm));
-  return srt_cuda_comm_end(d);
+  SRT_NCCL_CHECK(ncclReduceScatter(send, srt_cuda_at(e, out), local, c.type, ncclSum, c.comm,
+                                   c.d->comm));
+  return srt_cuda_comm_end(c.d);
 }
 
 // This rank's slice along the dim: a strided copy, no communication.
@@ -127,20 +142,15 @@ srt_status srt_cuda_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t a
                                  int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                  int64_t d2, int64_t d3, int64_t dtype) {
   const char *op = "srt_cuda_op_all_slice";
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(d0, d1, d2, d3), &d));
-  view v;
-  ncclDataType_t type;
-  int parts, index;
+  collective c;
   const int64_t dims[4] = {d0, d1, d2, d3};
-  SRT_RETURN_IF_ERROR(collective_args(e, op, axis, dtype, dim, rank, dims, d, &v, &type, &parts, &index));
-  if (v.dim % parts)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %lld of size %lld is not divisible by %d",
-                     op, (long long)dim, (long long)v.dim, parts);
-  size_t full_row = (size_t)(v.dim * v.inner) * v.elem, row = full_row / (size_t)parts;
+  SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, dim, rank, dims, &c));
+  SRT_RETURN_IF_ERROR(divisible(op, &c, dim));
+  size_t full_row = (size_t)(c.v.dim * c.v.inner) * c.v.elem, row = full_row / (size_t)c.parts;
   SRT_CUDA_CHECK(cudaMemcpy2DAsync(srt_cuda_at(e, out), row,
-                                   (uint8_t *)srt_cuda_at(e, in) + (size_t)index * row, full_row,
-                                   row, (size_t)v.outer, cudaMemcpyDeviceToDevice, d->compute));
+                                   (uint8_t *)srt_cuda_at(e, in) + (size_t)c.index * row,
+                                   full_row, row, (size_t)c.v.outer, cudaMemcpyDeviceToDevice,
+                                   c.d->compute));
   return NULL;
 }
 
@@ -152,36 +162,32 @@ srt_status srt_cuda_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t 
                                   int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                   int64_t dtype) {
   const char *op = "srt_cuda_op_all_to_all";
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(d0, d1, d2, d3), &d));
-  view split, concat;
-  ncclDataType_t type;
-  int parts, index;
+  collective c;
   int64_t dims[4] = {d0, d1, d2, d3};
-  SRT_RETURN_IF_ERROR(
-      collective_args(e, op, axis, dtype, split_dim, rank, dims, d, &split, &type, &parts, &index));
-  if (split.dim % parts)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %lld of size %lld is not divisible by %d",
-                     op, (long long)split_dim, (long long)split.dim, parts);
-  split.dim /= parts;
-  dims[split_dim] /= parts; // each chunk's shape, viewed along concat_dim
-  SRT_RETURN_IF_ERROR(collective_args(e, op, axis, dtype, concat_dim, rank, dims, d, &concat,
-                                      &type, &parts, &index));
+  SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, split_dim, rank, dims, &c));
+  SRT_RETURN_IF_ERROR(divisible(op, &c, split_dim));
+  if (concat_dim < 0 || concat_dim >= rank)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: concat dim %lld of a rank-%lld tensor", op,
+                     (long long)concat_dim, (long long)rank);
+  view split = c.v;
+  split.dim /= c.parts;
+  dims[split_dim] /= c.parts; // each chunk's shape, viewed along concat_dim
+  view concat = view_of(dims, rank, concat_dim, c.v.elem);
   size_t chunk = (size_t)(split.outer * split.dim * split.inner);
-  size_t bytes = chunk * (size_t)parts * split.elem;
+  size_t bytes = chunk * (size_t)c.parts * split.elem;
   void *scratch;
-  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, 2 * bytes, &scratch));
+  SRT_RETURN_IF_ERROR(srt_cuda_scratch(c.d, 2 * bytes, &scratch));
   uint8_t *send = scratch, *recv = send + bytes;
-  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(d));
-  SRT_RETURN_IF_ERROR(repack(send, srt_cuda_at(e, in), split, parts, true, d->comm));
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
+  SRT_RETURN_IF_ERROR(repack(send, srt_cuda_at(e, in), split, c.parts, true, c.d->comm));
   SRT_NCCL_CHECK(ncclGroupStart());
-  for (int p = 0; p < parts; ++p) {
-    SRT_NCCL_CHECK(ncclSend(send + (size_t)p * chunk * split.elem, chunk, type, p,
-                            d->comms[axis], d->comm));
-    SRT_NCCL_CHECK(ncclRecv(recv + (size_t)p * chunk * split.elem, chunk, type, p,
-                            d->comms[axis], d->comm));
+  for (int p = 0; p < c.parts; ++p) {
+    SRT_NCCL_CHECK(ncclSend(send + (size_t)p * chunk * split.elem, chunk, c.type, p, c.comm,
+                            c.d->comm));
+    SRT_NCCL_CHECK(ncclRecv(recv + (size_t)p * chunk * split.elem, chunk, c.type, p, c.comm,
+                            c.d->comm));
   }
   SRT_NCCL_CHECK(ncclGroupEnd());
-  SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, concat, parts, false, d->comm));
-  return srt_cuda_comm_end(d);
+  SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, concat, c.parts, false, c.d->comm));
+  return srt_cuda_comm_end(c.d);
 }

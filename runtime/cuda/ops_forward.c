@@ -56,21 +56,13 @@ srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, i
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
       cu_begin(e, op, OPS_LIST(cos, sin), OPS_LIST(batch, seq, head_dim), &d));
-  if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: rope_type %lld is not 0 (default) or 1 (llama3)", op,
-                     (long long)rope_type);
   if (head_dim <= 0 || head_dim > 1024 || head_dim % 2)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is not even in [2, 1024]", op,
                      (long long)head_dim);
   // The frequencies are the cpu backend's (computed in double, rounded once).
-  srt_rope_config c = {.head_dim = head_dim,
-                       .theta = theta,
-                       .type = (srt_rope_type)rope_type,
-                       .factor = factor,
-                       .low_freq_factor = low_freq_factor,
-                       .high_freq_factor = high_freq_factor,
-                       .original_max_position_embeddings = (double)original_max_positions};
+  srt_rope_config c;
+  SRT_RETURN_IF_ERROR(ops_rope_config(op, head_dim, theta, rope_type, factor, low_freq_factor,
+                                      high_freq_factor, original_max_positions, &c));
   float inv_freq[512];
   SRT_RETURN_IF_ERROR(srt_cpu_rotary_inv_freq(inv_freq, &c));
   void *dev_freq;

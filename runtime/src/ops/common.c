@@ -52,6 +52,22 @@ srt_status ops_scratch(srt_exec *e, int64_t floats, float **out) {
   return NULL;
 }
 
+srt_status ops_rope_config(const char *op, int64_t head_dim, double theta, int64_t rope_type,
+                           double factor, double low_freq_factor, double high_freq_factor,
+                           int64_t original_max_positions, srt_rope_config *config) {
+  if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: rope_type %lld is not 0 (default) or 1 (llama3)",
+                     op, (long long)rope_type);
+  *config = (srt_rope_config){.head_dim = head_dim,
+                              .theta = theta,
+                              .type = (srt_rope_type)rope_type,
+                              .factor = factor,
+                              .low_freq_factor = low_freq_factor,
+                              .high_freq_factor = high_freq_factor,
+                              .original_max_position_embeddings = (double)original_max_positions};
+  return NULL;
+}
+
 srt_status ops_glu_activation(srt_exec *e, const char *op, int64_t activation,
                               srt_glu_activation *act) {
   if (activation != 0 && activation != 1)

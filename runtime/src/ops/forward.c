@@ -60,16 +60,9 @@ srt_status srt_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, int64_
                                    double high_freq_factor, int64_t original_max_positions) {
   const char *op = "srt_op_rotary_embedding";
   SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(cos, sin), OPS_LIST(batch, seq, head_dim)));
-  if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: rope_type %lld is not 0 (default) or 1 (llama3)",
-                     op, (long long)rope_type);
-  srt_rope_config c = {.head_dim = head_dim,
-                       .theta = theta,
-                       .type = (srt_rope_type)rope_type,
-                       .factor = factor,
-                       .low_freq_factor = low_freq_factor,
-                       .high_freq_factor = high_freq_factor,
-                       .original_max_position_embeddings = (double)original_max_positions};
+  srt_rope_config c;
+  SRT_RETURN_IF_ERROR(ops_rope_config(op, head_dim, theta, rope_type, factor, low_freq_factor,
+                                      high_freq_factor, original_max_positions, &c));
   return srt_cpu_rotary_embedding_forward(ops_f32(e, cos), ops_f32(e, sin), NULL, batch,
                                           seq, &c);
 }

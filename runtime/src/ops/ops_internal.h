@@ -44,6 +44,13 @@ srt_status ops_scratch(srt_exec *e, int64_t floats, float **out);
 srt_status ops_glu_activation(srt_exec *e, const char *op, int64_t activation,
                               srt_glu_activation *act);
 
+/// The rotary configuration of the graph's rotary_embedding arguments.
+/// Errors: SRT_INVALID_ARGUMENT for a rope_type other than 0 (default) or 1
+/// (llama3), naming `op`.
+srt_status ops_rope_config(const char *op, int64_t head_dim, double theta, int64_t rope_type,
+                           double factor, double low_freq_factor, double high_freq_factor,
+                           int64_t original_max_positions, srt_rope_config *config);
+
 /// This rank's world rank (for messages).
 int ops_rank(const srt_exec *e);
 
