@@ -1,10 +1,12 @@
 // The bf16 GEMM peak of this GPU as cuBLASLt reaches it (the denominator of
 // bench/gpu.sh's MFU): 8192^3 bf16 x bf16 -> bf16 with fp32 accumulation
-// through the cuda backend's own GEMM path (srt_cuda_gemm), 5 warm-up
-// calls then 20 timed with CUDA events. Prints "TFLOPS <value>".
+// through the cuda backend's own GEMM path (srt_cuda_gemm) on random
+// operands (zeros draw less power and clock higher), 5 warm-up calls then 20
+// timed with CUDA events. Prints "TFLOPS <value>".
 // Without a CUDA device prints "SKIP: no CUDA device" and exits 77.
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "device.h"
 #include "shardrt/cuda.h"
@@ -12,6 +14,25 @@
 enum { M = 8192 };
 
 static srt_status no_step(srt_exec *e, const srt_step_options *o, srt_step_result *r) {
+  return NULL;
+}
+
+// A and B: random bf16 values of either sign with magnitudes in [0.5, 2).
+static srt_status fill_random(uint8_t *arena, int64_t bytes) {
+  uint16_t *host = malloc((size_t)bytes);
+  if (!host)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "gemm_peak: no host memory");
+  uint32_t state = 1;
+  for (int64_t i = 0; i < bytes / 2; ++i) {
+    state = state * 1664525u + 1013904223u;
+    // sign, exponent 126 or 127 (|x| in [0.5, 2)), random mantissa
+    host[i] = (uint16_t)((state >> 16 & 0x8000) | (0x3F00 + (state >> 8 & 0xFF)));
+  }
+  cudaError_t e = cudaMemcpy(arena, host, (size_t)bytes, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess)
+    e = cudaMemcpy(arena + bytes, host, (size_t)bytes, cudaMemcpyHostToDevice);
+  free(host);
+  SRT_CUDA_CHECK(e);
   return NULL;
 }
 
@@ -24,7 +45,7 @@ static srt_status run(srt_context *ctx, double *tflops) {
   uint8_t *arena;
   SRT_RETURN_IF_ERROR(srt_cuda_backend.open(ctx, &p, &device, &arena));
   srt_cuda_device *d = device;
-  srt_status s = NULL;
+  srt_status s = fill_random(arena, bytes);
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);

@@ -19,8 +19,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-build}
 steps=${STEPS:-8}
+# The real Hugging Face configs: ../shared/models beside the checkout, else
+# the copies bundled in examples/.
 models=$root/../shared/models
-[ -d "$models" ] || models=$root/shared/models
+[ -f "$models/llama-3.2-1b.json" ] || models=$root/examples
 "$root/scripts/build.sh" "$dir" -DSHARD_CUDA=ON >/dev/null
 bin=$root/$dir/bin
 devices=$("$bin/cuda_devices")
@@ -32,7 +34,7 @@ nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || tr
 echo "== GPU tests =="
 (cd "$root/$dir" && ctest -L gpu --output-on-failure) || echo "GPU TESTS FAILED (benchmarks still run)"
 
-peak=$("$bin/gemm_peak" | awk '/^TFLOPS/ {print $2}')
+peak=$("$bin/gemm_peak" | awk '/^TFLOPS/ {print $2}') || true
 [ -n "$peak" ] || { echo "gemm_peak failed: no peak, no MFU"; exit 1; }
 echo "bf16 GEMM peak (cuBLASLt 8192^3, this run): $peak TFLOP/s"
 work=$(mktemp -d)
@@ -65,12 +67,18 @@ bench() {
   tied=$(grep -c '^tied:' <<<"$summary" || true)
   n=$((tied ? params : params - vocab * hidden)) # an untied input table does not multiply
   [ -f "$work/$vocab.tok" ] || random_tokens "$vocab" "$work/$vocab.tok"
-  "$bin/shard-compile" "$config" --tp-plan="$plan" --tp-size=1 --batch "$batch" --seq "$seq" \
-    --backend=cuda -o "$work/$name" >/dev/null
+  if ! "$bin/shard-compile" "$config" --tp-plan="$plan" --tp-size=1 --batch "$batch" \
+       --seq "$seq" --backend=cuda -o "$work/$name" >"$work/$name.compile.log" 2>&1; then
+    cat "$work/$name.compile.log"; echo "$name: shard-compile FAILED"; return 0
+  fi
   local ours torch ratio mfu
-  ours=$("$work/$name" --data "$work/$vocab.tok" --steps "$steps" --lr 1e-4 --max-grad-norm 1.0 |
-         awk '/^step / && ++k > 2 { for (i = 1; i < NF; ++i) if ($i == "tok/s") print $(i + 1) }' |
-         sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+  if ! "$work/$name" --data "$work/$vocab.tok" --steps "$steps" --lr 1e-4 --max-grad-norm 1.0 \
+       >"$work/$name.log" 2>&1; then
+    tail -5 "$work/$name.log"; echo "$name batch $batch x seq $seq: training FAILED"; return 0
+  fi
+  grep -m4 'cuDNN' "$work/$name.log" || true # which attention ran
+  ours=$(awk '/^step / && ++k > 2 { for (i = 1; i < NF; ++i) if ($i == "tok/s") print $(i + 1) }' \
+           "$work/$name.log" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
   mfu=$(awk -v t="$ours" -v n="$n" -v l="$layers" -v h="$heads" -v d="$hd" -v s="$seq" -v p="$peak" \
         'BEGIN { printf "%.1f", 100 * t * (6 * n + 6 * l * h * d * s) / (p * 1e12) }')
   if torch=$(python3 "$root/bench/gpu_torch.py" "$config" "$batch" "$seq" "$steps" 2>/dev/null); then

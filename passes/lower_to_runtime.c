@@ -69,8 +69,9 @@ typedef struct param {
   int64_t compute; // the bf16 copy (cuda), or -1
 } param;
 
-// Element types of arena buffers (the `dtype` argument of srt_cuda_op_*).
-enum { kF32 = 0, kBF16 = 1 };
+// Element types of arena buffers: kF32 and kBF16 are the `dtype` argument
+// of srt_cuda_op_*; kI64 (input ids, labels) is never an op's dtype.
+enum { kF32 = 0, kBF16 = 1, kI64 = 2 };
 
 typedef struct lower_run {
   MlirContext ctx;
@@ -200,7 +201,7 @@ static void plan_params(lower_run *r) {
       else
         fail(r, "argument %ld is neither a parameter nor input_ids/labels", (long)i);
       ++ints;
-      set_value(r, arg, at, kF32);
+      set_value(r, arg, at, kI64);
       at += bytes;
       continue;
     }
@@ -208,8 +209,8 @@ static void plan_params(lower_run *r) {
     p->name = mlirStringAttrGetValue(name);
     nn_shape_of(mlirValueGetType(arg), &p->local);
     if (!mlirTypeIsAF32(p->local.element))
-      fail(r, "parameter '%.*s' must be f32 on the cpu backend", (int)p->name.length,
-           p->name.data);
+      fail(r, "parameter '%.*s' must be f32 (master weights are fp32 on every backend)",
+           (int)p->name.length, p->name.data);
     p->init = init_kind(p->name);
     if (p->init == 2) {
       // Gemma's norms compute (1 + w): they start at zero.
@@ -278,8 +279,14 @@ static int result_dtype(lower_run *r, MlirOperation op) {
   case NN_OP_ADD:
     return dtype_of(r, mlirOperationGetOperand(op, 0));
   case NN_OP_NONE: // collectives (and shard.sharding, which has no buffer)
-    return mlirOperationGetNumOperands(op) ? dtype_of(r, mlirOperationGetOperand(op, 0))
-                                           : kF32;
+    if (mlirOperationGetNumOperands(op) == 0)
+      return kF32;
+    if (dtype_of(r, mlirOperationGetOperand(op, 0)) == kI64) {
+      r->current = op;
+      fail(r, "collectives of integer tensors (input ids, labels) are not supported on the "
+              "cuda backend");
+    }
+    return dtype_of(r, mlirOperationGetOperand(op, 0));
   default:
     return kBF16;
   }

@@ -43,4 +43,19 @@
                        __LINE__, ncclGetErrorString(srt_e_)); \
   } while (0)
 
+/// Ends an NCCL group that `body` (an srt_status expression of NCCL calls)
+/// filled, also when body failed (a group left open would swallow every
+/// later NCCL call); returns body's error, else ncclGroupEnd's.
+#define SRT_NCCL_GROUP(body)                                                              \
+  do {                                                                                     \
+    SRT_NCCL_CHECK(ncclGroupStart());                                                      \
+    srt_status srt_s_ = (body);                                                            \
+    ncclResult_t srt_end_ = ncclGroupEnd();                                                \
+    if (srt_s_)                                                                            \
+      return srt_s_;                                                                       \
+    if (srt_end_ != ncclSuccess)                                                           \
+      return SRT_ERROR(SRT_UNAVAILABLE, "ncclGroupEnd() failed at %s:%d: %s", __FILE__,    \
+                       __LINE__, ncclGetErrorString(srt_end_));                            \
+  } while (0)
+
 #endif // SHARDRT_CUDA_CHECK_H

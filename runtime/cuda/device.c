@@ -126,9 +126,15 @@ static srt_status build_slots(srt_cuda_device *d, const srt_program *p) {
   }
   d->num_slots = n;
   d->total_numel = start;
+  // Copies go on the compute stream and are waited for: a cudaMemcpy from
+  // pageable memory runs on the legacy stream, which the non-blocking
+  // compute stream does not wait for.
   cudaError_t e = cudaMalloc((void **)&d->slots, (size_t)(n > 0 ? n : 1) * sizeof *host);
   if (e == cudaSuccess)
-    e = cudaMemcpy(d->slots, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice);
+    e = cudaMemcpyAsync(d->slots, host, (size_t)n * sizeof *host, cudaMemcpyHostToDevice,
+                        d->compute);
+  if (e == cudaSuccess)
+    e = cudaStreamSynchronize(d->compute);
   free(host);
   SRT_CUDA_CHECK(e);
   return NULL;
@@ -178,18 +184,26 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
 }
 
 // One communicator per mesh axis: the group's rank 0 makes the unique id,
-// MPI broadcasts it over the group, every member joins. Called only after
-// every rank's local setup succeeded, so no rank waits for a failed one.
+// MPI broadcasts it (with whether making it worked, so that no member waits
+// for an id that never comes) over the group, every member joins. Called
+// only after every rank's local setup succeeded.
 static srt_status open_comms(srt_cuda_device *d) {
   static const srt_group_kind kinds[SRT_MESH_NDIMS] = {SRT_GROUP_DP, SRT_GROUP_TP};
   for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
     srt_group *g = srt_context_group(d->ctx, kinds[axis]);
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
+    struct {
+      ncclUniqueId id;
+      int32_t result;
+    } root;
+    memset(&root, 0, sizeof root);
     if (srt_group_rank(g) == 0)
-      SRT_NCCL_CHECK(ncclGetUniqueId(&id));
-    SRT_RETURN_IF_ERROR(srt_broadcast(g, &id, (int64_t)sizeof id, SRT_U8, 0));
-    SRT_NCCL_CHECK(ncclCommInitRank(&d->comms[axis], srt_group_size(g), id, srt_group_rank(g)));
+      root.result = (int32_t)ncclGetUniqueId(&root.id);
+    SRT_RETURN_IF_ERROR(srt_broadcast(g, &root, (int64_t)sizeof root, SRT_U8, 0));
+    if (root.result != ncclSuccess)
+      return SRT_ERROR(SRT_UNAVAILABLE, "ncclGetUniqueId failed on rank 0 of mesh axis %d: %s",
+                       axis, ncclGetErrorString((ncclResult_t)root.result));
+    SRT_NCCL_CHECK(
+        ncclCommInitRank(&d->comms[axis], srt_group_size(g), root.id, srt_group_rank(g)));
     d->has_comms[axis] = true;
   }
   return NULL;
@@ -200,9 +214,10 @@ static srt_status close_device(void *device) {
   if (!d)
     return NULL;
   srt_status first = NULL;
-  if (d->compute && cudaStreamSynchronize(d->compute) != cudaSuccess)
+  cudaError_t e = d->compute ? cudaStreamSynchronize(d->compute) : cudaSuccess;
+  if (e != cudaSuccess)
     first = SRT_ERROR(SRT_UNAVAILABLE, "cuda backend: the last step failed on the device: %s",
-                      cudaGetErrorString(cudaGetLastError()));
+                      cudaGetErrorString(e));
   for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
     if (d->has_comms[axis])
       ncclCommDestroy(d->comms[axis]);
@@ -284,10 +299,11 @@ static srt_status to_device(void *device, const srt_program *p, const uint8_t *h
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the device "
                      "lies outside the arena",
                      (long long)offset, (long long)(offset + bytes));
-  // The compute stream may still read the buffers (inputs of the last step).
+  // On the compute stream, after the work that may still read the buffers
+  // (the last step's inputs), and waited for: `host` is pageable.
+  SRT_CUDA_CHECK(cudaMemcpyAsync(d->arena + offset, host + offset, (size_t)bytes,
+                                 cudaMemcpyHostToDevice, d->compute));
   SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
-  SRT_CUDA_CHECK(cudaMemcpy(d->arena + offset, host + offset, (size_t)bytes,
-                            cudaMemcpyHostToDevice));
   if (touches_params(p, offset, bytes)) {
     SRT_RETURN_IF_ERROR(srt_cuda_launched(
         srt_cuda_refresh_compute(d->slots, d->num_slots, d->total_numel, d->compute),
@@ -304,9 +320,9 @@ static srt_status to_host(void *device, const srt_program *p, uint8_t *host, int
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the host "
                      "lies outside the arena",
                      (long long)offset, (long long)(offset + bytes));
+  SRT_CUDA_CHECK(cudaMemcpyAsync(host + offset, d->arena + offset, (size_t)bytes,
+                                 cudaMemcpyDeviceToHost, d->compute));
   SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
-  SRT_CUDA_CHECK(cudaMemcpy(host + offset, d->arena + offset, (size_t)bytes,
-                            cudaMemcpyDeviceToHost));
   return NULL;
 }
 

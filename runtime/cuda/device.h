@@ -15,7 +15,7 @@
 /// One cached cuBLASLt plan (descriptors and the heuristic's algorithm) for
 /// a GEMM shape; see gemm.c.
 typedef struct srt_cuda_gemm_plan {
-  int32_t key[8];
+  int32_t key[10];
   cublasLtMatmulDesc_t desc;
   cublasLtMatrixLayout_t a, b, d;
   cublasLtMatmulAlgo_t algo;

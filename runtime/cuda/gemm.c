@@ -1,14 +1,22 @@
 // GEMMs through cuBLASLt: bf16 operands, fp32 accumulation, bf16 or fp32
 // results, the bias fused as the BIAS epilogue. A plan (descriptors and the
-// heuristic's best algorithm) is built once per shape and reused: a
-// training step calls the same few shapes every layer and every step.
+// heuristic's best algorithm) is built once per shape and pointer
+// alignment and reused: a training step calls the same few shapes every
+// layer and every step. The heuristic is told the operands' real alignment
+// (arena buffers are 64-byte aligned; cuBLASLt assumes 256 unless told).
 #include <string.h>
 
 #include "device.h"
 
+// The largest power of two, at most 256, that divides the address.
+static uint32_t alignment(const void *p) {
+  uintptr_t a = (uintptr_t)p | 256;
+  return (uint32_t)(a & (~a + 1));
+}
+
 static srt_status make_plan(srt_cuda_device *d, srt_cuda_gemm_plan *p, bool trans_a,
                             bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda,
-                            int64_t ldb, bool d_f32, bool bias) {
+                            int64_t ldb, bool d_f32, bool bias, const uint32_t align[3]) {
   cublasOperation_t ta = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   SRT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -36,6 +44,12 @@ static srt_status make_plan(srt_cuda_device *d, srt_cuda_gemm_plan *p, bool tran
   size_t ws = d->lt_workspace_bytes;
   cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  const cublasLtMatmulPreferenceAttributes_t which[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4 && st == CUBLAS_STATUS_SUCCESS; ++i) // C is D (beta 0)
+    st = cublasLtMatmulPreferenceSetAttribute(pref, which[i], &align[i < 3 ? i : 2],
+                                              sizeof align[0]);
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
@@ -55,10 +69,11 @@ static srt_status make_plan(srt_cuda_device *d, srt_cuda_gemm_plan *p, bool tran
 
 static srt_status find_plan(srt_cuda_device *d, bool trans_a, bool trans_b, int64_t m,
                             int64_t n, int64_t k, int64_t lda, int64_t ldb, bool d_f32,
-                            bool bias, srt_cuda_gemm_plan **out) {
+                            bool bias, const uint32_t align[3], srt_cuda_gemm_plan **out) {
   // Sizes are at most 2^31 (checked by the caller), so int32 keys suffice.
-  int32_t key[8] = {trans_a, trans_b, (int32_t)m, (int32_t)n, (int32_t)k, (int32_t)lda,
-                    (int32_t)ldb, d_f32 * 2 + bias};
+  int32_t key[10] = {trans_a, trans_b, (int32_t)m, (int32_t)n, (int32_t)k, (int32_t)lda,
+                     (int32_t)ldb, d_f32 * 2 + bias, (int32_t)(align[0] | align[1] << 9),
+                     (int32_t)align[2]};
   for (int i = 0; i < d->num_plans; ++i)
     if (!memcmp(d->plans[i].key, key, sizeof key)) {
       *out = &d->plans[i];
@@ -67,7 +82,7 @@ static srt_status find_plan(srt_cuda_device *d, bool trans_a, bool trans_b, int6
   srt_cuda_gemm_plan fresh;
   memset(&fresh, 0, sizeof fresh);
   memcpy(fresh.key, key, sizeof key);
-  srt_status s = make_plan(d, &fresh, trans_a, trans_b, m, n, k, lda, ldb, d_f32, bias);
+  srt_status s = make_plan(d, &fresh, trans_a, trans_b, m, n, k, lda, ldb, d_f32, bias, align);
   if (s) {
     if (fresh.desc)
       cublasLtMatmulDescDestroy(fresh.desc);
@@ -102,7 +117,9 @@ srt_status srt_cuda_gemm(srt_cuda_device *d, bool trans_a, bool trans_b, int64_t
                      "srt_cuda_gemm: sizes m %lld n %lld k %lld must lie in [1, 2^31)",
                      (long long)m, (long long)n, (long long)k);
   srt_cuda_gemm_plan *p;
-  SRT_RETURN_IF_ERROR(find_plan(d, trans_a, trans_b, m, n, k, lda, ldb, d_f32, bias != NULL, &p));
+  const uint32_t align[3] = {alignment(a), alignment(b), alignment(out)};
+  SRT_RETURN_IF_ERROR(
+      find_plan(d, trans_a, trans_b, m, n, k, lda, ldb, d_f32, bias != NULL, align, &p));
   if (bias)
     SRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                     &bias, sizeof bias));

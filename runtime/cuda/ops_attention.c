@@ -17,12 +17,16 @@
 #include "cudnn_attention.h"
 #include "ops_internal.h"
 
-static const double kAgree = 2e-2; // bf16 outputs of two fp32-softmax implementations
+// The bound on both checks: outputs relative (bf16 results of two
+// fp32-softmax implementations), the lse absolute, in nats (2e-2 scales
+// every probability by at most 2%).
+static const double kAgree = 2e-2;
 
 static srt_status shape_of(srt_exec *e, const char *op, const srt_op_attention_config *c,
                            srt_cuda_attention_shape *s) {
   if (!c)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: config is NULL", op);
+  memset(s, 0, sizeof *s); // shapes are compared with memcmp, padding included
   if (c->batch <= 0 || c->seq <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
       c->head_dim <= 0 || c->head_dim > 256 || c->sliding_window < 0 || c->softcap < 0 ||
       !(c->scale > 0))
@@ -81,10 +85,10 @@ static float host_value(const uint8_t *p, int64_t i, size_t width) {
   return f;
 }
 
-// max |a - b| / max |b| over n device values of `width` bytes (4: fp32,
-// 2: bf16); infinite on NaN.
+// max |a - b| / max |b| (or, `absolute`, max |a - b|) over n device values
+// of `width` bytes (4: fp32, 2: bf16); infinite on NaN.
 static srt_status rel_err(srt_cuda_device *d, const void *a, const void *b, int64_t n,
-                          size_t width, double *err) {
+                          size_t width, bool absolute, double *err) {
   size_t bytes = (size_t)n * width;
   uint8_t *h = malloc(2 * bytes + 1);
   if (!h)
@@ -102,7 +106,7 @@ static srt_status rel_err(srt_cuda_device *d, const void *a, const void *b, int6
   }
   free(h);
   SRT_CUDA_CHECK(e);
-  *err = diff / scale;
+  *err = absolute ? diff : diff / scale;
   return NULL;
 }
 
@@ -143,10 +147,13 @@ static srt_status forward(srt_cuda_device *d, const srt_cuda_attention_shape *s,
                                                            q, k, v, s, d->compute)));
   if (!supported)
     return NULL;
-  // The output and the log-sum-exp (the backward's input) must both agree.
+  // The output and the log-sum-exp (the backward's input) must both agree;
+  // the lse absolutely (nats), since exp(its error) scales every probability.
   double err, lse_err;
-  SRT_RETURN_IF_ERROR(rel_err(d, out, ours, s->batch * s->seq * s->heads * s->head_dim, 2, &err));
-  SRT_RETURN_IF_ERROR(rel_err(d, lse, check_lse, s->batch * s->heads * s->seq, 4, &lse_err));
+  SRT_RETURN_IF_ERROR(
+      rel_err(d, out, ours, s->batch * s->seq * s->heads * s->head_dim, 2, false, &err));
+  SRT_RETURN_IF_ERROR(
+      rel_err(d, lse, check_lse, s->batch * s->heads * s->seq, 4, true, &lse_err));
   err = fmax(err, lse_err);
   d->checked_ok[slot][0] = err < kAgree ? 1 : -1;
   report(d, s, "forward", err);
@@ -225,9 +232,9 @@ srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t
   if (!compare)
     return NULL;
   double eq, ek, ev;
-  SRT_RETURN_IF_ERROR(rel_err(d, dQ, rdq, (int64_t)qn, 2, &eq));
-  SRT_RETURN_IF_ERROR(rel_err(d, dK, rdk, (int64_t)kn, 2, &ek));
-  SRT_RETURN_IF_ERROR(rel_err(d, dV, rdv, (int64_t)kn, 2, &ev));
+  SRT_RETURN_IF_ERROR(rel_err(d, dQ, rdq, (int64_t)qn, 2, false, &eq));
+  SRT_RETURN_IF_ERROR(rel_err(d, dK, rdk, (int64_t)kn, 2, false, &ek));
+  SRT_RETURN_IF_ERROR(rel_err(d, dV, rdv, (int64_t)kn, 2, false, &ev));
   double err = fmax(eq, fmax(ek, ev));
   d->checked_ok[slot][1] = err < kAgree ? 1 : -1;
   report(d, &s, "backward", err);

@@ -154,6 +154,17 @@ srt_status srt_cuda_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t a
   return NULL;
 }
 
+// Sends chunk p of `send` to rank p and receives rank p's into chunk p of
+// `recv` (chunks of `count` elements of `bytes` each).
+static srt_status exchange(const collective *c, const uint8_t *send, uint8_t *recv,
+                           size_t count, size_t bytes) {
+  for (int p = 0; p < c->parts; ++p) {
+    SRT_NCCL_CHECK(ncclSend(send + (size_t)p * bytes, count, c->type, p, c->comm, c->d->comm));
+    SRT_NCCL_CHECK(ncclRecv(recv + (size_t)p * bytes, count, c->type, p, c->comm, c->d->comm));
+  }
+  return NULL;
+}
+
 // Shard(split_dim) -> Shard(concat_dim): the input's split dim is cut into
 // one chunk per rank (packed contiguously), chunk p goes to rank p, and the
 // chunks received (in rank order) are concatenated along concat_dim.
@@ -165,10 +176,16 @@ srt_status srt_cuda_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t 
   collective c;
   int64_t dims[4] = {d0, d1, d2, d3};
   SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, split_dim, rank, dims, &c));
-  SRT_RETURN_IF_ERROR(divisible(op, &c, split_dim));
   if (concat_dim < 0 || concat_dim >= rank)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: concat dim %lld of a rank-%lld tensor", op,
                      (long long)concat_dim, (long long)rank);
+  if (concat_dim == split_dim) { // Shard(d) -> Shard(d): nothing moves
+    size_t bytes = (size_t)(c.v.outer * c.v.dim * c.v.inner) * c.v.elem;
+    SRT_CUDA_CHECK(cudaMemcpyAsync(srt_cuda_at(e, out), srt_cuda_at(e, in), bytes,
+                                   cudaMemcpyDeviceToDevice, c.d->compute));
+    return NULL;
+  }
+  SRT_RETURN_IF_ERROR(divisible(op, &c, split_dim));
   view split = c.v;
   split.dim /= c.parts;
   dims[split_dim] /= c.parts; // each chunk's shape, viewed along concat_dim
@@ -180,14 +197,7 @@ srt_status srt_cuda_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t 
   uint8_t *send = scratch, *recv = send + bytes;
   SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
   SRT_RETURN_IF_ERROR(repack(send, srt_cuda_at(e, in), split, c.parts, true, c.d->comm));
-  SRT_NCCL_CHECK(ncclGroupStart());
-  for (int p = 0; p < c.parts; ++p) {
-    SRT_NCCL_CHECK(ncclSend(send + (size_t)p * chunk * split.elem, chunk, c.type, p, c.comm,
-                            c.d->comm));
-    SRT_NCCL_CHECK(ncclRecv(recv + (size_t)p * chunk * split.elem, chunk, c.type, p, c.comm,
-                            c.d->comm));
-  }
-  SRT_NCCL_CHECK(ncclGroupEnd());
+  SRT_NCCL_GROUP(exchange(&c, send, recv, chunk, chunk * split.elem));
   SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, concat, c.parts, false, c.d->comm));
   return srt_cuda_comm_end(c.d);
 }

@@ -11,18 +11,21 @@
 
 #include "ops_internal.h"
 
-// Sums (or maxes) the [value, nan flag] pair over the dp, then the tp
+// The value (sum or max) and the NaN flag (max) of the pair over one axis.
+static srt_status reduce_pair(srt_cuda_device *d, int axis, bool is_inf) {
+  SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc, d->norm_acc, 1, ncclFloat64,
+                               is_inf ? ncclMax : ncclSum, d->comms[axis], d->comm));
+  SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc + 1, d->norm_acc + 1, 1, ncclFloat64, ncclMax,
+                               d->comms[axis], d->comm));
+  return NULL;
+}
+
+// Reduces the [value, nan flag] pair over the dp, then the tp
 // communicator, in place on the device.
 static srt_status reduce_norm(srt_cuda_device *d, bool is_inf) {
   SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(d));
-  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
-    SRT_NCCL_CHECK(ncclGroupStart());
-    SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc, d->norm_acc, 1, ncclFloat64,
-                                 is_inf ? ncclMax : ncclSum, d->comms[axis], d->comm));
-    SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc + 1, d->norm_acc + 1, 1, ncclFloat64, ncclMax,
-                                 d->comms[axis], d->comm));
-    SRT_NCCL_CHECK(ncclGroupEnd());
-  }
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
+    SRT_NCCL_GROUP(reduce_pair(d, axis, is_inf));
   return srt_cuda_comm_end(d);
 }
 

@@ -261,9 +261,16 @@ int main(int argc, char **argv) {
     double t0 = now_seconds();
     s = p->step(&exec, &so, &r);
     double dt = now_seconds() - t0;
-    if (s) { // the step's collectives make every rank fail alike
+    if (s) {
       report(s, rank);
       failed = 1;
+      // On the cpu the step's MPI collectives make every rank fail alike. A
+      // device step can fail on one rank only (device memory, a library)
+      // while the others wait in NCCL, which no MPI call can interrupt.
+      if (backend && srt_context_mesh(ctx)->shape[0] * srt_context_mesh(ctx)->shape[1] > 1) {
+        fprintf(stderr, "train: rank %d: aborting every rank (a device step failed)\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
       break;
     }
     state.step = step;
