@@ -292,6 +292,17 @@ static int result_dtype(lower_run *r, MlirOperation op) {
   }
 }
 
+// Whether `norm` is an nn.rms_norm of the bf16 result of `add`, the nn.add
+// just before it: on cuda the two run as one kernel (srt_cuda_op_add_rms_norm)
+// at the add, so the norm's result is defined there too.
+static bool add_feeds_norm(lower_run *r, MlirOperation add, MlirOperation norm) {
+  if (!r->cuda || mlirOperationIsNull(add) || mlirOperationIsNull(norm) ||
+      nn_op_kind_of(add) != NN_OP_ADD || nn_op_kind_of(norm) != NN_OP_RMS_NORM)
+    return false;
+  MlirValue sum = mlirOperationGetResult(add, 0);
+  return mlirOperationGetOperand(norm, 0).ptr == sum.ptr && dtype_of(r, sum) == kBF16;
+}
+
 // Temporaries: each op result gets an interval [definition, last use];
 // a value handed to nn.store_grad lives in its parameter's gradient slot;
 // with keep_logits, the logits live to the end of the step.
@@ -306,8 +317,12 @@ static void plan_temporaries(lower_run *r) {
   char *dtypes = calloc((size_t)nops + 1, 1);
   size_t first = r->nvalues;
   int n = 0, index = 0;
+  MlirOperation prev = {NULL};
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op), ++index) {
+       prev = op, op = mlirOperationGetNextInBlock(op), ++index) {
+    // A fused norm writes its result while the add reads its operands: the
+    // result must not share their memory.
+    int defined = add_feeds_norm(r, prev, op) ? index - 1 : index;
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
       MlirValue v = mlirOperationGetOperand(op, i);
       for (int j = n; j-- > 0;)
@@ -328,7 +343,7 @@ static void plan_temporaries(lower_run *r) {
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
       vals[n] = mlirOperationGetResult(op, i);
       dtypes[n] = (char)result_dtype(r, op);
-      iv[n] = (tp_interval){index, index, bytes_as(mlirValueGetType(vals[n]), dtypes[n]), 0};
+      iv[n] = (tp_interval){defined, index, bytes_as(mlirValueGetType(vals[n]), dtypes[n]), 0};
       // Defined before later ops look its dtype up (offset set below).
       set_value(r, vals[n], -1, dtypes[n]);
       ++n;
@@ -599,6 +614,25 @@ static void lower_rotary(lower_run *r, MlirOperation op) {
   arg_f(&c, nn_attr_float(op, "low_freq_factor", 1));
   arg_f(&c, nn_attr_float(op, "high_freq_factor", 4));
   arg_i(&c, ai(op, "original_max_position_embeddings", 8192));
+  emit(r, &c);
+}
+
+// The fused residual add + norm (add_feeds_norm) as one call.
+static void lower_add_rms_norm(lower_run *r, MlirOperation add, MlirOperation norm) {
+  MlirValue sum = out(add, 0);
+  int64_t group = ai(norm, "head_dim", 0);
+  call c;
+  start(&c, "srt_op_add_rms_norm");
+  arg_v(r, &c, in(add, 0));
+  arg_v(r, &c, in(add, 1));
+  arg_v(r, &c, sum);
+  arg_v(r, &c, in(norm, 1));
+  arg_v(r, &c, out(norm, 0));
+  arg_i(&c, rows(sum));
+  arg_i(&c, last_dim(sum));
+  arg_i(&c, group > 0 ? group : last_dim(sum));
+  arg_f(&c, af(norm, "eps"));
+  arg_f(&c, af(norm, "offset"));
   emit(r, &c);
 }
 
@@ -1057,10 +1091,19 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     fail(&r, "out of memory planning the arena");
   bool has_optimizer = false;
   int64_t vocab = 0;
+  MlirOperation fused = {NULL}; // a norm already lowered with its add
   for (MlirOperation op = mlirBlockGetFirstOperation(r.body);
        !mlirOperationIsNull(op) && !r.errors; op = mlirOperationGetNextInBlock(op)) {
     r.current = op;
     nn_op_kind kind = nn_op_kind_of(op);
+    if (op.ptr == fused.ptr)
+      continue;
+    MlirOperation next = mlirOperationGetNextInBlock(op);
+    if (add_feeds_norm(&r, op, next)) {
+      lower_add_rms_norm(&r, op, next);
+      fused = next;
+      continue;
+    }
     if (kind == NN_OP_OPTIMIZER_STEP && has_optimizer) {
       fail(&r, "more than one nn.optimizer_step: run nn-optimizer once");
       break;

@@ -91,6 +91,14 @@ cudaError_t srt_cuda_embedding_backward(float *dw, const srt_bf16 *dy, const int
 cudaError_t srt_cuda_rms_norm_forward(srt_bf16 *y, const srt_bf16 *x, const srt_bf16 *w,
                                       int64_t n, int64_t features, int64_t group, float eps,
                                       float offset, cudaStream_t stream);
+/// The residual add and the norm of its result in one pass: sum = a + b
+/// (bf16, as srt_cuda_add_bf16) and y = srt_cuda_rms_norm_forward(sum):
+/// the same values as the two launches. sum, y, a, b: [n, features]; no
+/// two of them may overlap.
+cudaError_t srt_cuda_add_rms_norm_forward(srt_bf16 *sum, srt_bf16 *y, const srt_bf16 *a,
+                                          const srt_bf16 *b, const srt_bf16 *w, int64_t n,
+                                          int64_t features, int64_t group, float eps,
+                                          float offset, cudaStream_t stream);
 /// dx of srt_cpu_rms_norm_backward (1/rms recomputed from x).
 cudaError_t srt_cuda_rms_norm_backward_input(srt_bf16 *dx, const srt_bf16 *x,
                                              const srt_bf16 *w, const srt_bf16 *dy,

@@ -47,6 +47,19 @@ srt_status srt_cuda_op_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y, in
                                              d->compute));
 }
 
+srt_status srt_cuda_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t sum, int64_t w,
+                                    int64_t y, int64_t n, int64_t features, int64_t group,
+                                    double eps, double offset) {
+  const char *op = "srt_cuda_op_add_rms_norm";
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(a, b, sum, w, y), OPS_LIST(n, features), &d));
+  SRT_RETURN_IF_ERROR(cu_group(e, op, features, &group));
+  return CU_LAUNCH(srt_cuda_add_rms_norm_forward(cu_bf16(e, sum), cu_bf16(e, y), cu_bf16(e, a),
+                                                 cu_bf16(e, b), cu_bf16(e, w), n, features,
+                                                 group, (float)eps, (float)offset,
+                                                 d->compute));
+}
+
 srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, int64_t batch,
                                         int64_t seq, int64_t head_dim, double theta,
                                         int64_t rope_type, double factor,

@@ -60,6 +60,32 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The residual add fused with the norm that reads its result:
+// sum = bf16(a + b) exactly as srt_cuda_add_bf16 rounds it, then y = the
+// norm of that bf16 sum exactly as forward_kernel; one pass over a and b
+// instead of writing the sum and reading it back in a second launch. Each
+// element is read and written by the same thread in both loops.
+template <int TEAM>
+__global__ void __launch_bounds__(kThreads)
+    add_forward_kernel(bf16 *sum, bf16 *y, const bf16 *a, const bf16 *b, const bf16 *w,
+                       int64_t rows, int64_t g, float eps, float offset) {
+  __shared__ float smem[32];
+  Team<TEAM> team;
+  for (int64_t r = (int64_t)blockIdx.x * team.kPerBlock + team.index; r < rows;
+       r += (int64_t)gridDim.x * team.kPerBlock) {
+    bf16 *sr = sum + r * g;
+    float ss = 0.0f;
+    for (int64_t i = team.lane; i < g; i += TEAM) {
+      put(sr + i, to_f32(a[r * g + i]) + to_f32(b[r * g + i]));
+      float v = to_f32(sr[i]);
+      ss += v * v;
+    }
+    float rstd = rstd_of(team.sum(ss, smem), g, eps);
+    for (int64_t i = team.lane; i < g; i += TEAM)
+      put(y + r * g + i, (offset + to_f32(w[i])) * (to_f32(sr[i]) * rstd));
+  }
+}
+
 // dx_i = r g_i dy_i - c x_i, c = r^3 / g * sum_j g_j dy_j x_j (g = offset + w).
 template <int TEAM>
 __global__ void __launch_bounds__(kThreads)
@@ -158,6 +184,23 @@ cudaError_t srt_cuda_rms_norm_forward(srt_bf16 *y, const srt_bf16 *x, const srt_
   else
     forward_kernel<kThreads><<<grid_for(rows, 1), kThreads, 0, stream>>>(
         as_bf16(y), as_bf16(x), as_bf16(w), rows, g, eps, offset);
+  return cudaGetLastError();
+}
+
+cudaError_t srt_cuda_add_rms_norm_forward(srt_bf16 *sum, srt_bf16 *y, const srt_bf16 *a,
+                                          const srt_bf16 *b, const srt_bf16 *w, int64_t n,
+                                          int64_t features, int64_t group, float eps,
+                                          float offset, cudaStream_t stream) {
+  int64_t g = group_of(features, group);
+  if (n <= 0 || g <= 0)
+    return cudaSuccess;
+  int64_t rows = n * (features / g);
+  if (g <= kWarpGroupMax)
+    add_forward_kernel<32><<<grid_for(rows, Team<32>::kPerBlock), kThreads, 0, stream>>>(
+        as_bf16(sum), as_bf16(y), as_bf16(a), as_bf16(b), as_bf16(w), rows, g, eps, offset);
+  else
+    add_forward_kernel<kThreads><<<grid_for(rows, 1), kThreads, 0, stream>>>(
+        as_bf16(sum), as_bf16(y), as_bf16(a), as_bf16(b), as_bf16(w), rows, g, eps, offset);
   return cudaGetLastError();
 }
 

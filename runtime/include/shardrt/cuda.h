@@ -43,6 +43,13 @@ srt_status srt_cuda_op_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y, in
                                 int64_t f);
 srt_status srt_cuda_op_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y, int64_t n,
                                 int64_t features, int64_t group, double eps, double offset);
+/// The residual add fused with the rms_norm of its result (lowered so when
+/// an nn.add of bf16 activations is followed at once by an nn.rms_norm of
+/// its result): sum = a + b [n, features], y = rms_norm(sum). The same
+/// values as srt_cuda_op_add then srt_cuda_op_rms_norm.
+srt_status srt_cuda_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t sum, int64_t w,
+                                    int64_t y, int64_t n, int64_t features, int64_t group,
+                                    double eps, double offset);
 srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, int64_t batch,
                                         int64_t seq, int64_t head_dim, double theta,
                                         int64_t rope_type, double factor,

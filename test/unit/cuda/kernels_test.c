@@ -384,6 +384,31 @@ static void rms_norm_case(int64_t n, int64_t features, int64_t group, float offs
   release_all();
 }
 
+// The fused residual add + norm against the cpu's add, the sum rounded to
+// bf16 (what the unfused step stores), then the norm: both outputs.
+static void add_rms_norm_case(int64_t n, int64_t features, float offset) {
+  int64_t total = n * features;
+  float eps = 1e-6f;
+  float *a = random_host(total, -2, 2, 1), *b = random_host(total, -2, 2, 1);
+  float *w = random_host(features, -1, 1, 1);
+  float *sum = host_alloc((size_t)total * sizeof *sum), *want = host_alloc((size_t)total * 4);
+  srt_cpu_add_forward(sum, a, b, total);
+  for (int64_t i = 0; i < total; ++i)
+    sum[i] = round_bf16(sum[i]);
+  srt_cpu_rms_norm_forward(want, sum, w, n, features, 0, eps, offset);
+  srt_bf16 *dsum = out_dev((size_t)total * 2), *y = out_dev((size_t)total * 2);
+  LAUNCH(srt_cuda_add_rms_norm_forward(dsum, y, up_bf16(a, total), up_bf16(b, total),
+                                       up_bf16(w, features), n, features, 0, eps, offset, 0));
+  char name[96];
+  snprintf(name, sizeof name, "add_rms_norm_forward sum [%lld, %lld]", (long long)n,
+           (long long)features);
+  check_bf16(name, dsum, sum, total, kTolBf16);
+  snprintf(name, sizeof name, "add_rms_norm_forward norm [%lld, %lld]", (long long)n,
+           (long long)features);
+  check_bf16(name, y, want, total, kTolBf16);
+  release_all();
+}
+
 static void test_rotary(void) {
   int64_t B = 2, S = 37, heads = 3, hd = 64;
   srt_rope_config rc = {.head_dim = hd, .theta = 10000.0, .type = SRT_ROPE_DEFAULT};
@@ -866,6 +891,8 @@ int main(void) {
   rms_norm_case(19, 1031, 0, 0.0f);
   rms_norm_case(5, 640, 0, 1.0f);
   rms_norm_case(23, 384, 96, 1.0f);
+  add_rms_norm_case(19, 896, 0.0f);
+  add_rms_norm_case(3, 2051, 1.0f);
   test_rotary();
   test_attention();
   test_cross_entropy();
