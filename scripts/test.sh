@@ -13,6 +13,8 @@ cuda=AUTO
 if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=ON; fi
 "$root/scripts/build.sh" build -DSHARD_CUDA=$cuda
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
+# ctest does not print a skipped test's output: say why the GPU tests skipped.
+grep -h "^SKIP: no CUDA device" "$root/build/Testing/Temporary/LastTest.log" | sort | uniq -c || true
 
 echo "== sanitizer build (ASan + UBSan) =="
 "$root/scripts/build.sh" build-asan -DSHARD_SANITIZE=ON -DSHARD_CUDA=OFF
