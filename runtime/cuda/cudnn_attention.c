@@ -792,7 +792,10 @@ static bool expressible(const srt_cuda_attention_shape *s, bool backward) {
   if (s->q_head_offset != 0 || s->global_heads != s->heads || s->kv_heads <= 0 ||
       s->heads % s->kv_heads != 0)
     return false;
-  if (s->head_dim > 128 || s->head_dim % 8 != 0) // the fused kernels' head sizes
+  // The fused kernels' head sizes: up to 256 on Hopper (Gemma-3's 256
+  // included); where cuDNN lacks an engine for a size, finalising fails and
+  // the shape is marked unsupported.
+  if (s->head_dim > 256 || s->head_dim % 8 != 0)
     return false;
   // Releases cudnn-frontend refuses for bf16 attention (known bugs).
   if (version < 90000 || version == 91000 || version == 91001)

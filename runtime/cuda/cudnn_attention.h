@@ -9,7 +9,7 @@
 //
 // What cuDNN cannot do is reported, not failed: *supported = false (with
 // NULL returned) for softcapping, a replicated-KV head mapping
-// (q_head_offset != 0 or global_heads != heads), head_dim above 128 or not a
+// (q_head_offset != 0 or global_heads != heads), head_dim above 256 or not a
 // multiple of 8, or when cuDNN finalises no engine for the graph; the
 // caller then uses our kernels (kernels/attention.cu). Results are checked
 // against those kernels on first use of every shape (ops_attention.c).

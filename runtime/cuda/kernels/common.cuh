@@ -136,10 +136,13 @@ __device__ __forceinline__ T block_reduce(T v, Op op, T identity, T *smem) {
   return warp_reduce(v, op);
 }
 
-// Dynamic shared memory above the 48 KiB default needs an opt-in per kernel.
+// Dynamic shared memory whose sum with the kernel's static shared memory
+// passes the 48 KiB default needs an opt-in per kernel.
 template <class K> inline cudaError_t allow_smem(K *kernel, size_t bytes) {
-  if (bytes <= 48 * 1024)
-    return cudaSuccess;
+  cudaFuncAttributes attr;
+  cudaError_t err = cudaFuncGetAttributes(&attr, kernel);
+  if (err != cudaSuccess || bytes + attr.sharedSizeBytes <= 48 * 1024)
+    return err;
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
