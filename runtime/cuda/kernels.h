@@ -44,10 +44,14 @@ cudaError_t srt_cuda_add_f32(float *y, const float *a, const float *b, int64_t n
 /// y[t, f] = x[t, f] + bias[f]; y, x: [n, features]; bias: [features].
 cudaError_t srt_cuda_bias_add(srt_bf16 *y, const srt_bf16 *x, const srt_bf16 *bias,
                               int64_t n, int64_t features, cudaStream_t stream);
+/// Floats of scratch srt_cuda_column_sum needs (per-chunk partial sums).
+int64_t srt_cuda_column_sum_scratch(int64_t n, int64_t features);
 /// db[f] = sum over t of dy[t, f] (fp32), WRITTEN; dy: [n, features]. The
-/// bias gradient of nn.linear / nn.bias_add. Deterministic (no atomics).
+/// bias gradient of nn.linear / nn.bias_add. Deterministic (no atomics):
+/// per-chunk partials in `scratch` (device, srt_cuda_column_sum_scratch
+/// floats), then a sum in chunk order.
 cudaError_t srt_cuda_column_sum(float *db, const srt_bf16 *dy, int64_t n, int64_t features,
-                                cudaStream_t stream);
+                                float *scratch, cudaStream_t stream);
 /// y = act(gate) * up; activation 0 = silu, 1 = gelu (tanh form), as
 /// srt_cpu_glu_forward. n elements.
 cudaError_t srt_cuda_glu_forward(srt_bf16 *y, const srt_bf16 *gate, const srt_bf16 *up,

@@ -46,7 +46,11 @@ srt_status srt_cuda_op_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db, int
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
       cu_begin(e, "srt_cuda_op_linear_grad_bias", OPS_LIST(dy, db), OPS_LIST(n, out), &d));
-  return CU_LAUNCH(srt_cuda_column_sum(cu_f32(e, db), cu_bf16(e, dy), n, out, d->compute));
+  void *scratch;
+  int64_t floats = srt_cuda_column_sum_scratch(n, out);
+  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, (size_t)(floats > 0 ? floats : 1) * 4, &scratch));
+  return CU_LAUNCH(
+      srt_cuda_column_sum(cu_f32(e, db), cu_bf16(e, dy), n, out, scratch, d->compute));
 }
 
 srt_status srt_cuda_op_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w, int64_t dy,

@@ -153,21 +153,31 @@ struct BiasAdd {
   }
 };
 
-// Column sums: a block owns 32 columns and every row; thread (x, y) sums
-// column x over rows y, y + kColRows, ..., then a fixed tree over y. Each
-// column is summed in one fixed order: deterministic without scratch. The
-// grid has features / 32 blocks, fewer than the SMs for narrow biases, but
-// this runs once per step per bias.
+// Column sums in two deterministic passes: block (x, c) owns 32 columns
+// and the c-th chunk of kChunkRows-row spans (chunk c takes spans c,
+// c + chunks, ...); thread (x, y) sums column x over its rows, then a fixed
+// tree over y writes partial[c, column]; the second pass adds the chunks
+// in order. The chunks keep narrow biases (k/v_proj: 4 column blocks) from
+// leaving most SMs idle.
 constexpr int kColRows = 16;
+constexpr int64_t kChunkRows = 256, kMaxChunks = 64;
+
+int64_t chunks_for(int64_t n) {
+  int64_t c = (n + kChunkRows - 1) / kChunkRows;
+  return c < kMaxChunks ? c : kMaxChunks;
+}
 
 __global__ void __launch_bounds__(32 * kColRows)
-    column_sum_kernel(float *db, const bf16 *dy, int64_t n, int64_t features) {
+    column_sum_kernel(float *partial, const bf16 *dy, int64_t n, int64_t features) {
   __shared__ float part[kColRows][33];
   int64_t f = (int64_t)blockIdx.x * 32 + threadIdx.x;
   float acc = 0.0f;
+  int64_t chunks = gridDim.y;
   if (f < features)
-    for (int64_t t = threadIdx.y; t < n; t += kColRows)
-      acc += to_f32(dy[t * features + f]);
+    for (int64_t s = blockIdx.y; s * kChunkRows < n; s += chunks)
+      for (int64_t t = s * kChunkRows + threadIdx.y; t < n && t < (s + 1) * kChunkRows;
+           t += kColRows)
+        acc += to_f32(dy[t * features + f]);
   part[threadIdx.y][threadIdx.x] = acc;
   __syncthreads();
   for (int h = kColRows / 2; h > 0; h >>= 1) {
@@ -176,7 +186,18 @@ __global__ void __launch_bounds__(32 * kColRows)
     __syncthreads();
   }
   if (threadIdx.y == 0 && f < features)
-    db[f] = part[0][threadIdx.x];
+    partial[blockIdx.y * features + f] = part[0][threadIdx.x];
+}
+
+__global__ void column_sum_chunks_kernel(float *db, const float *partial, int64_t chunks,
+                                         int64_t features) {
+  for (int64_t f = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; f < features;
+       f += (int64_t)gridDim.x * blockDim.x) {
+    float s = 0.0f;
+    for (int64_t c = 0; c < chunks; ++c)
+      s += partial[c * features + f];
+    db[f] = s;
+  }
 }
 
 bool all_aligned(const void *a, const void *b, const void *c = nullptr, const void *d = nullptr,
@@ -219,16 +240,22 @@ cudaError_t srt_cuda_bias_add(srt_bf16 *y, const srt_bf16 *x, const srt_bf16 *bi
   return launch_chunks(f, n * features, all_aligned(y, x), stream);
 }
 
+int64_t srt_cuda_column_sum_scratch(int64_t n, int64_t features) {
+  return n > 0 && features > 0 ? chunks_for(n) * features : 0;
+}
+
 /// With n == 0 the sums are empty: db is zeroed (a memset, no kernel).
 cudaError_t srt_cuda_column_sum(float *db, const srt_bf16 *dy, int64_t n, int64_t features,
-                                cudaStream_t stream) {
+                                float *scratch, cudaStream_t stream) {
   if (features <= 0)
     return cudaSuccess;
   if (n <= 0)
     return cudaMemsetAsync(db, 0, (size_t)features * sizeof(float), stream);
-  dim3 block(32, kColRows);
-  column_sum_kernel<<<(unsigned)((features + 31) / 32), block, 0, stream>>>(db, as_bf16(dy), n,
-                                                                          features);
+  int64_t chunks = chunks_for(n);
+  dim3 block(32, kColRows), grid((unsigned)((features + 31) / 32), (unsigned)chunks);
+  column_sum_kernel<<<grid, block, 0, stream>>>(scratch, as_bf16(dy), n, features);
+  column_sum_chunks_kernel<<<grid_for(features, kThreads), kThreads, 0, stream>>>(
+      db, scratch, chunks, features);
   return cudaGetLastError();
 }
 

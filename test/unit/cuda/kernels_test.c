@@ -271,15 +271,30 @@ static void test_bias(void) {
   LAUNCH(srt_cuda_bias_add(dy, up_bf16(x, n * f), up_bf16(bias, f), n, f, 0));
   check_bf16("bias_add [37, 1001]", dy, want, n * f, kTolBf16);
 
-  int64_t rows = 333, cols = 517;
-  float *g = random_host(rows * cols, -1, 1, 1), *db = host_alloc((size_t)cols * sizeof *db);
-  srt_cpu_bias_add_backward(NULL, db, g, rows, cols);
-  float *ddb = out_dev((size_t)cols * sizeof(float));
-  LAUNCH(srt_cuda_column_sum(ddb, up_bf16(g, rows * cols), rows, cols, 0));
-  check_f32("column_sum [333, 517]", ddb, db, cols, kTolF32);
-  float *zeros = host_alloc((size_t)cols * sizeof *zeros);
-  LAUNCH(srt_cuda_column_sum(ddb, NULL, 0, cols, 0)); // no rows: zeros
-  check_f32("column_sum n == 0 writes zeros", ddb, zeros, cols, 0.0);
+  // One chunk; several; more 256-row spans than chunks (a narrow k_proj bias).
+  const int64_t shapes[3][2] = {{333, 517}, {3333, 517}, {20000, 128}};
+  for (int k = 0; k < 3; ++k) {
+    int64_t rows = shapes[k][0], cols = shapes[k][1];
+    // The reference sums in double (a long fp32 sum is itself off by more).
+    float *g = random_host(rows * cols, -1, 1, 1), *db = host_alloc((size_t)cols * sizeof *db);
+    for (int64_t c = 0; c < cols; ++c) {
+      double sum = 0.0;
+      for (int64_t r = 0; r < rows; ++r)
+        sum += g[r * cols + c];
+      db[c] = (float)sum;
+    }
+    float *ddb = out_dev((size_t)cols * sizeof(float));
+    float *scratch = dev_alloc((size_t)srt_cuda_column_sum_scratch(rows, cols) * sizeof(float));
+    LAUNCH(srt_cuda_column_sum(ddb, up_bf16(g, rows * cols), rows, cols, scratch, 0));
+    char name[64];
+    snprintf(name, sizeof name, "column_sum [%lld, %lld]", (long long)rows, (long long)cols);
+    check_f32(name, ddb, db, cols, kTolF32);
+    if (k == 0) {
+      float *zeros = host_alloc((size_t)cols * sizeof *zeros);
+      LAUNCH(srt_cuda_column_sum(ddb, NULL, 0, cols, NULL, 0)); // no rows: zeros
+      check_f32("column_sum n == 0 writes zeros", ddb, zeros, cols, 0.0);
+    }
+  }
   release_all();
 }
 
