@@ -35,6 +35,34 @@ static double normal(uint64_t key, uint64_t i) {
   return sqrt(-2.0 * log(u1)) * cos(6.283185307179586476925 * u2);
 }
 
+// Fills this rank's slice `w` (local shape, at `offset` in the global
+// tensor) with std * normal(key, global row-major index). Rows of the last
+// dim are independent, so they are filled in parallel (OpenMP): the values
+// do not depend on the number of threads.
+static void fill_normal(float *w, const srt_param_info *pi, const int64_t *offset, uint64_t key,
+                        double std) {
+  int last = pi->rank - 1;
+  int64_t inner = pi->rank > 0 ? pi->local_shape[last] : 1;
+  int64_t rows = inner > 0 ? srt_shape_numel(pi->rank, pi->local_shape) / inner : 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    // The row's local multi-index over dims 0..last-1, then its first
+    // element's global index.
+    int64_t idx[SRT_MAX_RANK], rem = r;
+    for (int d = last - 1; d >= 0; --d) {
+      idx[d] = rem % pi->local_shape[d];
+      rem /= pi->local_shape[d];
+    }
+    uint64_t global = 0;
+    for (int d = 0; d < last; ++d)
+      global = global * (uint64_t)pi->global_shape[d] + (uint64_t)(offset[d] + idx[d]);
+    if (pi->rank > 0)
+      global = global * (uint64_t)pi->global_shape[last] + (uint64_t)offset[last];
+    for (int64_t j = 0; j < inner; ++j)
+      w[r * inner + j] = (float)(std * normal(key, global + (uint64_t)j));
+  }
+}
+
 srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               uint64_t seed) {
   const srt_mesh *mesh = srt_context_mesh(ctx);
@@ -59,24 +87,8 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
     int64_t offset[SRT_MAX_RANK];
     SRT_RETURN_IF_ERROR(srt_local_offset(pi->name, pi->rank, pi->global_shape,
                                          pi->placement, mesh, coord, offset));
-    uint64_t key = mix64(seed ^ mix64(name_hash(pi->name)));
-    double std = p->initializer_range;
-    // Walk the local elements in row-major order, keeping the global
-    // multi-index idx = offset + local index.
-    int64_t idx[SRT_MAX_RANK];
-    for (int d = 0; d < pi->rank; ++d)
-      idx[d] = 0;
-    for (int64_t i = 0; i < numel; ++i) {
-      uint64_t global = 0;
-      for (int d = 0; d < pi->rank; ++d)
-        global = global * (uint64_t)pi->global_shape[d] + (uint64_t)(offset[d] + idx[d]);
-      w[i] = (float)(std * normal(key, global));
-      for (int d = pi->rank - 1; d >= 0; --d) {
-        if (++idx[d] < pi->local_shape[d])
-          break;
-        idx[d] = 0;
-      }
-    }
+    fill_normal(w, pi, offset, mix64(seed ^ mix64(name_hash(pi->name))),
+                p->initializer_range);
   }
   return NULL;
 }
