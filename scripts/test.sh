@@ -9,8 +9,14 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
 
+# The CUDA backend is required where its toolkit is complete (nvcc, cuDNN,
+# NCCL), so that a broken kernel cannot pass as "left out".
 cuda=AUTO
-if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=ON; fi
+if { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; } &&
+   { [ -e /usr/local/cuda/include/cudnn.h ] || [ -e /usr/include/cudnn.h ]; } &&
+   { [ -e /usr/local/cuda/include/nccl.h ] || [ -e /usr/include/nccl.h ]; }; then
+  cuda=ON
+fi
 "$root/scripts/build.sh" build -DSHARD_CUDA=$cuda
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
 # ctest does not print a skipped test's output: say why the GPU tests skipped.

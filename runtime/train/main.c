@@ -193,11 +193,18 @@ int main(int argc, char **argv) {
   }
   int rank = srt_context_rank(ctx);
   uint8_t *arena = srt_context_arena(ctx)->base;
-  memset(arena, 0, (size_t)host_bytes);
   srt_tokens *tokens = NULL;
   train_state state = {0, 0};
   char prev_optim[4096] = "";
   int failed = any_failed(ctx, check_program(p, srt_context_mesh(ctx)));
+  // The device first: a machine without one is told so before minutes of
+  // initialising or loading weights on the host.
+  void *device = NULL;
+  uint8_t *device_arena = NULL;
+  if (!failed && backend) // collective: every rank opens its device
+    failed = any_failed(ctx, backend->open(ctx, p, &device, &device_arena));
+  if (!failed)
+    memset(arena, 0, (size_t)host_bytes);
   if (!failed && o.data) {
     s = srt_tokens_open(o.data, &tokens);
     if (!s)
@@ -222,14 +229,8 @@ int main(int argc, char **argv) {
                                        "--dump '%s': no step to run (loaded at step %lld, "
                                        "--steps %lld)",
                                        o.dump, (long long)state.step, (long long)o.steps));
-  void *device = NULL;
-  uint8_t *device_arena = NULL;
-  if (!failed && backend) { // collective: every rank opens its device, then the copy
-    s = backend->open(ctx, p, &device, &device_arena);
-    if (!s)
-      s = backend->to_device(device, p, arena, 0, p->persistent_bytes);
-    failed = any_failed(ctx, s);
-  }
+  if (!failed && backend) // the initialised or loaded host copy to the device
+    failed = any_failed(ctx, backend->to_device(device, p, arena, 0, p->persistent_bytes));
   if (!failed && rank == 0) {
     printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameters "
            "tensors, arena %.1f MiB per rank%s%s, %s\n",
