@@ -169,6 +169,18 @@ cudaError_t weight_gradient(float *dw, const bf16 *x, const bf16 *dy, int64_t ro
   return cudaGetLastError();
 }
 
+// Launches a row kernel's warp-team instance for groups up to
+// kWarpGroupMax, its block-team instance above.
+template <class... P, class... A>
+cudaError_t launch_rows(void (*warp)(P...), void (*block)(P...), int64_t g, int64_t rows,
+                        cudaStream_t stream, A... args) {
+  if (g <= kWarpGroupMax)
+    warp<<<grid_for(rows, Team<32>::kPerBlock), kThreads, 0, stream>>>(args...);
+  else
+    block<<<grid_for(rows, 1), kThreads, 0, stream>>>(args...);
+  return cudaGetLastError();
+}
+
 } // namespace
 
 cudaError_t srt_cuda_rms_norm_forward(srt_bf16 *y, const srt_bf16 *x, const srt_bf16 *w,
@@ -178,13 +190,8 @@ cudaError_t srt_cuda_rms_norm_forward(srt_bf16 *y, const srt_bf16 *x, const srt_
   if (n <= 0 || g <= 0)
     return cudaSuccess;
   int64_t rows = n * (features / g);
-  if (g <= kWarpGroupMax)
-    forward_kernel<32><<<grid_for(rows, Team<32>::kPerBlock), kThreads, 0, stream>>>(
-        as_bf16(y), as_bf16(x), as_bf16(w), rows, g, eps, offset);
-  else
-    forward_kernel<kThreads><<<grid_for(rows, 1), kThreads, 0, stream>>>(
-        as_bf16(y), as_bf16(x), as_bf16(w), rows, g, eps, offset);
-  return cudaGetLastError();
+  return launch_rows(forward_kernel<32>, forward_kernel<kThreads>, g, rows, stream, as_bf16(y),
+                     as_bf16(x), as_bf16(w), rows, g, eps, offset);
 }
 
 cudaError_t srt_cuda_add_rms_norm_forward(srt_bf16 *sum, srt_bf16 *y, const srt_bf16 *a,
@@ -195,13 +202,9 @@ cudaError_t srt_cuda_add_rms_norm_forward(srt_bf16 *sum, srt_bf16 *y, const srt_
   if (n <= 0 || g <= 0)
     return cudaSuccess;
   int64_t rows = n * (features / g);
-  if (g <= kWarpGroupMax)
-    add_forward_kernel<32><<<grid_for(rows, Team<32>::kPerBlock), kThreads, 0, stream>>>(
-        as_bf16(sum), as_bf16(y), as_bf16(a), as_bf16(b), as_bf16(w), rows, g, eps, offset);
-  else
-    add_forward_kernel<kThreads><<<grid_for(rows, 1), kThreads, 0, stream>>>(
-        as_bf16(sum), as_bf16(y), as_bf16(a), as_bf16(b), as_bf16(w), rows, g, eps, offset);
-  return cudaGetLastError();
+  return launch_rows(add_forward_kernel<32>, add_forward_kernel<kThreads>, g, rows, stream,
+                     as_bf16(sum), as_bf16(y), as_bf16(a), as_bf16(b), as_bf16(w), rows, g, eps,
+                     offset);
 }
 
 cudaError_t srt_cuda_rms_norm_backward_input(srt_bf16 *dx, const srt_bf16 *x,
@@ -212,13 +215,8 @@ cudaError_t srt_cuda_rms_norm_backward_input(srt_bf16 *dx, const srt_bf16 *x,
   if (n <= 0 || g <= 0)
     return cudaSuccess;
   int64_t rows = n * (features / g);
-  if (g <= kWarpGroupMax)
-    backward_input_kernel<32><<<grid_for(rows, Team<32>::kPerBlock), kThreads, 0, stream>>>(
-        as_bf16(dx), as_bf16(x), as_bf16(w), as_bf16(dy), rows, g, eps, offset);
-  else
-    backward_input_kernel<kThreads><<<grid_for(rows, 1), kThreads, 0, stream>>>(
-        as_bf16(dx), as_bf16(x), as_bf16(w), as_bf16(dy), rows, g, eps, offset);
-  return cudaGetLastError();
+  return launch_rows(backward_input_kernel<32>, backward_input_kernel<kThreads>, g, rows, stream,
+                     as_bf16(dx), as_bf16(x), as_bf16(w), as_bf16(dy), rows, g, eps, offset);
 }
 
 /// kPartials (256) rows of `group` floats, whatever n: one per block of
