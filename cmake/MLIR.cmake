@@ -11,7 +11,7 @@ message(STATUS "Using MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
 
 set(SHARD_MLIR_CAPI_LIBS
   MLIRCAPIRegisterEverything MLIRCAPITarget MLIRCAPIIRDL MLIRCAPIShard MLIRCAPIFunc
-  MLIRCAPITransforms MLIRCAPIIR)
+  MLIRCAPILLVM MLIRCAPITransforms MLIRCAPIIR)
 
 add_library(shard_mlir_capi INTERFACE)
 add_library(shard::mlir_capi ALIAS shard_mlir_capi)

@@ -58,43 +58,54 @@ MlirContext nn_context_create(void) {
 //===----------------------------------------------------------------------===//
 
 static const char *const kOpNames[NN_OP_COUNT] = {
-    [NN_OP_EMBEDDING] = "nn.embedding",
-    [NN_OP_LINEAR] = "nn.linear",
-    [NN_OP_RMS_NORM] = "nn.rms_norm",
-    [NN_OP_ROTARY_EMBEDDING] = "nn.rotary_embedding",
-    [NN_OP_APPLY_ROTARY] = "nn.apply_rotary",
-    [NN_OP_ATTENTION] = "nn.attention",
-    [NN_OP_GLU] = "nn.glu",
-    [NN_OP_RELU2] = "nn.relu2",
-    [NN_OP_ADD] = "nn.add",
-    [NN_OP_CROSS_ENTROPY] = "nn.cross_entropy",
-    [NN_OP_MAMBA2_MIXER] = "nn.mamba2_mixer",
-    [NN_OP_BIAS_ADD] = "nn.bias_add",
-    [NN_OP_CE_LOGIT_MAX] = "nn.ce_logit_max",
-    [NN_OP_CE_PARTIAL_SUMS] = "nn.ce_partial_sums",
-    [NN_OP_CE_LOSS_SUM] = "nn.ce_loss_sum",
-    [NN_OP_CE_MEAN] = "nn.ce_mean",
-    [NN_OP_CE_LOGITS_GRAD] = "nn.ce_logits_grad",
-    [NN_OP_EMBEDDING_GRAD] = "nn.embedding_grad",
-    [NN_OP_LINEAR_GRAD_INPUT] = "nn.linear_grad_input",
-    [NN_OP_LINEAR_GRAD_WEIGHT] = "nn.linear_grad_weight",
-    [NN_OP_LINEAR_GRAD_BIAS] = "nn.linear_grad_bias",
-    [NN_OP_RMS_NORM_GRAD_INPUT] = "nn.rms_norm_grad_input",
-    [NN_OP_RMS_NORM_GRAD_WEIGHT] = "nn.rms_norm_grad_weight",
-    [NN_OP_APPLY_ROTARY_GRAD] = "nn.apply_rotary_grad",
-    [NN_OP_ATTENTION_GRAD] = "nn.attention_grad",
-    [NN_OP_GLU_GRAD] = "nn.glu_grad",
-    [NN_OP_RELU2_GRAD] = "nn.relu2_grad",
-    [NN_OP_CROSS_ENTROPY_GRAD] = "nn.cross_entropy_grad",
-    [NN_OP_STORE_GRAD] = "nn.store_grad",
-    [NN_OP_OPTIMIZER_STEP] = "nn.optimizer_step",
+#define NN_OP(KIND, name, phase, rule, verify) [NN_OP_##KIND] = "nn." #name,
+#include "shardrt/ops.def"
+};
+
+static const nn_op_phase kPhases[NN_OP_COUNT] = {
+#define NN_OP(KIND, name, phase, rule, verify) [NN_OP_##KIND] = NN_PHASE_##phase,
+#include "shardrt/ops.def"
+};
+
+// Every NN_VJP row (grouped by forward op, in table order) and the forward
+// op of each.
+static const nn_vjp kVjps[] = {
+#define NN_VJP(KIND, GRAD, operands, targets) {NN_OP_##GRAD, operands, targets},
+#include "shardrt/ops.def"
+};
+static const nn_op_kind kVjpForward[] = {
+#define NN_VJP(KIND, GRAD, operands, targets) NN_OP_##KIND,
+#include "shardrt/ops.def"
+};
+
+static const bool kNoVjp[NN_OP_COUNT] = {
+#define NN_NO_VJP(KIND) [NN_OP_##KIND] = true,
+#include "shardrt/ops.def"
 };
 
 const char *nn_op_name(nn_op_kind kind) {
   return kind < NN_OP_COUNT ? kOpNames[kind] : NULL;
 }
 
-bool nn_op_is_forward(nn_op_kind kind) { return kind <= NN_OP_MAMBA2_MIXER; }
+nn_op_phase nn_op_phase_of(nn_op_kind kind) {
+  return kind < NN_OP_COUNT ? kPhases[kind] : NN_PHASE_FORWARD;
+}
+
+bool nn_op_is_forward(nn_op_kind kind) {
+  return kind < NN_OP_COUNT && kPhases[kind] == NN_PHASE_FORWARD;
+}
+
+int nn_op_vjps(nn_op_kind kind, const nn_vjp **vjps) {
+  enum { kNumVjps = sizeof kVjps / sizeof *kVjps };
+  int first = 0;
+  while (first < kNumVjps && kVjpForward[first] != kind)
+    ++first;
+  int n = 0;
+  while (first + n < kNumVjps && kVjpForward[first + n] == kind)
+    ++n;
+  *vjps = n ? &kVjps[first] : NULL;
+  return n ? n : kind < NN_OP_COUNT && kNoVjp[kind] ? 0 : -1;
+}
 
 nn_op_kind nn_op_kind_of(MlirOperation op) {
   MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
@@ -318,9 +329,9 @@ MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
   return finish1(&s, mlirValueGetType(gate));
 }
 
-MlirValue nn_build_relu2(nn_builder *b, const char *module, MlirValue x) {
+MlirValue nn_build_unary(nn_builder *b, nn_op_kind kind, const char *module, MlirValue x) {
   op_spec s;
-  spec_init(&s, b, NN_OP_RELU2, module);
+  spec_init(&s, b, kind, module);
   spec_operands(&s, 1, &x);
   return finish1(&s, mlirValueGetType(x));
 }

@@ -32,42 +32,28 @@ MlirContext nn_context_create(void);
 // Op kinds
 //===----------------------------------------------------------------------===//
 
+/// The kind of every nn op, in the order of the op table (shardrt/ops.def).
 typedef enum nn_op_kind {
-  NN_OP_EMBEDDING,
-  NN_OP_LINEAR,
-  NN_OP_RMS_NORM,
-  NN_OP_ROTARY_EMBEDDING,
-  NN_OP_APPLY_ROTARY,
-  NN_OP_ATTENTION,
-  NN_OP_GLU,
-  NN_OP_RELU2,
-  NN_OP_ADD,
-  NN_OP_CROSS_ENTROPY,
-  NN_OP_MAMBA2_MIXER,
-  // Introduced by tp-partition in per-rank graphs.
-  NN_OP_BIAS_ADD,
-  NN_OP_CE_LOGIT_MAX,
-  NN_OP_CE_PARTIAL_SUMS,
-  NN_OP_CE_LOSS_SUM,
-  NN_OP_CE_MEAN,
-  NN_OP_CE_LOGITS_GRAD,
-  // Appended by nn-autodiff (backward) and nn-optimizer.
-  NN_OP_EMBEDDING_GRAD,
-  NN_OP_LINEAR_GRAD_INPUT,
-  NN_OP_LINEAR_GRAD_WEIGHT,
-  NN_OP_LINEAR_GRAD_BIAS,
-  NN_OP_RMS_NORM_GRAD_INPUT,
-  NN_OP_RMS_NORM_GRAD_WEIGHT,
-  NN_OP_APPLY_ROTARY_GRAD,
-  NN_OP_ATTENTION_GRAD,
-  NN_OP_GLU_GRAD,
-  NN_OP_RELU2_GRAD,
-  NN_OP_CROSS_ENTROPY_GRAD,
-  NN_OP_STORE_GRAD,
-  NN_OP_OPTIMIZER_STEP,
+#define NN_OP(KIND, name, phase, rule, verify) NN_OP_##KIND,
+#include "shardrt/ops.def"
   NN_OP_COUNT,
   NN_OP_NONE = NN_OP_COUNT, // not an nn op
 } nn_op_kind;
+
+/// Where an op comes from (the `phase` of its op-table row).
+typedef enum nn_op_phase {
+  NN_PHASE_FORWARD,   // what model graphs are imported with (plans apply to these)
+  NN_PHASE_PARTITION, // made by tp-partition in per-rank graphs
+  NN_PHASE_BACKWARD,  // made by nn-autodiff (and partitioned backward ops)
+  NN_PHASE_OPTIMIZER, // made by nn-optimizer
+} nn_op_phase;
+
+/// The backward of a forward op: one NN_VJP row of the op table.
+typedef struct nn_vjp {
+  nn_op_kind grad;     // the backward op, or NN_OP_NONE: pass the operand through
+  const char *operands; // '0'..'9': forward operand i; 'd': the result's gradient
+  const char *targets;  // the forward operands whose gradients the results are
+} nn_vjp;
 
 /// The full op name of `kind`, e.g. "nn.linear"; NULL for NN_OP_NONE.
 const char *nn_op_name(nn_op_kind kind);
@@ -75,9 +61,17 @@ const char *nn_op_name(nn_op_kind kind);
 /// The kind of `op`, or NN_OP_NONE if it is not an nn op.
 nn_op_kind nn_op_kind_of(MlirOperation op);
 
+/// The phase of `kind` (NN_OP_NONE: NN_PHASE_FORWARD).
+nn_op_phase nn_op_phase_of(nn_op_kind kind);
+
 /// True for the ops a model graph is imported with (a plan's styles apply
 /// to these only), false for partition, backward and optimizer ops.
 bool nn_op_is_forward(nn_op_kind kind);
+
+/// The backward ops of `kind` (its NN_VJP rows, in order): sets *vjps and
+/// returns their count. Returns -1 for an op with no backward (one that is
+/// not NN_NO_VJP), 0 for one that needs none.
+int nn_op_vjps(nn_op_kind kind, const nn_vjp **vjps);
 
 //===----------------------------------------------------------------------===//
 // Attributes and shapes
@@ -188,8 +182,9 @@ MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
 MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
                        MlirValue up, const char *activation);
 
-/// relu(x)^2 -> x's type.
-MlirValue nn_build_relu2(nn_builder *b, const char *module, MlirValue x);
+/// An elementwise op of one operand (an SRT_UNARY_OP of the op table, such
+/// as NemotronH's MLP activation) -> x's type.
+MlirValue nn_build_unary(nn_builder *b, nn_op_kind kind, const char *module, MlirValue x);
 
 /// Creates an nn op of `kind` with `module`, the given operands and result
 /// types, and every attribute of `attrs_from` (if not null) except its

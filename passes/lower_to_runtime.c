@@ -4,118 +4,90 @@
 // moments, then temporaries placed by liveness), one `srt_op_*` call per op
 // (runtime/include/shardrt/ops.h) with byte offsets and local sizes as
 // constants, a status check after each, and the `srt_program shard_program`
-// table (runtime/include/shardrt/program.h) the training driver reads.
+// table (program_table.c) the training driver reads.
 //
-// backend=cuda calls `srt_cuda_op_*` (runtime/include/shardrt/cuda.h) and
-// plans mixed precision (the reference's MixedPrecisionPolicy: bf16 compute,
-// fp32 reductions): each parameter also gets a bf16 compute copy in the
-// persistent region, which is what the ops read; activations are bf16;
-// parameter gradients (and every collective or add on them), the loss
-// statistics and the rotary cos/sin tables stay fp32. Ops whose operands
-// may be either (add, collectives) take the dtype as a last argument.
-// The module is written as LLVM-dialect text and parsed: the C API has no
-// builders for the llvm dialect, and text keeps this file readable.
-#include <math.h>
+// What each call passes comes from the op table (shardrt/ops.def): every
+// SRT_OP row names the op it lowers and where each argument comes from;
+// this file defines those sources (IN, NUMEL, ATTR_I, ...) and knows no op
+// by name but the add + rms_norm fusion. The module is built through the
+// MLIR C API (llvm_builder.h), each call at the location of the op it
+// lowers (its config key or IR line, and its Hugging Face module), so an
+// error in the generated code points at its source.
+//
+// backend=cuda plans mixed precision (the reference's MixedPrecisionPolicy:
+// bf16 compute, fp32 reductions): each parameter also gets a bf16 compute
+// copy in the persistent region, which is what the ops read; activations
+// are bf16; parameter gradients (and every collective or add on them), the
+// loss statistics and the rotary cos/sin tables stay fp32. Ops whose
+// buffers may be either (add, collectives) take the dtype as an argument.
+// The program table points at the backend (srt_cuda_backend), whose ops
+// the calls dispatch to.
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "diagnostic.h"
+#include "llvm_builder.h"
 #include "memory_plan.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
-#include "mlir-c/Diagnostics.h"
+#include "mlir-c/Dialect/LLVM.h"
 #include "nn.h"
 #include "pass.h"
+#include "program_table.h"
+#include "ptr_map.h"
 #include "shard_ops.h"
+#include "shardrt/ops.h"
 
 enum { kOptBackend, kOptKeepLogits };
 
-//===----------------------------------------------------------------------===//
-// Text
-//===----------------------------------------------------------------------===//
-
-typedef struct text {
-  char *data;
-  size_t len, cap;
-} text;
-
-__attribute__((format(printf, 2, 3))) static void put(text *t, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (t->len + (size_t)n + 1 > t->cap) {
-    t->cap = (t->len + (size_t)n + 1) * 2;
-    t->data = realloc(t->data, t->cap);
-  }
-  va_start(ap, fmt);
-  vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
-  va_end(ap);
-  t->len += (size_t)n;
-}
+// Element types of arena buffers: kF32 and kBF16 are srt_op_dtype; kI64
+// (input ids, labels) is never an op's dtype.
+enum { kF32 = SRT_OP_F32, kBF16 = SRT_OP_BF16, kI64 = 2 };
 
 //===----------------------------------------------------------------------===//
 // The run
 //===----------------------------------------------------------------------===//
-
-typedef struct param {
-  MlirStringRef name;
-  int init;
-  nn_shape local;
-  int64_t global[NN_MAX_RANK];
-  tp_layout layout;
-  int64_t offset, grad, m, v;
-  int64_t compute; // the bf16 copy (cuda), or -1
-} param;
-
-// Element types of arena buffers: kF32 and kBF16 are the `dtype` argument
-// of srt_cuda_op_*; kI64 (input ids, labels) is never an op's dtype.
-enum { kF32 = 0, kBF16 = 1, kI64 = 2 };
 
 typedef struct lower_run {
   MlirContext ctx;
   MlirOperation func, current;
   MlirBlock body;
   tp_mesh mesh;
-  // Values: block arguments first, then op results in order, with the
-  // element type of their buffer (kF32 or kBF16; always kF32 on the cpu).
-  const void **keys;
+  bool cuda;
+  // Buffers: each value's arena offset and element type (kF32 or kBF16;
+  // always kF32 on the cpu), by MlirValue.ptr -> index.
+  tp_ptr_map index;
   int64_t *offsets;
   char *dtypes;
-  bool cuda;
   size_t nvalues, cap;
-  param *params;
+  tp_program_param *params;
   int num_params;
   int64_t ids_offset, labels_offset, persistent, arena;
   // The logits (the lm_head linear's result): kept live to the end of the
   // step when `keep_logits` (so a driver can read them after the step).
   bool keep_logits;
   MlirValue logits;
-  text decls, globals, code;
-  char declared[64][64];
-  int num_declared;
-  int ssa, block, attn;
+  // What is built: module-level ops (declarations, globals, the step) go to
+  // `top`; the step's calls to `at`, whose block changes after each check.
+  lb_builder top, at;
+  MlirRegion step_region;
+  MlirBlock fail_block;
+  MlirValue exec, options, result;
+  bool *declared; // per lowering: its function is declared
+  int num_attention;
   int errors;
 } lower_run;
 
-__attribute__((format(printf, 2, 3))) static void fail(lower_run *r, const char *fmt, ...) {
-  char msg[1024];
-  int n = snprintf(msg, sizeof msg, "lower-to-runtime: ");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-  va_end(ap);
-  mlirEmitError(mlirOperationGetLocation(r->current), msg);
-  ++r->errors;
-}
+__attribute__((format(printf, 2, 3))) static void fail(lower_run *r, const char *fmt, ...);
 
 static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
 static size_t value_index(lower_run *r, MlirValue v) {
-  for (size_t i = r->nvalues; i-- > 0;)
-    if (r->keys[i] == v.ptr)
-      return i;
+  intptr_t i;
+  if (tp_ptr_map_get(&r->index, v.ptr, &i))
+    return (size_t)i;
   fail(r, "internal error: a value has no buffer");
   return (size_t)-1;
 }
@@ -133,13 +105,18 @@ static int dtype_of(lower_run *r, MlirValue v) {
 static void set_value(lower_run *r, MlirValue v, int64_t offset, int dtype) {
   if (r->nvalues == r->cap) {
     r->cap = r->cap ? 2 * r->cap : 1024;
-    r->keys = realloc(r->keys, r->cap * sizeof *r->keys);
     r->offsets = realloc(r->offsets, r->cap * sizeof *r->offsets);
     r->dtypes = realloc(r->dtypes, r->cap);
   }
-  r->keys[r->nvalues] = v.ptr;
+  tp_ptr_map_put(&r->index, v.ptr, (intptr_t)r->nvalues);
   r->dtypes[r->nvalues] = (char)dtype;
   r->offsets[r->nvalues++] = offset;
+}
+
+static nn_shape shape(MlirValue v) {
+  nn_shape s = {0};
+  nn_shape_of(mlirValueGetType(v), &s);
+  return s;
 }
 
 // Bytes of a buffer of `type`; a float tensor stored as bf16 takes 2 bytes
@@ -162,10 +139,10 @@ static int64_t bytes_of(MlirType type) { return bytes_as(type, kF32); }
 // Memory plan
 //===----------------------------------------------------------------------===//
 
-static const param *param_named(const lower_run *r, MlirAttribute name) {
+static const tp_program_param *param_named(const lower_run *r, MlirAttribute name) {
   MlirStringRef s = mlirStringAttrGetValue(name);
   for (int i = 0; i < r->num_params; ++i)
-    if (r->params[i].name.length == s.length && !memcmp(r->params[i].name.data, s.data, s.length))
+    if (mlirStringRefEqual(r->params[i].name, s))
       return &r->params[i];
   return NULL;
 }
@@ -177,6 +154,19 @@ static int init_kind(MlirStringRef name) {
   for (size_t i = 0; i + 4 <= name.length; ++i)
     norm |= !memcmp(name.data + i, "norm", 4);
   return bias ? 1 : norm ? 2 : 0;
+}
+
+// A parameter's layout from its nn.placements argument attribute.
+static tp_layout placements_of(MlirAttribute dict) {
+  tp_layout layout = {{TP_R, TP_R}};
+  MlirAttribute pl = mlirDictionaryAttrGetElementByName(dict, str("nn.placements"));
+  for (int axis = 0; !mlirAttributeIsNull(pl) && axis < TP_MESH_AXES; ++axis) {
+    MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(pl, axis));
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.*s", (int)s.length, s.data);
+    tp_placement_parse(buf, &layout.on[axis]);
+  }
+  return layout;
 }
 
 static void plan_params(lower_run *r) {
@@ -205,7 +195,7 @@ static void plan_params(lower_run *r) {
       at += bytes;
       continue;
     }
-    param *p = &r->params[r->num_params++];
+    tp_program_param *p = &r->params[r->num_params++];
     p->name = mlirStringAttrGetValue(name);
     nn_shape_of(mlirValueGetType(arg), &p->local);
     if (!mlirTypeIsAF32(p->local.element))
@@ -222,14 +212,7 @@ static void plan_params(lower_run *r) {
     for (int d = 0; d < p->local.rank; ++d)
       p->global[d] = mlirAttributeIsNull(gshape) ? p->local.dims[d]
                                                  : mlirDenseI64ArrayGetElement(gshape, d);
-    p->layout = (tp_layout){{TP_R, TP_R}};
-    MlirAttribute pl = mlirDictionaryAttrGetElementByName(dict, str("nn.placements"));
-    for (int axis = 0; !mlirAttributeIsNull(pl) && axis < TP_MESH_AXES; ++axis) {
-      MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(pl, axis));
-      char buf[32];
-      snprintf(buf, sizeof buf, "%.*s", (int)s.length, s.data);
-      tp_placement_parse(buf, &p->layout.on[axis]);
-    }
+    p->layout = placements_of(dict);
     p->offset = at;
     p->grad = at + bytes;
     p->m = at + 2 * bytes;
@@ -248,13 +231,9 @@ static void plan_params(lower_run *r) {
 // The result of the forward nn.linear whose nn.module is "lm_head", or null.
 static MlirValue find_logits(lower_run *r) {
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op)) {
-    MlirAttribute m = mlirOperationGetAttributeByName(op, str(NN_MODULE_ATTR));
-    if (nn_op_kind_of(op) == NN_OP_LINEAR && !mlirAttributeIsNull(m) &&
-        mlirAttributeIsAString(m) &&
-        mlirStringRefEqual(mlirStringAttrGetValue(m), str("lm_head")))
+       op = mlirOperationGetNextInBlock(op))
+    if (nn_op_kind_of(op) == NN_OP_LINEAR && mlirStringRefEqual(nn_module_of(op), str("lm_head")))
       return mlirOperationGetResult(op, 0);
-  }
   return (MlirValue){NULL};
 }
 
@@ -293,8 +272,8 @@ static int result_dtype(lower_run *r, MlirOperation op) {
 }
 
 // Whether `norm` is an nn.rms_norm of the bf16 result of `add`, the nn.add
-// just before it: on cuda the two run as one kernel (srt_cuda_op_add_rms_norm)
-// at the add, so the norm's result is defined there too.
+// just before it: on cuda the two run as one call (srt_op_add_rms_norm) at
+// the add, so the norm's result is defined there too.
 static bool add_feeds_norm(lower_run *r, MlirOperation add, MlirOperation norm) {
   if (!r->cuda || mlirOperationIsNull(add) || mlirOperationIsNull(norm) ||
       nn_op_kind_of(add) != NN_OP_ADD || nn_op_kind_of(norm) != NN_OP_RMS_NORM)
@@ -312,9 +291,7 @@ static void plan_temporaries(lower_run *r) {
        op = mlirOperationGetNextInBlock(op))
     nops += (int)mlirOperationGetNumResults(op);
   tp_interval *iv = calloc((size_t)nops + 1, sizeof *iv);
-  MlirValue *vals = calloc((size_t)nops + 1, sizeof *vals);
   int64_t *fixed = calloc((size_t)nops + 1, sizeof *fixed);
-  char *dtypes = calloc((size_t)nops + 1, 1);
   size_t first = r->nvalues;
   int n = 0, index = 0;
   MlirOperation prev = {NULL};
@@ -324,35 +301,34 @@ static void plan_temporaries(lower_run *r) {
     // result must not share their memory.
     int defined = add_feeds_norm(r, prev, op) ? index - 1 : index;
     for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i) {
-      MlirValue v = mlirOperationGetOperand(op, i);
-      for (int j = n; j-- > 0;)
-        if (vals[j].ptr == v.ptr) {
-          iv[j].last = index;
-          if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
-            const param *p = param_named(
-                r, mlirOperationGetAttributeByName(op, str("nn.grad_of")));
-            fixed[j] = p ? p->grad + 1 : 0; // +1: 0 means "not fixed"
-            if (dtypes[j] != kF32) {
-              r->current = op;
-              fail(r, "internal error: a gradient stored to its parameter is not fp32");
-            }
-          }
-          break;
+      intptr_t k;
+      if (!tp_ptr_map_get(&r->index, mlirOperationGetOperand(op, i).ptr, &k) ||
+          (size_t)k < first)
+        continue; // an argument: persistent
+      int j = (int)((size_t)k - first);
+      iv[j].last = index;
+      if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
+        const tp_program_param *p =
+            param_named(r, mlirOperationGetAttributeByName(op, str("nn.grad_of")));
+        fixed[j] = p ? p->grad + 1 : 0; // +1: 0 means "not fixed"
+        if (r->dtypes[k] != kF32) {
+          r->current = op;
+          fail(r, "internal error: a gradient stored to its parameter is not fp32");
         }
+      }
     }
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
-      vals[n] = mlirOperationGetResult(op, i);
-      dtypes[n] = (char)result_dtype(r, op);
-      iv[n] = (tp_interval){defined, index, bytes_as(mlirValueGetType(vals[n]), dtypes[n]), 0};
+      MlirValue v = mlirOperationGetResult(op, i);
+      int dtype = result_dtype(r, op);
+      iv[n] = (tp_interval){defined, index, bytes_as(mlirValueGetType(v), dtype), 0};
       // Defined before later ops look its dtype up (offset set below).
-      set_value(r, vals[n], -1, dtypes[n]);
+      set_value(r, v, -1, dtype);
       ++n;
     }
   }
-  if (r->keep_logits)
-    for (int j = 0; j < n; ++j)
-      if (vals[j].ptr == r->logits.ptr)
-        iv[j].last = index;
+  intptr_t logits;
+  if (r->keep_logits && tp_ptr_map_get(&r->index, r->logits.ptr, &logits))
+    iv[(size_t)logits - first].last = index;
   // Gradient slots are fixed: plan the rest around nothing else (they are
   // in the persistent region, below `persistent`).
   tp_interval *free_iv = calloc((size_t)n + 1, sizeof *free_iv);
@@ -364,105 +340,45 @@ static void plan_temporaries(lower_run *r) {
   for (int j = 0, k = 0; j < n; ++j)
     r->offsets[first + (size_t)j] = fixed[j] ? fixed[j] - 1 : free_iv[k++].offset;
   free(iv);
-  free(vals);
   free(fixed);
-  free(dtypes);
   free(free_iv);
 }
 
 //===----------------------------------------------------------------------===//
-// Calls
+// Argument sources of the op table (shardrt/ops.def)
 //===----------------------------------------------------------------------===//
 
-enum { kMaxArgs = 20 };
+enum { kMaxArgs = 24 };
 
-typedef struct call {
-  const char *fn;
+// One call being packed: the op it lowers (and the second op of a fusion),
+// and its arguments so far (the exec first).
+typedef struct lower_call {
+  lower_run *r;
+  MlirOperation op, fused;
   int n;
-  char kind[kMaxArgs]; // 'i' i64, 'f' f64, 'p' ptr (an SSA name)
-  int64_t i[kMaxArgs];
-  double f[kMaxArgs];
-  const char *p[kMaxArgs];
-} call;
+  MlirValue args[kMaxArgs];
+} lower_call;
 
-static void arg_i(call *c, int64_t v) { c->kind[c->n] = 'i', c->i[c->n++] = v; }
-static void arg_f(call *c, double v) { c->kind[c->n] = 'f', c->f[c->n++] = v; }
-static void arg_p(call *c, const char *ssa) { c->kind[c->n] = 'p', c->p[c->n++] = ssa; }
-static void arg_v(lower_run *r, call *c, MlirValue v) { arg_i(c, find_value(r, v)); }
-
-static const char *type_name(char kind) {
-  return kind == 'i' ? "i64" : kind == 'f' ? "f64" : "!llvm.ptr";
-}
-
-static void declare(lower_run *r, const call *c) {
-  for (int i = 0; i < r->num_declared; ++i)
-    if (!strcmp(r->declared[i], c->fn))
-      return;
-  snprintf(r->declared[r->num_declared++], sizeof r->declared[0], "%s", c->fn);
-  put(&r->decls, "  llvm.func @%s(!llvm.ptr", c->fn);
-  for (int i = 0; i < c->n; ++i)
-    put(&r->decls, ", %s", type_name(c->kind[i]));
-  put(&r->decls, ") -> !llvm.ptr\n");
-}
-
-// Emits constants for the arguments, the call, and the status check that
-// returns a failure at once.
-static void emit(lower_run *r, const call *c_in) {
-  call renamed = *c_in;
-  const call *c = &renamed;
-  char cuda_name[64];
-  if (r->cuda && !strncmp(c_in->fn, "srt_op_", 7)) { // srt_op_X -> srt_cuda_op_X
-    snprintf(cuda_name, sizeof cuda_name, "srt_cuda_op_%s", c_in->fn + 7);
-    renamed.fn = cuda_name;
+static void push(lower_call *c, MlirValue v) {
+  if (c->n == kMaxArgs) {
+    fail(c->r, "internal error: a runtime call with more than %d arguments", kMaxArgs);
+    return;
   }
-  int first = r->ssa;
-  for (int i = 0; i < c->n; ++i) {
-    if (c->kind[i] == 'i')
-      put(&r->code, "    %%c%d = llvm.mlir.constant(%lld : i64) : i64\n", r->ssa + i,
-          (long long)c->i[i]);
-    else if (c->kind[i] == 'f') {
-      uint64_t bits;
-      memcpy(&bits, &c->f[i], sizeof bits);
-      put(&r->code, "    %%c%d = llvm.mlir.constant(0x%016llX : f64) : f64\n", r->ssa + i,
-          (unsigned long long)bits);
-    }
-  }
-  r->ssa += c->n;
-  int s = r->ssa++;
-  put(&r->code, "    %%s%d = llvm.call @%s(%%exec", s, c->fn);
-  for (int i = 0; i < c->n; ++i) {
-    if (c->kind[i] == 'p')
-      put(&r->code, ", %s", c->p[i]);
-    else
-      put(&r->code, ", %%c%d", first + i);
-  }
-  put(&r->code, ") : (!llvm.ptr");
-  for (int i = 0; i < c->n; ++i)
-    put(&r->code, ", %s", type_name(c->kind[i]));
-  put(&r->code, ") -> !llvm.ptr\n");
-  int b = r->block++;
-  put(&r->code,
-      "    %%z%d = llvm.mlir.zero : !llvm.ptr\n"
-      "    %%f%d = llvm.icmp \"ne\" %%s%d, %%z%d : !llvm.ptr\n"
-      "    llvm.cond_br %%f%d, ^fail(%%s%d : !llvm.ptr), ^bb%d\n"
-      "  ^bb%d:\n",
-      s, s, s, s, s, s, b, b);
-  declare(r, c);
+  c->args[c->n++] = v;
 }
 
-static void start(call *c, const char *fn) {
-  memset(c, 0, sizeof *c);
-  c->fn = fn;
+static void arg_i(lower_call *c, int64_t v) {
+  push(c, lb_const_int(&c->r->at, c->r->at.i64, v));
+}
+static void arg_f(lower_call *c, double v) { push(c, lb_const_f64(&c->r->at, v)); }
+// A buffer argument: the value's arena offset, or -1 for a null value.
+static void arg_buf(lower_call *c, MlirValue v) {
+  arg_i(c, mlirValueIsNull(v) ? -1 : find_value(c->r, v));
 }
 
-//===----------------------------------------------------------------------===//
-// Ops
-//===----------------------------------------------------------------------===//
-
-static nn_shape shape(MlirValue v) {
-  nn_shape s = {0};
-  nn_shape_of(mlirValueGetType(v), &s);
-  return s;
+static MlirValue in_of(MlirOperation op, int i) {
+  return i < mlirOperationGetNumOperands(op) ? mlirOperationGetOperand(op, i)
+                                             : (MlirValue){NULL};
 }
 
 static int64_t numel(MlirValue v) {
@@ -473,536 +389,260 @@ static int64_t numel(MlirValue v) {
   return n;
 }
 
+static int64_t dim(MlirValue v, int d) {
+  nn_shape s = shape(v);
+  return d < s.rank ? s.dims[d] : 1;
+}
+
 static int64_t last_dim(MlirValue v) {
   nn_shape s = shape(v);
   return s.rank ? s.dims[s.rank - 1] : 1;
 }
 
-static int64_t rows(MlirValue v) { return numel(v) / last_dim(v); }
-
-static MlirValue in(MlirOperation op, int i) { return mlirOperationGetOperand(op, i); }
-static MlirValue out(MlirOperation op, int i) { return mlirOperationGetResult(op, i); }
-
-static int64_t ai(MlirOperation op, const char *name, int64_t fallback) {
-  return nn_attr_int(op, name, fallback);
-}
-static double af(MlirOperation op, const char *name) { return nn_attr_float(op, name, 0); }
-
-static int64_t activation(MlirOperation op) {
-  MlirStringRef a = nn_attr_str(op, "activation");
-  return a.length == 9 && !memcmp(a.data, "gelu_tanh", 9);
+static int64_t attr_is(MlirOperation op, const char *name, const char *value) {
+  return mlirStringRefEqual(nn_attr_str(op, name), str(value));
 }
 
-// A private constant srt_op_attention_config for `op`; returns its name.
-static const char *attention_config(lower_run *r, MlirOperation op, char *name, size_t len) {
-  nn_shape q = shape(in(op, 0));
-  int64_t ints[7] = {q.dims[0], q.dims[1], ai(op, "num_heads", 0), ai(op, "num_kv_heads", 0),
-                     ai(op, "head_dim", 0), ai(op, "causal", 1), ai(op, "sliding_window", 0)};
-  double floats[2] = {af(op, "scale"), af(op, "softcap")};
-  int64_t tail[2] = {ai(op, "nn.q_head_offset_axis", -1),
-                     ai(op, "nn.global_num_heads", ai(op, "num_heads", 0))};
-  const char *type = "!llvm.struct<(i64, i64, i64, i64, i64, i64, i64, f64, f64, i64, i64)>";
-  int id = r->attn++;
-  snprintf(name, len, "@attention_config_%d", id);
-  put(&r->globals, "  llvm.mlir.global private constant %s() {addr_space = 0 : i32} : %s {\n",
-      name, type);
-  put(&r->globals, "    %%0 = llvm.mlir.undef : %s\n", type);
-  for (int i = 0; i < 11; ++i) {
-    if (i < 7 || i > 8)
-      put(&r->globals, "    %%v%d = llvm.mlir.constant(%lld : i64) : i64\n", i,
-          (long long)(i < 7 ? ints[i] : tail[i - 9]));
-    else {
-      uint64_t bits;
-      memcpy(&bits, &floats[i - 7], sizeof bits);
-      put(&r->globals, "    %%v%d = llvm.mlir.constant(0x%016llX : f64) : f64\n", i,
-          (unsigned long long)bits);
-    }
-    put(&r->globals, "    %%%d = llvm.insertvalue %%v%d, %%%d[%d] : %s\n", i + 1, i, i, i, type);
-  }
-  put(&r->globals, "    llvm.return %%11 : %s\n  }\n", type);
-  put(&r->code, "    %%attn%d = llvm.mlir.addressof %s : !llvm.ptr\n", id, name);
-  snprintf(name, len, "%%attn%d", id);
-  return name;
+// A norm's group: its head_dim (per-head q/k norms), else the whole row.
+static int64_t norm_group(MlirOperation norm) {
+  int64_t group = nn_attr_int(norm, "head_dim", 0);
+  return group > 0 ? group : last_dim(mlirOperationGetOperand(norm, 0));
 }
 
-// Shape arguments of a collective: rank and up to four dims of the input.
-static bool shape_args(lower_run *r, call *c, MlirValue v) {
+// The rank of a collective's input; at most 4 (the runtime's shape args).
+static int64_t rank4(lower_call *c, MlirValue v) {
   nn_shape s = shape(v);
-  if (s.rank > 4) {
-    fail(r, "collectives on tensors of rank %d are not supported (at most 4)", s.rank);
-    return false;
+  if (s.rank > 4)
+    fail(c->r, "collectives on tensors of rank %d are not supported (at most 4)", s.rank);
+  return s.rank;
+}
+
+// A collective's one mesh axis.
+static int64_t grid_axis(lower_call *c) {
+  MlirAttribute axes = mlirOperationGetAttributeByName(c->op, str("grid_axes"));
+  if (mlirAttributeIsNull(axes) || !mlirAttributeIsADenseI16Array(axes) ||
+      mlirDenseArrayGetNumElements(axes) != 1) {
+    fail(c->r, "a collective over other than one grid axis is not supported");
+    return 0;
   }
-  arg_i(c, s.rank);
-  for (int d = 0; d < 4; ++d)
-    arg_i(c, d < s.rank ? s.dims[d] : 1);
-  return true;
+  return mlirDenseI16ArrayGetElement(axes, 0);
 }
 
-static int64_t grid_axis(MlirOperation op) {
-  MlirAttribute axes = mlirOperationGetAttributeByName(op, str("grid_axes"));
-  return mlirDenseArrayGetNumElements(axes) == 1 ? mlirDenseI16ArrayGetElement(axes, 0) : -1;
+static int64_t is_max(lower_call *c) {
+  MlirAttribute red = mlirOperationGetAttributeByName(c->op, str("reduction"));
+  return !mlirAttributeIsNull(red) &&
+         mlirAttributeEqual(red, mlirAttributeParseGet(c->r->ctx, str("#shard<partial max>")));
 }
 
-static int64_t index_attr(MlirOperation op, const char *name) {
-  return mlirIntegerAttrGetValueInt(mlirOperationGetAttributeByName(op, str(name)));
+#define IN(i) in_of(c->op, i)
+#define IN_OPT(i) in_of(c->op, i)
+#define OUT(i) mlirOperationGetResult(c->op, i)
+#define NUM_IN mlirOperationGetNumOperands(c->op)
+#define NUMEL(v) numel(v)
+#define ROWS(v) (numel(v) / last_dim(v))
+#define LAST(v) last_dim(v)
+#define DIM(v, d) dim(v, d)
+#define DIM_OR_1(v, d) dim(v, d)
+#define RANK4(v) rank4(c, v)
+#define DTYPE(v) dtype_of(c->r, v)
+#define ATTR_I(name, fallback) nn_attr_int(c->op, name, fallback)
+#define ATTR_F(name, fallback) nn_attr_float(c->op, name, fallback)
+#define ATTR_IS(name, value) attr_is(c->op, name, value)
+#define NORM_GROUP norm_group(c->op)
+#define GRID_AXIS grid_axis(c)
+#define IS_MAX is_max(c)
+#define FUSED_IN(i) in_of(c->fused, i)
+#define FUSED_OUT(i) mlirOperationGetResult(c->fused, i)
+#define FUSED_ATTR_F(name, fallback) nn_attr_float(c->fused, name, fallback)
+#define FUSED_NORM_GROUP norm_group(c->fused)
+
+static void arg_attention(lower_call *c);
+static void arg_program_ptr(lower_call *c, int which);
+
+// The packing of one argument tuple, walked as shardrt/op_table.h describes.
+#define PACK(args) PACK_A args(END, _, _)
+#define PACK_A(kind, name, src) PACK_##kind(name, src) SRT_OP_NEXT_##kind(PACK_B)
+#define PACK_B(kind, name, src) PACK_##kind(name, src) SRT_OP_NEXT_##kind(PACK_A)
+#define PACK_BUF(name, src) arg_buf(c, src);
+#define PACK_OPT_BUF(name, src) arg_buf(c, src);
+#define PACK_SIZE(name, src) arg_i(c, src);
+#define PACK_INT(name, src) arg_i(c, src);
+#define PACK_AXIS(name, src) arg_i(c, src);
+#define PACK_DTYPE(name, src) arg_i(c, src);
+#define PACK_F64(name, src) arg_f(c, src);
+#define PACK_ATTENTION(name, src) arg_attention(c);
+#define PACK_PROGRAM(name, src) arg_program_ptr(c, 0);
+#define PACK_OPTIONS(name, src) arg_program_ptr(c, 1);
+#define PACK_RESULT(name, src) arg_program_ptr(c, 2);
+#define PACK_REQUIRE(cond, msg)                                                          \
+  if (!(cond))                                                                           \
+    fail(c->r, "%s", msg);
+#define PACK_END(name, src)
+
+#define SRT_OP(name, source, check, args)                                                \
+  static void pack_##name(lower_call *c) { PACK(args) }
+#include "shardrt/ops.def"
+
+// One lowering per runtime op: its function, the op it lowers, its packing.
+typedef struct lowering {
+  const char *fn, *source;
+  void (*pack)(lower_call *c);
+} lowering;
+
+static const lowering kLowerings[] = {
+#define SRT_OP(name, source, check, args) {"srt_op_" #name, source, pack_##name},
+#include "shardrt/ops.def"
+};
+
+enum { kNumLowerings = sizeof kLowerings / sizeof *kLowerings };
+
+// The lowering of `op` (by its name), or NULL if it has none.
+static const lowering *lowering_of(MlirOperation op) {
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  for (int i = 0; i < kNumLowerings; ++i)
+    if (kLowerings[i].source && mlirStringRefEqual(str(kLowerings[i].source), name))
+      return &kLowerings[i];
+  return NULL;
 }
 
-static bool lower_collective(lower_run *r, MlirOperation op) {
-  call c;
-  int64_t axis = grid_axis(op);
-  if (axis < 0) {
-    fail(r, "a collective over several grid axes is not supported");
-    return true;
+// The lowering calling runtime function `fn`, or NULL.
+static const lowering *lowering_named(const char *fn) {
+  for (int i = 0; i < kNumLowerings; ++i)
+    if (!strcmp(kLowerings[i].fn, fn))
+      return &kLowerings[i];
+  return NULL;
+}
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+// The attention configuration of c->op as a private constant global
+// (SRT_ATTENTION_CONFIG_FIELDS); its address is the argument.
+static void arg_attention(lower_call *c) {
+  lower_run *r = c->r;
+  MlirOperation op = c->op;
+  nn_shape q = shape(IN(0));
+  int64_t heads = ATTR_I("num_heads", 0);
+  const struct {
+    bool is_f64;
+    int64_t i;
+    double f;
+  } values[] = {{false, q.dims[0], 0},
+                {false, q.dims[1], 0},
+                {false, heads, 0},
+                {false, ATTR_I("num_kv_heads", 0), 0},
+                {false, ATTR_I("head_dim", 0), 0},
+                {false, ATTR_I("causal", 1), 0},
+                {false, ATTR_I("sliding_window", 0), 0},
+                {true, 0, ATTR_F("scale", 0)},
+                {true, 0, ATTR_F("softcap", 0)},
+                {false, ATTR_I("nn.q_head_offset_axis", -1), 0},
+                {false, ATTR_I("nn.global_num_heads", heads), 0}};
+#define FIELD(type, name) _Generic((type)0, double: r->top.f64, default: r->top.i64),
+  MlirType fields[] = {SRT_ATTENTION_CONFIG_FIELDS(FIELD)};
+#undef FIELD
+  enum { kFields = sizeof fields / sizeof *fields };
+  _Static_assert(sizeof values / sizeof *values == kFields,
+                 "one value per SRT_ATTENTION_CONFIG_FIELDS field");
+  MlirType type = mlirLLVMStructTypeLiteralGet(r->ctx, kFields, fields, false);
+  char name[48];
+  snprintf(name, sizeof name, "attention_config_%d", r->num_attention++);
+  MlirBlock init;
+  lb_builder b = r->top;
+  b.loc = mlirOperationGetLocation(op);
+  lb_global(&b, name, type, false, &init);
+  b.block = init;
+  MlirValue agg = lb_zero(&b, type);
+  for (int64_t i = 0; i < kFields; ++i) {
+    if (values[i].is_f64 != mlirTypeIsAF64(fields[i]))
+      fail(r, "internal error: attention config field %d has the wrong type", (int)i);
+    MlirValue v = values[i].is_f64 ? lb_const_f64(&b, values[i].f)
+                                   : lb_const_int(&b, b.i64, values[i].i);
+    agg = lb_insert(&b, agg, v, 1, &i);
   }
-  if (tp_op_is(op, "shard.all_reduce")) {
-    MlirAttribute red = mlirOperationGetAttributeByName(op, str("reduction"));
-    bool is_max = !mlirAttributeIsNull(red) &&
-                  mlirAttributeEqual(red, mlirAttributeParseGet(r->ctx, str("#shard<partial max>")));
-    start(&c, "srt_op_all_reduce");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, numel(in(op, 0)));
-    arg_i(&c, axis);
-    arg_i(&c, is_max);
-    if (r->cuda)
-      arg_i(&c, dtype_of(r, in(op, 0)));
-  } else {
-    static const struct {
-      const char *op, *fn, *dim;
-    } kinds[] = {{"shard.all_gather", "srt_op_all_gather", "gather_axis"},
-                 {"shard.reduce_scatter", "srt_op_reduce_scatter", "scatter_axis"},
-                 {"shard.all_slice", "srt_op_all_slice", "slice_axis"},
-                 {"shard.all_to_all", "srt_op_all_to_all", "split_axis"}};
-    size_t k = 0;
-    while (k < 4 && !tp_op_is(op, kinds[k].op))
-      ++k;
-    if (k == 4)
-      return false;
-    start(&c, kinds[k].fn);
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, axis);
-    arg_i(&c, index_attr(op, kinds[k].dim));
-    if (k == 3)
-      arg_i(&c, index_attr(op, "concat_axis"));
-    if (!shape_args(r, &c, in(op, 0)))
-      return true;
-    if (r->cuda)
-      arg_i(&c, dtype_of(r, in(op, 0)));
-  }
-  emit(r, &c);
-  return true;
+  lb_return(&b, agg);
+  push(c, lb_address_of(&r->at, name));
 }
 
-static void lower_rotary(lower_run *r, MlirOperation op) {
-  if (mlirOperationGetNumOperands(op)) {
-    fail(r, "rotary embeddings from explicit position_ids are not supported yet");
+// The step's program table (0), options (1) or result (2).
+static void arg_program_ptr(lower_call *c, int which) {
+  lower_run *r = c->r;
+  push(c, which == 0 ? lb_address_of(&r->at, "shard_program")
+          : which == 1 ? r->options : r->result);
+}
+
+// Declares the function of `l` (once) with the types of c's arguments.
+static void declare(lower_run *r, const lowering *l, const lower_call *c) {
+  size_t i = (size_t)(l - kLowerings);
+  if (r->declared[i])
     return;
-  }
-  nn_shape cs = shape(out(op, 0));
-  MlirStringRef type = nn_attr_str(op, "rope_type");
-  call c;
-  start(&c, "srt_op_rotary_embedding");
-  arg_v(r, &c, out(op, 0));
-  arg_v(r, &c, out(op, 1));
-  arg_i(&c, cs.dims[0]);
-  arg_i(&c, cs.dims[1]);
-  arg_i(&c, ai(op, "head_dim", 0));
-  arg_f(&c, af(op, "theta"));
-  arg_i(&c, type.length == 6 && !memcmp(type.data, "llama3", 6));
-  arg_f(&c, nn_attr_float(op, "factor", 1));
-  arg_f(&c, nn_attr_float(op, "low_freq_factor", 1));
-  arg_f(&c, nn_attr_float(op, "high_freq_factor", 4));
-  arg_i(&c, ai(op, "original_max_position_embeddings", 8192));
-  emit(r, &c);
+  r->declared[i] = true;
+  MlirType types[kMaxArgs];
+  for (int k = 0; k < c->n; ++k)
+    types[k] = mlirValueGetType(c->args[k]);
+  lb_builder b = r->top;
+  b.loc = mlirOperationGetLocation(c->op);
+  lb_func(&b, l->fn, mlirLLVMFunctionTypeGet(b.ptr, c->n, types, false), NULL);
 }
 
-// The fused residual add + norm (add_feeds_norm) as one call.
-static void lower_add_rms_norm(lower_run *r, MlirOperation add, MlirOperation norm) {
-  MlirValue sum = out(add, 0);
-  int64_t group = ai(norm, "head_dim", 0);
-  call c;
-  start(&c, "srt_op_add_rms_norm");
-  arg_v(r, &c, in(add, 0));
-  arg_v(r, &c, in(add, 1));
-  arg_v(r, &c, sum);
-  arg_v(r, &c, in(norm, 1));
-  arg_v(r, &c, out(norm, 0));
-  arg_i(&c, rows(sum));
-  arg_i(&c, last_dim(sum));
-  arg_i(&c, group > 0 ? group : last_dim(sum));
-  arg_f(&c, af(norm, "eps"));
-  arg_f(&c, af(norm, "offset"));
-  emit(r, &c);
+// The call of `l` for `op` (and the second op of a fusion): its
+// arguments, the call, and a check that returns a failure at once.
+static void lower_op(lower_run *r, const lowering *l, MlirOperation op, MlirOperation fused) {
+  r->at.loc = mlirOperationGetLocation(op);
+  lower_call c = {.r = r, .op = op, .fused = fused};
+  push(&c, r->exec);
+  l->pack(&c);
+  if (r->errors)
+    return;
+  declare(r, l, &c);
+  MlirValue status = lb_call(&r->at, l->fn, c.n, c.args, r->at.ptr);
+  MlirValue failed = lb_icmp_ne(&r->at, status, lb_zero(&r->at, r->at.ptr));
+  MlirBlock next = mlirBlockCreate(0, NULL, NULL);
+  mlirRegionInsertOwnedBlockBefore(r->step_region, r->fail_block, next);
+  lb_cond_br(&r->at, failed, r->fail_block, 1, &status, next);
+  r->at.block = next;
 }
 
-// Emits the call(s) of one nn op; false if there is no lowering for it.
-static bool lower_nn(lower_run *r, MlirOperation op) {
-  call c;
-  nn_op_kind kind = nn_op_kind_of(op);
-  int64_t vocab_axis = ai(op, "nn.vocab_parallel_axis", -1);
-  char cfg[64];
-  switch (kind) {
-  case NN_OP_EMBEDDING:
-  case NN_OP_EMBEDDING_GRAD: {
-    bool grad = kind == NN_OP_EMBEDDING_GRAD;
-    MlirValue w = in(op, grad ? 2 : 1);
-    start(&c, grad ? "srt_op_embedding_grad" : "srt_op_embedding");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, grad ? in(op, 1) : w);
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, numel(in(op, 0)));
-    arg_i(&c, last_dim(w));
-    arg_i(&c, shape(w).dims[0]);
-    arg_i(&c, vocab_axis);
-    arg_f(&c, nn_attr_float(op, "scale", 1));
-    break;
-  }
-  case NN_OP_LINEAR:
-    start(&c, "srt_op_linear");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, in(op, 1));
-    arg_i(&c, mlirOperationGetNumOperands(op) == 3 ? find_value(r, in(op, 2)) : -1);
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, rows(in(op, 0)));
-    arg_i(&c, shape(in(op, 1)).dims[1]);
-    arg_i(&c, shape(in(op, 1)).dims[0]);
-    break;
-  case NN_OP_LINEAR_GRAD_INPUT:
-  case NN_OP_LINEAR_GRAD_WEIGHT: {
-    bool weight = kind == NN_OP_LINEAR_GRAD_WEIGHT;
-    MlirValue w = in(op, weight ? 2 : 1);
-    start(&c, weight ? "srt_op_linear_grad_weight" : "srt_op_linear_grad_input");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, weight ? in(op, 1) : w);
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, rows(in(op, 0)));
-    arg_i(&c, shape(w).dims[1]);
-    arg_i(&c, shape(w).dims[0]);
-    break;
-  }
-  case NN_OP_LINEAR_GRAD_BIAS:
-    start(&c, "srt_op_linear_grad_bias");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, rows(in(op, 0)));
-    arg_i(&c, last_dim(in(op, 0)));
-    break;
-  case NN_OP_BIAS_ADD:
-    start(&c, "srt_op_bias_add");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, in(op, 1));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, rows(in(op, 0)));
-    arg_i(&c, last_dim(in(op, 0)));
-    break;
-  case NN_OP_RMS_NORM:
-  case NN_OP_RMS_NORM_GRAD_INPUT:
-  case NN_OP_RMS_NORM_GRAD_WEIGHT: {
-    int64_t group = ai(op, "head_dim", 0);
-    MlirValue x = in(op, 0);
-    start(&c, kind == NN_OP_RMS_NORM ? "srt_op_rms_norm"
-              : kind == NN_OP_RMS_NORM_GRAD_INPUT ? "srt_op_rms_norm_grad_input"
-                                                  : "srt_op_rms_norm_grad_weight");
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
-      arg_v(r, &c, in(op, (int)i));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, rows(x));
-    arg_i(&c, last_dim(x));
-    arg_i(&c, group > 0 ? group : last_dim(x));
-    arg_f(&c, af(op, "eps"));
-    if (kind != NN_OP_RMS_NORM_GRAD_WEIGHT)
-      arg_f(&c, af(op, "offset"));
-    break;
-  }
-  case NN_OP_ROTARY_EMBEDDING:
-    lower_rotary(r, op);
-    return true;
-  case NN_OP_APPLY_ROTARY:
-  case NN_OP_APPLY_ROTARY_GRAD: {
-    nn_shape x = shape(in(op, 0));
-    int64_t hd = ai(op, "head_dim", 1);
-    start(&c, kind == NN_OP_APPLY_ROTARY ? "srt_op_apply_rotary" : "srt_op_apply_rotary_grad");
-    for (int i = 0; i < 3; ++i)
-      arg_v(r, &c, in(op, i));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, x.dims[0]);
-    arg_i(&c, x.dims[1]);
-    arg_i(&c, x.dims[2] / hd);
-    arg_i(&c, hd);
-    break;
-  }
-  case NN_OP_ATTENTION:
-  case NN_OP_ATTENTION_GRAD: {
-    bool grad = kind == NN_OP_ATTENTION_GRAD;
-    const char *config = attention_config(r, op, cfg, sizeof cfg);
-    start(&c, grad ? "srt_op_attention_grad" : "srt_op_attention");
-    for (int i = 0; i < (grad ? 4 : 3); ++i)
-      arg_v(r, &c, in(op, i));
-    for (int i = 0; i < (grad ? 3 : 1); ++i)
-      arg_v(r, &c, out(op, i));
-    arg_p(&c, config);
-    break;
-  }
-  case NN_OP_GLU:
-  case NN_OP_GLU_GRAD: {
-    bool grad = kind == NN_OP_GLU_GRAD;
-    start(&c, grad ? "srt_op_glu_grad" : "srt_op_glu");
-    for (int i = 0; i < (grad ? 3 : 2); ++i)
-      arg_v(r, &c, in(op, i));
-    for (int i = 0; i < (grad ? 2 : 1); ++i)
-      arg_v(r, &c, out(op, i));
-    arg_i(&c, numel(in(op, 0)));
-    arg_i(&c, activation(op));
-    break;
-  }
-  case NN_OP_RELU2:
-  case NN_OP_RELU2_GRAD:
-  case NN_OP_ADD: {
-    start(&c, kind == NN_OP_RELU2 ? "srt_op_relu2"
-              : kind == NN_OP_RELU2_GRAD ? "srt_op_relu2_grad" : "srt_op_add");
-    for (intptr_t i = 0; i < mlirOperationGetNumOperands(op); ++i)
-      arg_v(r, &c, in(op, (int)i));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, numel(in(op, 0)));
-    if (r->cuda && kind == NN_OP_ADD) {
-      if (dtype_of(r, in(op, 0)) != dtype_of(r, in(op, 1)))
-        fail(r, "nn.add of a bf16 activation and an fp32 gradient (no mixed-dtype add)");
-      arg_i(&c, dtype_of(r, in(op, 0)));
-    }
-    break;
-  }
-  case NN_OP_CROSS_ENTROPY:
-  case NN_OP_CROSS_ENTROPY_GRAD: {
-    nn_shape l = shape(in(op, 0));
-    start(&c, kind == NN_OP_CROSS_ENTROPY ? "srt_op_cross_entropy" : "srt_op_cross_entropy_grad");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, in(op, 1));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, l.dims[0]);
-    arg_i(&c, l.dims[1]);
-    arg_i(&c, l.dims[2]);
-    arg_i(&c, ai(op, "ignore_index", -100));
-    arg_i(&c, ai(op, "shift", 1));
-    break;
-  }
-  case NN_OP_CE_LOGIT_MAX:
-    start(&c, "srt_op_ce_logit_max");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, rows(in(op, 0)));
-    arg_i(&c, last_dim(in(op, 0)));
-    break;
-  case NN_OP_CE_PARTIAL_SUMS:
-  case NN_OP_CE_LOGITS_GRAD: {
-    bool grad = kind == NN_OP_CE_LOGITS_GRAD;
-    nn_shape l = shape(in(op, 0));
-    start(&c, grad ? "srt_op_ce_logits_grad" : "srt_op_ce_partial_sums");
-    for (int i = 0; i < (grad ? 5 : 3); ++i)
-      arg_v(r, &c, in(op, i));
-    for (int i = 0; i < (grad ? 1 : 2); ++i)
-      arg_v(r, &c, out(op, i));
-    arg_i(&c, l.dims[0]);
-    arg_i(&c, l.dims[1]);
-    arg_i(&c, l.dims[2]);
-    arg_i(&c, vocab_axis);
-    arg_i(&c, ai(op, "ignore_index", -100));
-    arg_i(&c, ai(op, "shift", 1));
-    break;
-  }
-  case NN_OP_CE_LOSS_SUM: {
-    nn_shape m = shape(in(op, 0));
-    start(&c, "srt_op_ce_loss_sum");
-    for (int i = 0; i < 4; ++i)
-      arg_v(r, &c, in(op, i));
-    arg_v(r, &c, out(op, 0));
-    arg_i(&c, m.dims[0]);
-    arg_i(&c, m.dims[1]);
-    arg_i(&c, ai(op, "ignore_index", -100));
-    arg_i(&c, ai(op, "shift", 1));
-    break;
-  }
-  case NN_OP_CE_MEAN:
-    start(&c, "srt_op_ce_mean");
-    arg_v(r, &c, in(op, 0));
-    arg_v(r, &c, out(op, 0));
-    break;
-  case NN_OP_STORE_GRAD:
-    return true; // its operand already lives in the gradient slot
-  case NN_OP_OPTIMIZER_STEP:
-    put(&r->code, "    %%program = llvm.mlir.addressof @shard_program : !llvm.ptr\n");
-    start(&c, "srt_op_optimizer_step");
-    arg_p(&c, "%program");
-    arg_p(&c, "%options");
-    arg_v(r, &c, in(op, 0));
-    arg_p(&c, "%result");
-    break;
-  default:
-    return false;
-  }
-  emit(r, &c);
-  return true;
+// The step function: its entry block (exec, options, result) and the
+// failure block that returns a call's status.
+static void begin_step(lower_run *r) {
+  MlirType ptr = r->top.ptr, args[3] = {ptr, ptr, ptr};
+  MlirBlock entry;
+  MlirOperation step =
+      lb_func(&r->top, "shard_step", mlirLLVMFunctionTypeGet(ptr, 3, args, false), &entry);
+  r->step_region = mlirOperationGetRegion(step, 0);
+  r->exec = mlirBlockGetArgument(entry, 0);
+  r->options = mlirBlockGetArgument(entry, 1);
+  r->result = mlirBlockGetArgument(entry, 2);
+  MlirLocation loc = mlirOperationGetLocation(r->func);
+  r->fail_block = mlirBlockCreate(1, &ptr, &loc);
+  mlirRegionAppendOwnedBlock(r->step_region, r->fail_block);
+  lb_builder fb = r->top;
+  fb.block = r->fail_block;
+  lb_return(&fb, mlirBlockGetArgument(r->fail_block, 0));
+  r->at = r->top;
+  r->at.block = entry;
 }
 
-//===----------------------------------------------------------------------===//
-// The program table
-//===----------------------------------------------------------------------===//
-
-static const char *kParamType =
-    "!llvm.struct<(ptr, i32, i32, array<8 x i64>, array<8 x i64>, "
-    "array<2 x struct<(i32, i32)>>, i64, i64, i64, i64, i64)>";
-static const char *kProgramType =
-    "!llvm.struct<(i32, ptr, i64, i64, i64, i64, i64, i64, f64, i64, i64, i64, i64, i32, "
-    "ptr, ptr, i32, i64, array<3 x i64>, array<2 x struct<(i32, i32)>>, ptr)>";
-
-static void string_global(text *t, const char *name, const char *s, size_t len) {
-  put(t, "  llvm.mlir.global private constant %s(\"", name);
-  for (size_t i = 0; i < len; ++i) {
-    unsigned char ch = (unsigned char)s[i];
-    if (ch < 32 || ch == '"' || ch == '\\' || ch > 126)
-      put(t, "\\%02X", ch);
-    else
-      put(t, "%c", ch);
-  }
-  put(t, "\\00\") {addr_space = 0 : i32} : !llvm.array<%zu x i8>\n", len + 1);
-}
-
-// Emits `%<name> = llvm.insertvalue <constant>` chains into t; returns the
-// next SSA number. Fields are written by path (e.g. "3, 1" for [3][1]).
-static int insert_i(text *t, int at, const char *type, const char *path, const char *itype,
-                    long long v) {
-  put(t, "    %%k%d = llvm.mlir.constant(%lld : %s) : %s\n", at, v, itype, itype);
-  put(t, "    %%a%d = llvm.insertvalue %%k%d, %%a%d[%s] : %s\n", at + 1, at, at - 1, path, type);
-  return at + 2;
-}
-
-static void program_globals(lower_run *r, const char *model, int64_t batch, int64_t seq,
-                            int64_t vocab, double init_std) {
-  text *t = &r->globals;
-  for (int i = 0; i < r->num_params; ++i) {
-    char name[32];
-    snprintf(name, sizeof name, "@param_name_%d", i);
-    string_global(t, name, r->params[i].name.data, r->params[i].name.length);
-  }
-  string_global(t, "@model_path", model, strlen(model));
-  put(t, "  llvm.mlir.global private constant @params() {addr_space = 0 : i32} : "
-         "!llvm.array<%d x %s> {\n", r->num_params > 0 ? r->num_params : 1, kParamType);
-  put(t, "    %%a0 = llvm.mlir.undef : !llvm.array<%d x %s>\n",
-      r->num_params > 0 ? r->num_params : 1, kParamType);
-  int at = 1;
-  char array_type[512];
-  snprintf(array_type, sizeof array_type, "!llvm.array<%d x %s>",
-           r->num_params > 0 ? r->num_params : 1, kParamType);
-  for (int i = 0; i < r->num_params; ++i) {
-    const param *p = &r->params[i];
-    char path[64];
-    put(t, "    %%n%d = llvm.mlir.addressof @param_name_%d : !llvm.ptr\n", i, i);
-    put(t, "    %%a%d = llvm.insertvalue %%n%d, %%a%d[%d, 0] : %s\n", at, i, at - 1, i,
-        array_type);
-    ++at;
-    snprintf(path, sizeof path, "%d, 1", i);
-    at = insert_i(t, at, array_type, path, "i32", p->init);
-    snprintf(path, sizeof path, "%d, 2", i);
-    at = insert_i(t, at, array_type, path, "i32", p->local.rank);
-    for (int d = 0; d < 8; ++d) {
-      snprintf(path, sizeof path, "%d, 3, %d", i, d);
-      at = insert_i(t, at, array_type, path, "i64", d < p->local.rank ? p->global[d] : 1);
-      snprintf(path, sizeof path, "%d, 4, %d", i, d);
-      at = insert_i(t, at, array_type, path, "i64", d < p->local.rank ? p->local.dims[d] : 1);
-    }
-    for (int axis = 0; axis < 2; ++axis) {
-      tp_placement pl = p->layout.on[axis];
-      // srt_placement_kind: SRT_REPLICATE 0, SRT_SHARD 1, SRT_PARTIAL 2.
-      int kindv = pl.kind == TP_SHARD ? 1 : pl.kind == TP_PARTIAL ? 2 : 0;
-      snprintf(path, sizeof path, "%d, 5, %d, 0", i, axis);
-      at = insert_i(t, at, array_type, path, "i32", kindv);
-      snprintf(path, sizeof path, "%d, 5, %d, 1", i, axis);
-      at = insert_i(t, at, array_type, path, "i32", pl.kind == TP_SHARD ? pl.dim : 0);
-    }
-    int64_t offs[5] = {p->offset, p->grad, p->m, p->v, p->compute};
-    for (int k = 0; k < 5; ++k) {
-      snprintf(path, sizeof path, "%d, %d", i, 6 + k);
-      at = insert_i(t, at, array_type, path, "i64", offs[k]);
-    }
-  }
-  put(t, "    llvm.return %%a%d : %s\n  }\n", at - 1, array_type);
-
-  // srt_program shard_program.
-  put(t, "  llvm.mlir.global external constant @shard_program() {addr_space = 0 : i32} : %s {\n",
-      kProgramType);
-  put(t, "    %%a0 = llvm.mlir.undef : %s\n", kProgramType);
-  at = 1;
-  at = insert_i(t, at, kProgramType, "0", "i32", 3); // SRT_PROGRAM_ABI
-  put(t, "    %%model = llvm.mlir.addressof @model_path : !llvm.ptr\n");
-  put(t, "    %%a%d = llvm.insertvalue %%model, %%a%d[1] : %s\n", at, at - 1, kProgramType);
-  ++at;
-  int64_t fields[] = {r->mesh.size[0], r->mesh.size[1], batch, seq,
-                      batch / r->mesh.size[0], vocab};
-  for (int k = 0; k < 6; ++k) {
-    char path[8];
-    snprintf(path, sizeof path, "%d", 2 + k);
-    at = insert_i(t, at, kProgramType, path, "i64", fields[k]);
-  }
-  uint64_t bits;
-  memcpy(&bits, &init_std, sizeof bits);
-  put(t, "    %%k%d = llvm.mlir.constant(0x%016llX : f64) : f64\n", at, (unsigned long long)bits);
-  put(t, "    %%a%d = llvm.insertvalue %%k%d, %%a%d[8] : %s\n", at + 1, at, at - 1, kProgramType);
-  at += 2;
-  int64_t layout[] = {r->arena, r->persistent, r->ids_offset, r->labels_offset};
-  for (int k = 0; k < 4; ++k) {
-    char path[8];
-    snprintf(path, sizeof path, "%d", 9 + k);
-    at = insert_i(t, at, kProgramType, path, "i64", layout[k]);
-  }
-  at = insert_i(t, at, kProgramType, "13", "i32", r->num_params);
-  put(t, "    %%params = llvm.mlir.addressof @params : !llvm.ptr\n");
-  put(t, "    %%a%d = llvm.insertvalue %%params, %%a%d[14] : %s\n", at, at - 1, kProgramType);
-  ++at;
-  put(t, "    %%step = llvm.mlir.addressof @shard_step : !llvm.ptr\n");
-  put(t, "    %%a%d = llvm.insertvalue %%step, %%a%d[15] : %s\n", at, at - 1, kProgramType);
-  ++at;
-  // The logits (fields 16..19): kept flag, offset, local shape, placements.
-  at = insert_i(t, at, kProgramType, "16", "i32", r->keep_logits);
-  at = insert_i(t, at, kProgramType, "17", "i64", r->keep_logits ? find_value(r, r->logits) : -1);
-  nn_shape ls = {0};
-  if (r->keep_logits)
-    ls = shape(r->logits);
-  for (int d = 0; d < 3; ++d) {
-    char path[16];
-    snprintf(path, sizeof path, "18, %d", d);
-    at = insert_i(t, at, kProgramType, path, "i64", d < ls.rank ? ls.dims[d] : 0);
-  }
-  // Placements: Shard(d) where the local size differs from the global
-  // [batch, seq, vocab]: the batch over dp; the sequence (sequence
-  // parallel) or the vocabulary over tp.
-  const int64_t global[3] = {batch, seq, vocab};
-  for (int axis = 0; axis < 2; ++axis) {
-    int dim = -1;
-    for (int d = axis == 0 ? 0 : 1; ls.rank == 3 && d < (axis == 0 ? 1 : 3); ++d)
-      if (ls.dims[d] != global[d])
-        dim = d;
-    char path[16];
-    snprintf(path, sizeof path, "19, %d, 0", axis);
-    at = insert_i(t, at, kProgramType, path, "i32", dim >= 0 ? 1 : 0);
-    snprintf(path, sizeof path, "19, %d, 1", axis);
-    at = insert_i(t, at, kProgramType, path, "i32", dim >= 0 ? dim : 0);
-  }
-  // The backend (field 20): srt_cuda_backend (libshardrt_cuda) or NULL.
-  if (r->cuda)
-    put(t, "    %%backend = llvm.mlir.addressof @srt_cuda_backend : !llvm.ptr\n");
-  else
-    put(t, "    %%backend = llvm.mlir.zero : !llvm.ptr\n");
-  put(t, "    %%a%d = llvm.insertvalue %%backend, %%a%d[20] : %s\n", at, at - 1, kProgramType);
-  ++at;
-  put(t, "    llvm.return %%a%d : %s\n  }\n", at - 1, kProgramType);
-  if (r->cuda)
-    put(t, "  llvm.mlir.global external constant @srt_cuda_backend() {addr_space = 0 : i32} : "
-           "!llvm.array<1 x i8>\n");
+static void end_step(lower_run *r) {
+  r->at.loc = mlirOperationGetLocation(r->func);
+  lb_return(&r->at, lb_zero(&r->at, r->at.ptr));
 }
 
 //===----------------------------------------------------------------------===//
 // The pass
 //===----------------------------------------------------------------------===//
+
+static void fail(lower_run *r, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  tp_error(r->current, "lower-to-runtime", "%s", msg);
+  ++r->errors;
+}
 
 static MlirOperation find_func(MlirOperation module) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
@@ -1013,38 +653,98 @@ static MlirOperation find_func(MlirOperation module) {
   return (MlirOperation){NULL};
 }
 
-// Replaces the module's contents by the ops of the parsed `llvm` text.
-static bool replace_module(lower_run *r, MlirOperation module, const text *t) {
-  MlirModule parsed = mlirModuleCreateParse(r->ctx, mlirStringRefCreate(t->data, t->len));
-  if (mlirModuleIsNull(parsed)) {
-    fail(r, "internal error: the generated LLVM-dialect module does not parse");
+// Checks the keep-logits request: an lm_head output that one rank's buffer
+// holds whole.
+static bool check_keep_logits(lower_run *r) {
+  if (r->cuda) {
+    fail(r, "keep-logits is only available on the cpu backend (the cuda backend keeps "
+            "logits in bf16 on the device)");
     return false;
   }
+  r->logits = find_logits(r);
+  if (mlirValueIsNull(r->logits) || shape(r->logits).rank != 3) {
+    fail(r, "keep-logits: the step has no nn.linear with nn.module \"lm_head\" and a "
+            "[batch, seq, vocab] result");
+    return false;
+  }
+  for (MlirOpOperand u = mlirValueGetFirstUse(r->logits); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u))
+    if (tp_op_is(mlirOpOperandGetOwner(u), "shard.all_reduce")) {
+      fail(r, "keep-logits: the lm_head output is Partial (all-reduced afterwards), so no "
+              "rank's buffer holds its logits");
+      return false;
+    }
+  return true;
+}
+
+// Lowers every op of the step; returns the global vocabulary (from the
+// embedding's weight).
+static int64_t lower_ops(lower_run *r) {
+  bool has_optimizer = false;
+  int64_t vocab = 0;
+  const lowering *fusion = lowering_named("srt_op_add_rms_norm");
+  MlirOperation fused = {NULL}; // a norm already lowered with its add
+  for (MlirOperation op = mlirBlockGetFirstOperation(r->body);
+       !mlirOperationIsNull(op) && !r->errors; op = mlirOperationGetNextInBlock(op)) {
+    r->current = op;
+    nn_op_kind kind = nn_op_kind_of(op);
+    if (op.ptr == fused.ptr)
+      continue;
+    MlirOperation next = mlirOperationGetNextInBlock(op);
+    if (fusion && add_feeds_norm(r, op, next)) {
+      lower_op(r, fusion, op, next);
+      fused = next;
+      continue;
+    }
+    if (kind == NN_OP_OPTIMIZER_STEP && has_optimizer) {
+      fail(r, "more than one nn.optimizer_step: run nn-optimizer once");
+      break;
+    }
+    has_optimizer |= kind == NN_OP_OPTIMIZER_STEP;
+    if (kind == NN_OP_EMBEDDING)
+      vocab = shape(mlirOperationGetOperand(op, 1)).dims[0] *
+              (nn_attr_int(op, "nn.vocab_parallel_axis", -1) >= 0 ? r->mesh.size[1] : 1);
+    // No call: the gradient already lives in its slot; annotations and the
+    // return have no buffers of their own.
+    if (kind == NN_OP_STORE_GRAD || tp_op_is(op, "func.return") ||
+        tp_op_is(op, "shard.sharding"))
+      continue;
+    const lowering *l = lowering_of(op);
+    if (!l) {
+      MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+      fail(r, "no lowering for '%.*s'", (int)name.length, name.data);
+      break;
+    }
+    lower_op(r, l, op, (MlirOperation){NULL});
+  }
+  r->current = r->func;
+  if (!r->errors && !has_optimizer)
+    fail(r, "the step has no nn.optimizer_step: run nn-autodiff and nn-optimizer first");
+  return vocab;
+}
+
+// Replaces the module's contents by the ops of `staging`.
+static void replace_module(MlirOperation module, MlirBlock staging) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
     MlirOperation next = mlirOperationGetNextInBlock(op);
     mlirOperationDestroy(op);
     op = next;
   }
-  MlirBlock src = mlirModuleGetBody(parsed);
-  for (MlirOperation op = mlirBlockGetFirstOperation(src); !mlirOperationIsNull(op);) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(staging); !mlirOperationIsNull(op);) {
     MlirOperation next = mlirOperationGetNextInBlock(op);
     mlirOperationRemoveFromParent(op);
     mlirBlockAppendOwnedOperation(body, op);
     op = next;
   }
-  mlirModuleDestroy(parsed);
-  return true;
 }
 
 static void free_run(lower_run *r) {
-  free(r->keys);
+  tp_ptr_map_free(&r->index);
   free(r->offsets);
   free(r->dtypes);
   free(r->params);
-  free(r->decls.data);
-  free(r->globals.data);
-  free(r->code.data);
+  free(r->declared);
 }
 
 static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *o) {
@@ -1065,84 +765,49 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   r.current = r.func;
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(r.func, 0));
   r.keep_logits = o[kOptKeepLogits].b;
-  if (r.keep_logits && r.cuda) {
-    fail(&r, "keep-logits is only available on the cpu backend (the cuda backend keeps "
-             "logits in bf16 on the device)");
+  if (r.keep_logits && !check_keep_logits(&r))
     return mlirLogicalResultFailure();
-  }
-  if (r.keep_logits) {
-    r.logits = find_logits(&r);
-    if (mlirValueIsNull(r.logits) || shape(r.logits).rank != 3) {
-      fail(&r, "keep-logits: the step has no nn.linear with nn.module \"lm_head\" and a "
-               "[batch, seq, vocab] result");
-      return mlirLogicalResultFailure();
-    }
-    for (MlirOpOperand u = mlirValueGetFirstUse(r.logits); !mlirOpOperandIsNull(u);
-         u = mlirOpOperandGetNextUse(u))
-      if (tp_op_is(mlirOpOperandGetOwner(u), "shard.all_reduce")) {
-        fail(&r, "keep-logits: the lm_head output is Partial (all-reduced afterwards), so no "
-                 "rank's buffer holds its logits");
-        return mlirLogicalResultFailure();
-      }
-  }
   plan_params(&r);
   plan_temporaries(&r);
   if (r.arena < 0)
     fail(&r, "out of memory planning the arena");
-  bool has_optimizer = false;
+  MlirBlock staging = mlirBlockCreate(0, NULL, NULL);
+  r.top = lb_create(r.ctx, staging, mlirOperationGetLocation(r.func));
+  r.declared = calloc(kNumLowerings, sizeof *r.declared);
   int64_t vocab = 0;
-  MlirOperation fused = {NULL}; // a norm already lowered with its add
-  for (MlirOperation op = mlirBlockGetFirstOperation(r.body);
-       !mlirOperationIsNull(op) && !r.errors; op = mlirOperationGetNextInBlock(op)) {
-    r.current = op;
-    nn_op_kind kind = nn_op_kind_of(op);
-    if (op.ptr == fused.ptr)
-      continue;
-    MlirOperation next = mlirOperationGetNextInBlock(op);
-    if (add_feeds_norm(&r, op, next)) {
-      lower_add_rms_norm(&r, op, next);
-      fused = next;
-      continue;
-    }
-    if (kind == NN_OP_OPTIMIZER_STEP && has_optimizer) {
-      fail(&r, "more than one nn.optimizer_step: run nn-optimizer once");
-      break;
-    }
-    has_optimizer |= kind == NN_OP_OPTIMIZER_STEP;
-    if (kind == NN_OP_EMBEDDING) {
-      nn_shape w = shape(in(op, 1));
-      vocab = w.dims[0] * (ai(op, "nn.vocab_parallel_axis", -1) >= 0 ? r.mesh.size[1] : 1);
-    }
-    if (tp_op_is(op, "func.return") || tp_op_is(op, "shard.sharding"))
-      continue;
-    if (kind != NN_OP_NONE ? lower_nn(&r, op) : lower_collective(&r, op))
-      continue;
-    MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
-    fail(&r, "no lowering for '%.*s'", (int)name.length, name.data);
+  if (!r.errors) {
+    begin_step(&r);
+    vocab = lower_ops(&r);
+    end_step(&r);
   }
-  r.current = r.func;
-  if (!r.errors && !has_optimizer)
-    fail(&r, "the step has no nn.optimizer_step: run nn-autodiff and nn-optimizer first");
-  if (r.errors) {
-    free_run(&r);
-    return mlirLogicalResultFailure();
+  if (!r.errors) {
+    nn_shape ids = shape(mlirBlockGetArgument(r.body, 0));
+    MlirStringRef model = nn_attr_str(module, "nn.config_path");
+    char model_path[1024];
+    snprintf(model_path, sizeof model_path, "%.*s", (int)model.length, model.data);
+    tp_program_desc d = {.model = model_path,
+                         .mesh = r.mesh,
+                         .batch = ids.dims[0] * r.mesh.size[0],
+                         .seq = ids.dims[1],
+                         .vocab = vocab,
+                         .initializer_range = nn_attr_float(module, "nn.initializer_range", 0.02),
+                         .arena = r.arena,
+                         .persistent = r.persistent,
+                         .ids_offset = r.ids_offset,
+                         .labels_offset = r.labels_offset,
+                         .params = r.params,
+                         .num_params = r.num_params,
+                         .step = "shard_step",
+                         .keep_logits = r.keep_logits,
+                         .logits_offset = r.keep_logits ? find_value(&r, r.logits) : -1,
+                         .logits = r.keep_logits ? shape(r.logits) : (nn_shape){0},
+                         .backend = r.cuda ? "srt_cuda_backend" : NULL};
+    tp_emit_program_table(&r.top, &d);
   }
-  nn_shape ids = shape(mlirBlockGetArgument(r.body, 0));
-  MlirStringRef model = nn_attr_str(module, "nn.config_path");
-  char model_path[1024];
-  snprintf(model_path, sizeof model_path, "%.*s", (int)model.length, model.data);
-  double init_std = nn_attr_float(module, "nn.initializer_range", 0.02);
-  program_globals(&r, model_path, ids.dims[0] * r.mesh.size[0], ids.dims[1], vocab, init_std);
-  text all = {0};
-  put(&all, "module {\n%s%s", r.decls.data ? r.decls.data : "",
-      r.globals.data ? r.globals.data : "");
-  put(&all, "  llvm.func @shard_step(%%exec: !llvm.ptr, %%options: !llvm.ptr, "
-            "%%result: !llvm.ptr) -> !llvm.ptr {\n    llvm.br ^entry\n  ^entry:\n%s",
-      r.code.data ? r.code.data : "");
-  put(&all, "    %%ok = llvm.mlir.zero : !llvm.ptr\n    llvm.return %%ok : !llvm.ptr\n"
-            "  ^fail(%%status: !llvm.ptr):\n    llvm.return %%status : !llvm.ptr\n  }\n}\n");
-  bool ok = replace_module(&r, module, &all);
-  free(all.data);
+  bool ok = !r.errors;
+  if (ok)
+    replace_module(module, staging);
+  mlirBlockDestroy(staging);
   free_run(&r);
   return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
@@ -1162,5 +827,6 @@ const tp_pass_info tp_lower_to_runtime_pass = {
     .anchor = "builtin.module",
     .options = kOptions,
     .num_options = sizeof kOptions / sizeof *kOptions,
+    .creates = mlirGetDialectHandle__llvm__,
     .run = run_lower,
 };

@@ -18,6 +18,9 @@
 #include "pass.h"
 #include "shard_ops.h"
 
+// Operands and results of one backward op, at most.
+enum { NN_MAX_VJP_VALUES = 8 };
+
 //===----------------------------------------------------------------------===//
 // Value -> value maps (gradients) and value sets (needs a gradient)
 //===----------------------------------------------------------------------===//
@@ -104,77 +107,53 @@ static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOpera
 
 static MlirType type_of(MlirValue v) { return mlirValueGetType(v); }
 
-// Builds a one-result backward op and accumulates it into `target`.
-static void grad1(ad_run *r, MlirOperation fwd, nn_op_kind kind, int n,
-                  const MlirValue *ops, MlirValue target) {
-  if (!requires_grad(r, target))
-    return;
-  MlirType t = type_of(target);
+// Builds one backward op of `fwd` (an NN_VJP row of the op table) and
+// accumulates its results into the gradients of the forward operands it
+// targets. Skipped when no target needs a gradient (or exists: an absent
+// optional operand).
+static void apply_vjp(ad_run *r, MlirOperation fwd, const nn_vjp *vjp, MlirValue dy) {
   MlirStringRef m = nn_module_of(fwd);
-  MlirOperation g = nn_build_op(&r->b, kind, m, n, ops, 1, &t, fwd);
-  accumulate(r, target, mlirOperationGetResult(g, 0), m);
+  intptr_t nfwd = mlirOperationGetNumOperands(fwd);
+  MlirValue targets[NN_MAX_VJP_VALUES];
+  MlirType types[NN_MAX_VJP_VALUES];
+  int nt = 0;
+  bool needed = false;
+  for (const char *t = vjp->targets; *t && nt < NN_MAX_VJP_VALUES; ++t) {
+    if (*t - '0' >= nfwd)
+      return; // an absent optional operand (a linear without bias)
+    targets[nt] = operand(fwd, *t - '0');
+    types[nt] = type_of(targets[nt]);
+    needed |= requires_grad(r, targets[nt++]);
+  }
+  if (!needed)
+    return;
+  MlirValue ops[NN_MAX_VJP_VALUES];
+  int n = 0;
+  for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o)
+    ops[n++] = *o == 'd' ? dy : operand(fwd, *o - '0');
+  if (vjp->grad == NN_OP_NONE) { // the gradient passes through (an add)
+    for (int i = 0; i < nt; ++i)
+      accumulate(r, targets[i], ops[0], m);
+    return;
+  }
+  MlirOperation g = nn_build_op(&r->b, vjp->grad, m, n, ops, nt, types, fwd);
+  for (int i = 0; i < nt; ++i)
+    accumulate(r, targets[i], mlirOperationGetResult(g, i), m);
 }
 
 static void backward(ad_run *r, MlirOperation op, MlirValue dy) {
-  MlirStringRef m = nn_module_of(op);
-  nn_op_kind kind = nn_op_kind_of(op);
-  switch (kind) {
-  case NN_OP_EMBEDDING:
-    grad1(r, op, NN_OP_EMBEDDING_GRAD, 3,
-          (MlirValue[]){operand(op, 0), dy, operand(op, 1)}, operand(op, 1));
-    return;
-  case NN_OP_LINEAR:
-    grad1(r, op, NN_OP_LINEAR_GRAD_INPUT, 2, (MlirValue[]){dy, operand(op, 1)},
-          operand(op, 0));
-    grad1(r, op, NN_OP_LINEAR_GRAD_WEIGHT, 3,
-          (MlirValue[]){dy, operand(op, 0), operand(op, 1)}, operand(op, 1));
-    if (mlirOperationGetNumOperands(op) == 3)
-      grad1(r, op, NN_OP_LINEAR_GRAD_BIAS, 1, &dy, operand(op, 2));
-    return;
-  case NN_OP_RMS_NORM:
-    grad1(r, op, NN_OP_RMS_NORM_GRAD_INPUT, 3,
-          (MlirValue[]){operand(op, 0), operand(op, 1), dy}, operand(op, 0));
-    grad1(r, op, NN_OP_RMS_NORM_GRAD_WEIGHT, 2, (MlirValue[]){operand(op, 0), dy},
-          operand(op, 1));
-    return;
-  case NN_OP_APPLY_ROTARY:
-    grad1(r, op, NN_OP_APPLY_ROTARY_GRAD, 3,
-          (MlirValue[]){dy, operand(op, 1), operand(op, 2)}, operand(op, 0));
-    return;
-  case NN_OP_RELU2:
-    grad1(r, op, NN_OP_RELU2_GRAD, 2, (MlirValue[]){operand(op, 0), dy}, operand(op, 0));
-    return;
-  case NN_OP_ADD:
-    accumulate(r, operand(op, 0), dy, m);
-    accumulate(r, operand(op, 1), dy, m);
-    return;
-  case NN_OP_ATTENTION:
-  case NN_OP_GLU: {
-    int n = kind == NN_OP_ATTENTION ? 3 : 2;
-    MlirValue ops[4];
-    MlirType types[3];
-    for (int i = 0; i < n; ++i) {
-      ops[i] = operand(op, i);
-      types[i] = type_of(ops[i]);
-    }
-    ops[n] = dy;
-    MlirOperation g = nn_build_op(&r->b, kind == NN_OP_ATTENTION ? NN_OP_ATTENTION_GRAD
-                                                                 : NN_OP_GLU_GRAD,
-                                  m, n + 1, ops, n, types, op);
-    for (int i = 0; i < n; ++i)
-      accumulate(r, ops[i], mlirOperationGetResult(g, i), m);
-    return;
-  }
-  case NN_OP_ROTARY_EMBEDDING:
-    return; // depends on positions only
-  default: {
+  const nn_vjp *vjps;
+  int n = nn_op_vjps(nn_op_kind_of(op), &vjps);
+  if (n < 0) {
+    MlirStringRef m = nn_module_of(op);
     char msg[256];
     snprintf(msg, sizeof msg, "nn-autodiff: '%.*s': no backward for %s", (int)m.length,
-             m.data, nn_op_name(kind));
+             m.data, nn_op_name(nn_op_kind_of(op)));
     mlirEmitError(mlirOperationGetLocation(op), msg);
     ++r->errors;
   }
-  }
+  for (int i = 0; i < n; ++i)
+    apply_vjp(r, op, &vjps[i], dy);
 }
 
 //===----------------------------------------------------------------------===//
@@ -221,9 +200,9 @@ static bool differentiate(ad_run *r, MlirOperation func, MlirBlock body,
                      "nn.cross_entropy");
     return false;
   }
-  // The loss's gradient is 1: the loss op's backward starts the chain.
-  grad1(r, ce, NN_OP_CROSS_ENTROPY_GRAD, 2, (MlirValue[]){operand(ce, 0), operand(ce, 1)},
-        operand(ce, 0));
+  // The loss's gradient is 1: the loss op's backward (which reads no
+  // incoming gradient) starts the chain.
+  backward(r, ce, (MlirValue){NULL});
   // The C API walks blocks forward only: list the forward ops, then go back.
   size_t n = 0, cap = 256;
   MlirOperation *ops = malloc(cap * sizeof *ops);
@@ -319,8 +298,8 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
   // Differentiating a graph twice would append a second backward.
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op))
-    if (nn_op_kind_of(op) != NN_OP_NONE && !nn_op_is_forward(nn_op_kind_of(op)) &&
-        nn_op_kind_of(op) >= NN_OP_CE_LOGITS_GRAD) {
+    if (nn_op_phase_of(nn_op_kind_of(op)) == NN_PHASE_BACKWARD ||
+        nn_op_phase_of(nn_op_kind_of(op)) == NN_PHASE_OPTIMIZER) {
       fail_at(&r, op, "nn-autodiff: the function already has backward or optimizer ops: "
                       "run nn-autodiff once, on the forward graph");
       return mlirLogicalResultFailure();

@@ -406,37 +406,10 @@ static void check_static(checker *c) {
 
 typedef void (*check_fn)(checker *);
 
+// Each op's check: the `verify` column of the op table.
 static const check_fn kChecks[NN_OP_COUNT] = {
-    [NN_OP_EMBEDDING] = check_embedding,
-    [NN_OP_LINEAR] = check_linear,
-    [NN_OP_RMS_NORM] = check_rms_norm,
-    [NN_OP_ROTARY_EMBEDDING] = check_rotary_embedding,
-    [NN_OP_APPLY_ROTARY] = check_apply_rotary,
-    [NN_OP_ATTENTION] = check_attention,
-    [NN_OP_GLU] = check_float_elementwise,
-    [NN_OP_RELU2] = check_float_elementwise,
-    [NN_OP_ADD] = check_float_elementwise,
-    [NN_OP_CROSS_ENTROPY] = check_cross_entropy,
-    [NN_OP_MAMBA2_MIXER] = check_mamba2_mixer,
-    [NN_OP_BIAS_ADD] = check_bias_add,
-    [NN_OP_CE_LOGIT_MAX] = check_ce_step,
-    [NN_OP_CE_PARTIAL_SUMS] = check_ce_step,
-    [NN_OP_CE_LOSS_SUM] = check_ce_step,
-    [NN_OP_CE_MEAN] = check_ce_step,
-    [NN_OP_CE_LOGITS_GRAD] = check_static,
-    [NN_OP_EMBEDDING_GRAD] = check_static,
-    [NN_OP_LINEAR_GRAD_INPUT] = check_static,
-    [NN_OP_LINEAR_GRAD_WEIGHT] = check_static,
-    [NN_OP_LINEAR_GRAD_BIAS] = check_static,
-    [NN_OP_RMS_NORM_GRAD_INPUT] = check_static,
-    [NN_OP_RMS_NORM_GRAD_WEIGHT] = check_static,
-    [NN_OP_APPLY_ROTARY_GRAD] = check_static,
-    [NN_OP_ATTENTION_GRAD] = check_static,
-    [NN_OP_GLU_GRAD] = check_static,
-    [NN_OP_RELU2_GRAD] = check_static,
-    [NN_OP_CROSS_ENTROPY_GRAD] = check_static,
-    [NN_OP_STORE_GRAD] = check_static,
-    [NN_OP_OPTIMIZER_STEP] = check_static,
+#define NN_OP(KIND, name, phase, rule, verify) [NN_OP_##KIND] = check_##verify,
+#include "shardrt/ops.def"
 };
 
 static MlirWalkResult verify_op(MlirOperation op, void *data) {

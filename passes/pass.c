@@ -201,10 +201,12 @@ MlirPass tp_pass_create(const tp_pass_info *info, const char *options,
       .clone = instance_clone,
       .run = instance_run,
   };
+  MlirDialectHandle dialect = info->creates ? info->creates() : (MlirDialectHandle){NULL};
   // The info struct is static and pointer-aligned: a unique TypeID address.
   return mlirCreateExternalPass(
       mlirTypeIDCreate(info), mlirStringRefCreateFromCString(info->argument),
       mlirStringRefCreateFromCString(info->argument),
       mlirStringRefCreateFromCString(info->summary),
-      mlirStringRefCreateFromCString(info->anchor), 0, NULL, callbacks, p);
+      mlirStringRefCreateFromCString(info->anchor), info->creates ? 1 : 0, &dialect,
+      callbacks, p);
 }

@@ -50,6 +50,9 @@ typedef struct tp_pass_info {
   const char *anchor;   // op the pass runs on ("builtin.module"), "" = any op
   const tp_option_info *options;
   int num_options;
+  /// The dialect whose ops the pass creates, loaded before it runs (NULL:
+  /// none beyond those already in the IR).
+  MlirDialectHandle (*creates)(void);
   /// Runs the pass on `op` with `options[i]` parsed from `options` info i.
   /// Reports problems as diagnostics on the ops' locations and returns
   /// failure if any is an error.

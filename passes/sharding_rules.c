@@ -56,54 +56,16 @@ static const tp_rule kCrossEntropyGrad = {{"bsv", "bs"}, {"bsv"}, "", "s", ""};
 // The optimizer step reads the (replicated) loss; its work is per parameter.
 static const tp_rule kOptimizerStep = {{""}, {NULL}, "", "", ""};
 
-bool tp_rule_of(MlirOperation op, tp_rule *rule) {
-  int rank = 0;
-  if (mlirOperationGetNumOperands(op) > 0) {
-    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
-    rank = mlirTypeIsARankedTensor(t) ? (int)mlirShapedTypeGetRank(t) : 0;
-  }
-  switch (nn_op_kind_of(op)) {
-  case NN_OP_EMBEDDING: *rule = kEmbedding; break;
-  case NN_OP_LINEAR: *rule = rank == 2 ? kLinear2 : kLinear; break;
-  case NN_OP_RMS_NORM:
-    *rule = nn_attr_int(op, "head_dim", 0) > 0 ? kHeadNorm
-                                               : (rank == 2 ? kRmsNorm2 : kRmsNorm);
-    break;
-  case NN_OP_ROTARY_EMBEDDING: *rule = kRotary; break;
-  case NN_OP_APPLY_ROTARY: *rule = kApplyRotary; break;
-  case NN_OP_ATTENTION: *rule = kAttention; break;
-  case NN_OP_GLU:
-  case NN_OP_ADD: *rule = kElementwise2; break;
-  case NN_OP_RELU2: *rule = kElementwise1; break;
-  case NN_OP_BIAS_ADD: *rule = kBiasAdd; break;
-  case NN_OP_CROSS_ENTROPY: *rule = kCrossEntropy; break;
-  case NN_OP_MAMBA2_MIXER: *rule = kMamba2; break;
-  case NN_OP_EMBEDDING_GRAD: *rule = kEmbeddingGrad; break;
-  case NN_OP_LINEAR_GRAD_INPUT: *rule = rank == 2 ? kLinearGradInput2 : kLinearGradInput; break;
-  case NN_OP_LINEAR_GRAD_WEIGHT:
-    *rule = rank == 2 ? kLinearGradWeight2 : kLinearGradWeight;
-    break;
-  case NN_OP_LINEAR_GRAD_BIAS: *rule = rank == 2 ? kLinearGradBias2 : kLinearGradBias; break;
-  case NN_OP_RMS_NORM_GRAD_INPUT:
-    *rule = nn_attr_int(op, "head_dim", 0) > 0 ? kHeadNormGradInput : kRmsNormGradInput;
-    break;
-  case NN_OP_RMS_NORM_GRAD_WEIGHT:
-    *rule = nn_attr_int(op, "head_dim", 0) > 0 ? kHeadNormGradWeight : kRmsNormGradWeight;
-    break;
-  case NN_OP_APPLY_ROTARY_GRAD: *rule = kApplyRotaryGrad; break;
-  case NN_OP_ATTENTION_GRAD: *rule = kAttentionGrad; break;
-  case NN_OP_GLU_GRAD: *rule = kGluGrad; break;
-  case NN_OP_RELU2_GRAD: *rule = kElementwise2; break;
-  case NN_OP_CROSS_ENTROPY_GRAD: *rule = kCrossEntropyGrad; break;
-  case NN_OP_OPTIMIZER_STEP: *rule = kOptimizerStep; break;
-  default: return false;
-  }
-  // Elementwise rules are written for rank 3; other ranks drop leading dims.
-  nn_op_kind kind = nn_op_kind_of(op);
-  bool elementwise = kind == NN_OP_GLU || kind == NN_OP_ADD || kind == NN_OP_RELU2 ||
-                     kind == NN_OP_BIAS_ADD || kind == NN_OP_RELU2_GRAD ||
-                     kind == NN_OP_GLU_GRAD;
-  if (elementwise && rank >= 1 && rank < 3) {
+// The rule families of the op table's `rule` column: each picks its table
+// by the rank of the op's first operand and its attributes.
+typedef bool (*rule_fn)(MlirOperation op, int rank, tp_rule *rule);
+
+static bool per_head(MlirOperation op) { return nn_attr_int(op, "head_dim", 0) > 0; }
+
+// Elementwise rules are written for rank 3; other ranks drop leading dims.
+static bool elementwise(const tp_rule *table, int rank, tp_rule *rule) {
+  *rule = *table;
+  if (rank >= 1 && rank < 3) {
     for (int i = 0; i < TP_RULE_MAX_VALUES && rule->operands[i]; ++i)
       if (strlen(rule->operands[i]) == 3)
         rule->operands[i] += 3 - rank;
@@ -111,6 +73,62 @@ bool tp_rule_of(MlirOperation op, tp_rule *rule) {
       rule->results[i] += 3 - rank;
   }
   return true;
+}
+
+static bool pick(const tp_rule *table, tp_rule *rule) {
+  *rule = *table;
+  return true;
+}
+
+#define RULE(family) static bool rule_##family(MlirOperation op, int rank, tp_rule *rule)
+RULE(none) { return false; }
+RULE(embedding) { return pick(&kEmbedding, rule); }
+RULE(linear) { return pick(rank == 2 ? &kLinear2 : &kLinear, rule); }
+RULE(rms_norm) {
+  return pick(per_head(op) ? &kHeadNorm : rank == 2 ? &kRmsNorm2 : &kRmsNorm, rule);
+}
+RULE(rotary) { return pick(&kRotary, rule); }
+RULE(apply_rotary) { return pick(&kApplyRotary, rule); }
+RULE(attention) { return pick(&kAttention, rule); }
+RULE(elementwise1) { return elementwise(&kElementwise1, rank, rule); }
+RULE(elementwise2) { return elementwise(&kElementwise2, rank, rule); }
+RULE(bias_add) { return elementwise(&kBiasAdd, rank, rule); }
+RULE(cross_entropy) { return pick(&kCrossEntropy, rule); }
+RULE(mamba2) { return pick(&kMamba2, rule); }
+RULE(embedding_grad) { return pick(&kEmbeddingGrad, rule); }
+RULE(linear_grad_input) { return pick(rank == 2 ? &kLinearGradInput2 : &kLinearGradInput, rule); }
+RULE(linear_grad_weight) {
+  return pick(rank == 2 ? &kLinearGradWeight2 : &kLinearGradWeight, rule);
+}
+RULE(linear_grad_bias) { return pick(rank == 2 ? &kLinearGradBias2 : &kLinearGradBias, rule); }
+RULE(rms_norm_grad_input) {
+  return pick(per_head(op) ? &kHeadNormGradInput : &kRmsNormGradInput, rule);
+}
+RULE(rms_norm_grad_weight) {
+  return pick(per_head(op) ? &kHeadNormGradWeight : &kRmsNormGradWeight, rule);
+}
+RULE(apply_rotary_grad) { return pick(&kApplyRotaryGrad, rule); }
+RULE(attention_grad) { return pick(&kAttentionGrad, rule); }
+RULE(glu_grad) { return elementwise(&kGluGrad, rank, rule); }
+RULE(cross_entropy_grad) { return pick(&kCrossEntropyGrad, rule); }
+RULE(optimizer_step) { return pick(&kOptimizerStep, rule); }
+#undef RULE
+
+static const rule_fn kRules[NN_OP_COUNT] = {
+#define NN_OP(KIND, name, phase, rule, verify) [NN_OP_##KIND] = rule_##rule,
+#include "shardrt/ops.def"
+};
+
+bool tp_rule_of(MlirOperation op, tp_rule *rule) {
+  nn_op_kind kind = nn_op_kind_of(op);
+  if (kind == NN_OP_NONE)
+    return false;
+  int rank = 0;
+  if (mlirOperationGetNumOperands(op) > 0) {
+    MlirType t = mlirValueGetType(mlirOperationGetOperand(op, 0));
+    rank = mlirTypeIsARankedTensor(t) ? (int)mlirShapedTypeGetRank(t) : 0;
+  }
+  return kRules[kind](op, rank, rule);
 }
 
 //===----------------------------------------------------------------------===//

@@ -328,6 +328,7 @@ static srt_status to_host(void *device, const srt_program *p, uint8_t *host, int
 
 const srt_backend srt_cuda_backend = {
     .name = "cuda",
+    .ops = &srt_cuda_ops,
     .open = open_device,
     .to_device = to_device,
     .to_host = to_host,

@@ -22,35 +22,23 @@
 // every probability by at most 2%).
 static const double kAgree = 2e-2;
 
+// The kernels' shape of `c` (after srt_check_attention; cuDNN and our
+// kernels take head_dim up to 256).
 static srt_status shape_of(srt_exec *e, const char *op, const srt_op_attention_config *c,
                            srt_cuda_attention_shape *s) {
-  if (!c)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: config is NULL", op);
   memset(s, 0, sizeof *s); // shapes are compared with memcmp, padding included
-  if (c->batch <= 0 || c->seq <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
-      c->head_dim <= 0 || c->head_dim > 256 || c->sliding_window < 0 || c->softcap < 0 ||
-      !(c->scale > 0))
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: batch %lld, seq %lld, heads %lld, kv heads %lld, head_dim %lld "
-                     "(at most 256), window %lld, softcap %g, scale %g: a size is out of range",
-                     op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
-                     (long long)c->num_kv_heads, (long long)c->head_dim,
-                     (long long)c->sliding_window, c->softcap, c->scale);
-  int64_t index = 0, parts = 1;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, c->q_head_offset_axis, &index, &parts));
-  int64_t global = c->q_head_offset_axis >= 0 ? c->global_num_heads : c->num_heads;
-  if (global % c->num_kv_heads || (c->q_head_offset_axis >= 0 && global != c->num_heads * parts))
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: %lld query heads (%lld local) cannot share %lld KV heads (rank %d)",
-                     op, (long long)global, (long long)c->num_heads, (long long)c->num_kv_heads,
-                     ops_rank(e));
+  srt_attention_heads heads;
+  SRT_RETURN_IF_ERROR(srt_check_attention(e, op, c, &heads));
+  if (c->head_dim > 256)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is above 256 (rank %d)", op,
+                     (long long)c->head_dim, srt_op_rank(e));
   *s = (srt_cuda_attention_shape){.batch = c->batch,
                                   .seq = c->seq,
                                   .heads = c->num_heads,
                                   .kv_heads = c->num_kv_heads,
                                   .head_dim = c->head_dim,
-                                  .q_head_offset = index * c->num_heads,
-                                  .global_heads = global,
+                                  .q_head_offset = heads.first_head,
+                                  .global_heads = heads.global_heads,
                                   .causal = c->causal != 0,
                                   .sliding_window = c->sliding_window,
                                   .scale = (float)c->scale,
@@ -183,7 +171,7 @@ srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, i
                                  const srt_op_attention_config *config) {
   const char *op = "srt_cuda_op_attention";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(q, k, v, out), 0, NULL, &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   srt_cuda_attention_shape s;
   SRT_RETURN_IF_ERROR(shape_of(e, op, config, &s));
   // Scratch: lse, then the check's lse and output.
@@ -201,7 +189,7 @@ srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t
                                       const srt_op_attention_config *config) {
   const char *op = "srt_cuda_op_attention_grad";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(q, k, v, dy, dq, dk, dv), 0, NULL, &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   srt_cuda_attention_shape s;
   SRT_RETURN_IF_ERROR(shape_of(e, op, config, &s));
   // Scratch (fp32 then bf16): lse, delta, check lse [rows] each; the

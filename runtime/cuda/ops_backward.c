@@ -11,9 +11,9 @@ srt_status srt_cuda_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int6
   const char *op = "srt_cuda_op_embedding_grad";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, op, OPS_LIST(ids, dy, dw), OPS_LIST(n, hidden, local_vocab), &d));
+      srt_cuda_device_of(e, op, &d));
   int64_t index, size;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, vocab_axis, &index, &size));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
   return CU_LAUNCH(srt_cuda_embedding_backward(cu_f32(e, dw), cu_bf16(e, dy), cu_i64(e, ids),
                                                n, hidden, index * local_vocab, local_vocab,
                                                (float)scale, d->compute));
@@ -24,8 +24,7 @@ srt_status srt_cuda_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int6
 srt_status srt_cuda_op_linear_grad_input(srt_exec *e, int64_t dy, int64_t w, int64_t dx,
                                          int64_t n, int64_t in, int64_t out) {
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_linear_grad_input", OPS_LIST(dy, w, dx),
-                               OPS_LIST(n, in, out), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_linear_grad_input", &d));
   return srt_cuda_gemm(d, false, false, in, n, out, cu_bf16(e, w), in, cu_bf16(e, dy), out,
                        cu_bf16(e, dx), false, NULL);
 }
@@ -35,8 +34,7 @@ srt_status srt_cuda_op_linear_grad_input(srt_exec *e, int64_t dy, int64_t w, int
 srt_status srt_cuda_op_linear_grad_weight(srt_exec *e, int64_t dy, int64_t x, int64_t dw,
                                           int64_t n, int64_t in, int64_t out) {
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_linear_grad_weight", OPS_LIST(dy, x, dw),
-                               OPS_LIST(n, in, out), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_linear_grad_weight", &d));
   return srt_cuda_gemm(d, false, true, in, out, n, cu_bf16(e, x), in, cu_bf16(e, dy), out,
                        cu_f32(e, dw), true, NULL);
 }
@@ -45,7 +43,7 @@ srt_status srt_cuda_op_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db, int
                                         int64_t out) {
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, "srt_cuda_op_linear_grad_bias", OPS_LIST(dy, db), OPS_LIST(n, out), &d));
+      srt_cuda_device_of(e, "srt_cuda_op_linear_grad_bias", &d));
   void *scratch;
   int64_t floats = srt_cuda_column_sum_scratch(n, out);
   SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, (size_t)(floats > 0 ? floats : 1) * 4, &scratch));
@@ -58,8 +56,8 @@ srt_status srt_cuda_op_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w, in
                                            int64_t group, double eps, double offset) {
   const char *op = "srt_cuda_op_rms_norm_grad_input";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(x, w, dy, dx), OPS_LIST(n, features), &d));
-  SRT_RETURN_IF_ERROR(cu_group(e, op, features, &group));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
+  group = group > 0 ? group : features; // ops.def checked it divides them
   return CU_LAUNCH(srt_cuda_rms_norm_backward_input(cu_bf16(e, dx), cu_bf16(e, x),
                                                     cu_bf16(e, w), cu_bf16(e, dy), n,
                                                     features, group, (float)eps,
@@ -71,8 +69,8 @@ srt_status srt_cuda_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, 
                                             double eps) {
   const char *op = "srt_cuda_op_rms_norm_grad_weight";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(x, dy, dw), OPS_LIST(n, features), &d));
-  SRT_RETURN_IF_ERROR(cu_group(e, op, features, &group));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
+  group = group > 0 ? group : features; // ops.def checked it divides them
   void *scratch;
   int64_t floats = srt_cuda_rms_norm_backward_weight_scratch(n, features, group);
   SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, (size_t)(floats > 0 ? floats : 1) * 4, &scratch));
@@ -86,8 +84,7 @@ srt_status srt_cuda_op_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos, i
                                          int64_t heads, int64_t head_dim) {
   const char *op = "srt_cuda_op_apply_rotary_grad";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(dy, cos, sin, dx),
-                               OPS_LIST(batch, seq, heads, head_dim), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   if (head_dim % 2)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is odd", op, (long long)head_dim);
   return CU_LAUNCH(srt_cuda_apply_rotary_backward(cu_bf16(e, dx), cu_bf16(e, dy),
@@ -99,18 +96,9 @@ srt_status srt_cuda_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t d
                                 int64_t dgate, int64_t dup, int64_t n, int64_t activation) {
   const char *op = "srt_cuda_op_glu_grad";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(gate, up, dy, dgate, dup), OPS_LIST(n), &d));
-  srt_glu_activation act;
-  SRT_RETURN_IF_ERROR(ops_glu_activation(e, op, activation, &act));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   return CU_LAUNCH(srt_cuda_glu_backward(cu_bf16(e, dgate), cu_bf16(e, dup), cu_bf16(e, dy),
                                          cu_bf16(e, gate), cu_bf16(e, up), n, (int)activation,
                                          d->compute));
 }
 
-srt_status srt_cuda_op_relu2_grad(srt_exec *e, int64_t x, int64_t dy, int64_t dx, int64_t n) {
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(
-      cu_begin(e, "srt_cuda_op_relu2_grad", OPS_LIST(x, dy, dx), OPS_LIST(n), &d));
-  return CU_LAUNCH(
-      srt_cuda_relu2_backward(cu_bf16(e, dx), cu_bf16(e, dy), cu_bf16(e, x), n, d->compute));
-}

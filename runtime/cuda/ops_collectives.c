@@ -32,27 +32,20 @@ static view view_of(const int64_t dims[4], int64_t rank, int64_t dim, size_t ele
   return v;
 }
 
-// Checks the arguments of `op` and fills *c (the view around `dim` of the
-// rank-`rank` input d0..d3).
+// Fills *c (the view around `dim` of the rank-`rank` input d0..d3; the
+// dispatcher checked the shape and the dtype) for a collective over `axis`.
 static srt_status begin(srt_exec *e, const char *op, int64_t in, int64_t out, int64_t axis,
                         int64_t dtype, int64_t dim, int64_t rank, const int64_t dims[4],
                         collective *c) {
-  SRT_RETURN_IF_ERROR(
-      cu_begin(e, op, OPS_LIST(in, out), OPS_LIST(dims[0], dims[1], dims[2], dims[3]), &c->d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &c->d));
   if (axis < 0 || axis >= SRT_MESH_NDIMS || !c->d->has_comms[axis])
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: mesh axis %lld is not 0 (dp) or 1 (tp)", op,
                      (long long)axis);
-  if (dtype != 0 && dtype != 1)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dtype %lld is not 0 (fp32) or 1 (bf16)", op,
-                     (long long)dtype);
-  if (rank < 1 || rank > 4 || dim < 0 || dim >= rank)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %lld of a rank-%lld tensor (rank 1..4)", op,
-                     (long long)dim, (long long)rank);
-  c->type = dtype == 0 ? ncclFloat32 : ncclBfloat16;
-  c->v = view_of(dims, rank, dim, dtype == 0 ? 4 : 2);
+  c->type = dtype == SRT_OP_F32 ? ncclFloat32 : ncclBfloat16;
+  c->v = view_of(dims, rank, dim, dtype == SRT_OP_F32 ? 4 : 2);
   c->comm = c->d->comms[axis];
   int64_t index, size;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, axis, &index, &size));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, axis, &index, &size));
   c->parts = (int)size;
   c->index = (int)index;
   return NULL;

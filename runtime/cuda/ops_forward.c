@@ -1,5 +1,6 @@
 // Forward ops of a cuda step (shardrt/cuda.h): embedding, linear (cuBLASLt
-// with the bias epilogue), bias_add, rms_norm, rotary, glu, relu2, add.
+// with the bias epilogue), bias_add, rms_norm, rotary, glu, add (the unary
+// ops of ops.def are in ops.c).
 // Attention and the loss have their own files.
 #include "ops_internal.h"
 
@@ -8,9 +9,9 @@ srt_status srt_cuda_op_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y,
                                  double scale) {
   const char *op = "srt_cuda_op_embedding";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(ids, w, y), OPS_LIST(n, hidden, local_vocab), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   int64_t index, size;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, vocab_axis, &index, &size));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
   return CU_LAUNCH(srt_cuda_embedding_forward(cu_bf16(e, y), cu_i64(e, ids), cu_bf16(e, w), n,
                                               hidden, index * local_vocab, local_vocab,
                                               (float)scale, d->compute));
@@ -22,7 +23,7 @@ srt_status srt_cuda_op_linear(srt_exec *e, int64_t x, int64_t w, int64_t b, int6
                               int64_t n, int64_t in, int64_t out) {
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, "srt_cuda_op_linear", OPS_LIST(x, w, y), OPS_LIST(n, in, out), &d));
+      srt_cuda_device_of(e, "srt_cuda_op_linear", &d));
   return srt_cuda_gemm(d, true, false, out, n, in, cu_bf16(e, w), in, cu_bf16(e, x), in,
                        cu_bf16(e, y), false, b >= 0 ? cu_bf16(e, b) : NULL);
 }
@@ -31,7 +32,7 @@ srt_status srt_cuda_op_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y, in
                                 int64_t f) {
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, "srt_cuda_op_bias_add", OPS_LIST(x, b, y), OPS_LIST(n, f), &d));
+      srt_cuda_device_of(e, "srt_cuda_op_bias_add", &d));
   return CU_LAUNCH(srt_cuda_bias_add(cu_bf16(e, y), cu_bf16(e, x), cu_bf16(e, b), n, f,
                                      d->compute));
 }
@@ -40,8 +41,8 @@ srt_status srt_cuda_op_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y, in
                                 int64_t features, int64_t group, double eps, double offset) {
   const char *op = "srt_cuda_op_rms_norm";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(x, w, y), OPS_LIST(n, features), &d));
-  SRT_RETURN_IF_ERROR(cu_group(e, op, features, &group));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
+  group = group > 0 ? group : features; // ops.def checked it divides them
   return CU_LAUNCH(srt_cuda_rms_norm_forward(cu_bf16(e, y), cu_bf16(e, x), cu_bf16(e, w), n,
                                              features, group, (float)eps, (float)offset,
                                              d->compute));
@@ -52,8 +53,8 @@ srt_status srt_cuda_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t s
                                     double eps, double offset) {
   const char *op = "srt_cuda_op_add_rms_norm";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(a, b, sum, w, y), OPS_LIST(n, features), &d));
-  SRT_RETURN_IF_ERROR(cu_group(e, op, features, &group));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
+  group = group > 0 ? group : features; // ops.def checked it divides them
   return CU_LAUNCH(srt_cuda_add_rms_norm_forward(cu_bf16(e, sum), cu_bf16(e, y), cu_bf16(e, a),
                                                  cu_bf16(e, b), cu_bf16(e, w), n, features,
                                                  group, (float)eps, (float)offset,
@@ -68,14 +69,13 @@ srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, i
   const char *op = "srt_cuda_op_rotary_embedding";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, op, OPS_LIST(cos, sin), OPS_LIST(batch, seq, head_dim), &d));
+      srt_cuda_device_of(e, op, &d));
   if (head_dim <= 0 || head_dim > 1024 || head_dim % 2)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is not even in [2, 1024]", op,
                      (long long)head_dim);
   // The frequencies are the cpu backend's (computed in double, rounded once).
-  srt_rope_config c;
-  SRT_RETURN_IF_ERROR(ops_rope_config(op, head_dim, theta, rope_type, factor, low_freq_factor,
-                                      high_freq_factor, original_max_positions, &c));
+  srt_rope_config c = srt_op_rope_config(head_dim, theta, rope_type, factor, low_freq_factor,
+                         high_freq_factor, original_max_positions);
   float inv_freq[512];
   SRT_RETURN_IF_ERROR(srt_cpu_rotary_inv_freq(inv_freq, &c));
   void *dev_freq;
@@ -93,8 +93,7 @@ srt_status srt_cuda_op_apply_rotary(srt_exec *e, int64_t x, int64_t cos, int64_t
                                     int64_t head_dim) {
   const char *op = "srt_cuda_op_apply_rotary";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(x, cos, sin, y),
-                               OPS_LIST(batch, seq, heads, head_dim), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   if (head_dim % 2)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is odd", op, (long long)head_dim);
   return CU_LAUNCH(srt_cuda_apply_rotary_forward(cu_bf16(e, y), cu_bf16(e, x), cu_f32(e, cos),
@@ -106,24 +105,17 @@ srt_status srt_cuda_op_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y, int
                            int64_t activation) {
   const char *op = "srt_cuda_op_glu";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(gate, up, y), OPS_LIST(n), &d));
-  srt_glu_activation act;
-  SRT_RETURN_IF_ERROR(ops_glu_activation(e, op, activation, &act));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   return CU_LAUNCH(srt_cuda_glu_forward(cu_bf16(e, y), cu_bf16(e, gate), cu_bf16(e, up), n,
                                         (int)activation, d->compute));
 }
 
-srt_status srt_cuda_op_relu2(srt_exec *e, int64_t x, int64_t y, int64_t n) {
-  srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_relu2", OPS_LIST(x, y), OPS_LIST(n), &d));
-  return CU_LAUNCH(srt_cuda_relu2_forward(cu_bf16(e, y), cu_bf16(e, x), n, d->compute));
-}
 
 srt_status srt_cuda_op_add(srt_exec *e, int64_t a, int64_t b, int64_t y, int64_t n,
                            int64_t dtype) {
   const char *op = "srt_cuda_op_add";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(a, b, y), OPS_LIST(n), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   if (dtype == 0)
     return CU_LAUNCH(srt_cuda_add_f32(cu_f32(e, y), cu_f32(e, a), cu_f32(e, b), n, d->compute));
   if (dtype == 1)

@@ -21,8 +21,7 @@ static srt_cuda_ce_shape ce_shape(int64_t batch, int64_t seq, int64_t local_voca
 srt_status srt_cuda_op_ce_logit_max(srt_exec *e, int64_t logits, int64_t max, int64_t n,
                                     int64_t local_vocab) {
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_ce_logit_max", OPS_LIST(logits, max),
-                               OPS_LIST(n, local_vocab), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_ce_logit_max", &d));
   return CU_LAUNCH(
       srt_cuda_ce_logit_max(cu_f32(e, max), cu_bf16(e, logits), n, local_vocab, d->compute));
 }
@@ -34,10 +33,9 @@ srt_status srt_cuda_op_ce_partial_sums(srt_exec *e, int64_t logits, int64_t labe
                                        int64_t shift) {
   const char *op = "srt_cuda_op_ce_partial_sums";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(logits, labels, max, sum_exp, target),
-                               OPS_LIST(batch, seq, local_vocab), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   int64_t index, parts;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, vocab_axis, &index, &parts));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &parts));
   srt_cuda_ce_shape s = ce_shape(batch, seq, local_vocab, index, parts, ignore_index, shift);
   return CU_LAUNCH(srt_cuda_ce_partial_sums(cu_f32(e, sum_exp), cu_f32(e, target),
                                             cu_bf16(e, logits), cu_i64(e, labels),
@@ -48,9 +46,7 @@ srt_status srt_cuda_op_ce_loss_sum(srt_exec *e, int64_t max, int64_t sum_exp, in
                                    int64_t labels, int64_t sum_and_count, int64_t batch,
                                    int64_t seq, int64_t ignore_index, int64_t shift) {
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_ce_loss_sum",
-                               OPS_LIST(max, sum_exp, target, labels, sum_and_count),
-                               OPS_LIST(batch, seq), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_ce_loss_sum", &d));
   // The sum reads only rows and labels: the vocabulary plays no part.
   srt_cuda_ce_shape s = ce_shape(batch, seq, 1, 0, 1, ignore_index, shift);
   return CU_LAUNCH(srt_cuda_ce_loss_sum(cu_f32(e, sum_and_count), cu_f32(e, max),
@@ -61,7 +57,7 @@ srt_status srt_cuda_op_ce_loss_sum(srt_exec *e, int64_t max, int64_t sum_exp, in
 srt_status srt_cuda_op_ce_mean(srt_exec *e, int64_t sum_and_count, int64_t loss) {
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, "srt_cuda_op_ce_mean", OPS_LIST(sum_and_count, loss), 0, NULL, &d));
+      srt_cuda_device_of(e, "srt_cuda_op_ce_mean", &d));
   return CU_LAUNCH(srt_cuda_ce_mean(cu_f32(e, loss), cu_f32(e, sum_and_count), d->compute));
 }
 
@@ -73,10 +69,9 @@ srt_status srt_cuda_op_ce_logits_grad(srt_exec *e, int64_t logits, int64_t label
   const char *op = "srt_cuda_op_ce_logits_grad";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
-      cu_begin(e, op, OPS_LIST(logits, labels, max, sum_exp, sum_and_count, dlogits),
-               OPS_LIST(batch, seq, local_vocab), &d));
+      srt_cuda_device_of(e, op, &d));
   int64_t index, parts;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, vocab_axis, &index, &parts));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &parts));
   srt_cuda_ce_shape s = ce_shape(batch, seq, local_vocab, index, parts, ignore_index, shift);
   return CU_LAUNCH(srt_cuda_ce_logits_grad(cu_bf16(e, dlogits), cu_bf16(e, logits),
                                            cu_i64(e, labels), cu_f32(e, max),
@@ -107,8 +102,7 @@ srt_status srt_cuda_op_cross_entropy(srt_exec *e, int64_t logits, int64_t labels
                                      int64_t loss, int64_t batch, int64_t seq, int64_t vocab,
                                      int64_t ignore_index, int64_t shift) {
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_cross_entropy", OPS_LIST(logits, labels, loss),
-                               OPS_LIST(batch, seq, vocab), &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_cross_entropy", &d));
   srt_cuda_ce_shape s = ce_shape(batch, seq, vocab, 0, 1, ignore_index, shift);
   float *stats;
   SRT_RETURN_IF_ERROR(unsharded_stats(e, d, logits, labels, &s, &stats));
@@ -119,9 +113,7 @@ srt_status srt_cuda_op_cross_entropy_grad(srt_exec *e, int64_t logits, int64_t l
                                           int64_t dlogits, int64_t batch, int64_t seq,
                                           int64_t vocab, int64_t ignore_index, int64_t shift) {
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, "srt_cuda_op_cross_entropy_grad",
-                               OPS_LIST(logits, labels, dlogits), OPS_LIST(batch, seq, vocab),
-                               &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_cross_entropy_grad", &d));
   srt_cuda_ce_shape s = ce_shape(batch, seq, vocab, 0, 1, ignore_index, shift);
   float *stats;
   SRT_RETURN_IF_ERROR(unsharded_stats(e, d, logits, labels, &s, &stats));

@@ -34,12 +34,12 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
                                       srt_step_result *result) {
   const char *op = "srt_cuda_op_optimizer_step";
   srt_cuda_device *d;
-  SRT_RETURN_IF_ERROR(cu_begin(e, op, OPS_LIST(loss_offset), 0, NULL, &d));
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   if (!program || !options || !result)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: program, options or result is NULL", op);
   if (options->step < 1)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
-                     (long long)options->step, ops_rank(e));
+                     (long long)options->step, srt_op_rank(e));
   double p = options->norm_type;
   if (!(p > 0))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: norm_type %g must be > 0 or inf", op, p);
@@ -64,7 +64,7 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
     return SRT_ERROR(SRT_OUT_OF_RANGE,
                      "%s: label %lld of row %lld lies outside the vocabulary and is not "
                      "ignore_index (rank %d)",
-                     op, (long long)bad[1], (long long)(bad[0] - 1), ops_rank(e));
+                     op, (long long)bad[1], (long long)(bad[0] - 1), srt_op_rank(e));
   }
   double norm = acc[1] != 0 ? NAN : is_inf ? acc[0] : pow(acc[0], 1.0 / p);
   result->loss = loss;

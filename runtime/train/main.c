@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
   }
   int64_t skipped = 0;
-  srt_exec exec = {ctx, backend ? device_arena : arena, device};
+  srt_exec exec = {ctx, backend ? device_arena : arena, device, backend};
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
     s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
     if (!s && tokens && backend)

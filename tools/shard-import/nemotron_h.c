@@ -48,7 +48,7 @@ static MlirValue relu2_mlp(import_graph *g, const char *base, MlirValue h) {
                               IMPORT_PARAM_MLP, h, c->intermediate, c->hidden,
                               c->mlp_bias);
   graph_at(g, base, key);
-  MlirValue act = nn_build_relu2(&g->b, base, up);
+  MlirValue act = nn_build_unary(&g->b, NN_OP_RELU2, base, up);
   return graph_linear(g, graph_name(m, "%s.down_proj", base), key,
                       IMPORT_PARAM_MLP, act, c->hidden, c->intermediate,
                       c->mlp_bias);

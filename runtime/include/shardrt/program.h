@@ -8,26 +8,33 @@
 
 #include <stdint.h>
 
-#include "shardrt/context.h"
+// The runtime context (shardrt/context.h), opaque here: a compiled step
+// and the compiler need no MPI headers.
+typedef struct srt_context srt_context;
 #include "shardrt/status.h"
 #include "shardrt/types.h"
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 3
+#define SRT_PROGRAM_ABI 4
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
 /// from `arena` (the memory plan), 64-byte aligned. On the cpu backend the
 /// arena is host memory and `device` is NULL; on a device backend the arena
 /// is device memory and `device` the backend's state (srt_backend.open).
+struct srt_backend;
+struct srt_ops;
+struct srt_program;
+
 typedef struct srt_exec {
   srt_context *ctx;
   uint8_t *arena;
   void *device;
+  /// The backend whose ops run (srt_op_X calls backend->ops), or NULL for
+  /// the cpu backend (srt_cpu_ops).
+  const struct srt_backend *backend;
 } srt_exec;
-
-struct srt_program;
 
 /// A device backend: how the driver moves the host's copy of the persistent
 /// region (parameters, gradients, moments, input ids and labels; the driver
@@ -37,6 +44,8 @@ struct srt_program;
 /// failing device call, naming the call and its location.
 typedef struct srt_backend {
   const char *name; // "cuda"
+  /// Its op entry points (shardrt/ops.h).
+  const struct srt_ops *ops;
   /// Allocates this rank's device arena (program->arena_bytes) and the
   /// backend's state (device, streams, library handles, communicators):
   /// collective over the context's world.
@@ -63,15 +72,67 @@ typedef struct srt_backend {
 /// (1 + w) norms) or ones (other norms).
 typedef enum srt_param_init { SRT_INIT_NORMAL, SRT_INIT_ZEROS, SRT_INIT_ONES } srt_param_init;
 
+// The fields of srt_param_info and srt_program, in order, as field lists:
+// the structs below are declared from them, and lower-to-runtime builds the
+// LLVM struct types of the `shard_program` table it emits from the same
+// lists (a unit test compares their sizes and offsets). F(kind, name) is a
+// scalar field, A(kind, name, n) an array of n; kinds are I32, I64, F64,
+// PLACEMENT (srt_placement: two i32) and the pointers STR (const char *),
+// PARAMS, STEP and BACKEND (SRT_FIELD_TYPE_<kind> gives each C type).
+#define SRT_PARAM_INFO_FIELDS(F, A)                                                      \
+  F(STR, name)                       /* e.g. "model.layers.0.self_attn.q_proj.weight" */ \
+  F(I32, init)                       /* srt_param_init */                                \
+  F(I32, rank)                                                                           \
+  A(I64, global_shape, SRT_MAX_RANK)                                                     \
+  A(I64, local_shape, SRT_MAX_RANK)                                                      \
+  A(PLACEMENT, placement, 2)         /* [dp, tp] */                                      \
+  F(I64, offset) F(I64, grad_offset) F(I64, m_offset) F(I64, v_offset)                   \
+  F(I64, compute_offset)             /* the bf16 compute copy (cuda), or -1 */
+
+#define SRT_PROGRAM_FIELDS(F, A)                                                         \
+  F(I32, abi)                        /* SRT_PROGRAM_ABI */                               \
+  F(STR, model)                      /* config.json path it was compiled from */        \
+  F(I64, dp) F(I64, tp)              /* mesh it was partitioned for */                   \
+  F(I64, batch) F(I64, seq)          /* global batch and sequence length */              \
+  F(I64, local_batch)                /* batch / dp */                                    \
+  F(I64, vocab)                      /* vocabulary size (token ids < vocab) */           \
+  F(F64, initializer_range)          /* std of Hugging Face's normal init */             \
+  F(I64, arena_bytes)                /* whole arena, bytes */                            \
+  F(I64, persistent_bytes)           /* params, grads, moments: [0, persistent) */       \
+  F(I64, input_ids_offset)           /* int64 [local_batch, seq] */                      \
+  F(I64, labels_offset)              /* int64 [local_batch, seq] */                      \
+  F(I32, num_params)                                                                     \
+  F(PARAMS, params)                                                                      \
+  F(STEP, step)                                                                          \
+  F(I32, logits_kept)                                                                    \
+  F(I64, logits_offset)              /* byte offset into the arena */                    \
+  A(I64, logits_local_shape, 3)      /* [local_batch or batch, seq or seq/tp, ...] */    \
+  A(PLACEMENT, logits_placement, 2)  /* [dp, tp] */                                      \
+  F(BACKEND, backend)
+
+struct srt_param_info;
+struct srt_step_options;
+struct srt_step_result;
+
+/// Forward, backward and the optimizer step (grad norm with each gradient
+/// counted once, clipping, AdamW) on this rank's arena. Returns the first
+/// error of any runtime call.
+typedef srt_status (*srt_step_fn)(srt_exec *exec, const struct srt_step_options *options,
+                                  struct srt_step_result *result);
+
+#define SRT_FIELD_TYPE_I32 int32_t
+#define SRT_FIELD_TYPE_I64 int64_t
+#define SRT_FIELD_TYPE_F64 double
+#define SRT_FIELD_TYPE_PLACEMENT srt_placement
+#define SRT_FIELD_TYPE_STR const char *
+#define SRT_FIELD_TYPE_PARAMS const struct srt_param_info *
+#define SRT_FIELD_TYPE_STEP srt_step_fn
+#define SRT_FIELD_TYPE_BACKEND const srt_backend *
+#define SRT_FIELD_DECLARE(kind, name) SRT_FIELD_TYPE_##kind name;
+#define SRT_ARRAY_DECLARE(kind, name, n) SRT_FIELD_TYPE_##kind name[n];
+
 typedef struct srt_param_info {
-  const char *name;       // e.g. "model.layers.0.self_attn.q_proj.weight"
-  int32_t init;           // srt_param_init
-  int32_t rank;
-  int64_t global_shape[SRT_MAX_RANK];
-  int64_t local_shape[SRT_MAX_RANK];
-  srt_placement placement[2]; // [dp, tp]
-  int64_t offset, grad_offset, m_offset, v_offset;
-  int64_t compute_offset;
+  SRT_PARAM_INFO_FIELDS(SRT_FIELD_DECLARE, SRT_ARRAY_DECLARE)
 } srt_param_info;
 
 /// Hyper-parameters of one optimizer step (torch.optim.AdamW names) and of
@@ -91,39 +152,17 @@ typedef struct srt_step_result {
   int skipped;
 } srt_step_result;
 
-/// A compiled training step.
+/// A compiled training step (fields: SRT_PROGRAM_FIELDS). `step` runs it.
+/// The logits (the output of the linear whose nn.module is "lm_head",
+/// global shape [batch, seq, vocab], as this rank holds it after a step)
+/// are kept only when compiled with `shard-compile --keep-logits`
+/// (lower-to-runtime{keep-logits=true}), which pins the buffer to the end
+/// of the step instead of letting later ops reuse it; otherwise
+/// `logits_kept` is 0 and the logits fields are unused. `backend` is the
+/// device backend the step was lowered for (lower-to-runtime{backend}), or
+/// NULL for the cpu backend.
 typedef struct srt_program {
-  int32_t abi;                     // SRT_PROGRAM_ABI
-  const char *model;               // config.json path it was compiled from
-  int64_t dp, tp;                  // mesh it was partitioned for
-  int64_t batch, seq;              // global batch and sequence length
-  int64_t local_batch;             // batch / dp
-  int64_t vocab;                   // vocabulary size (token ids < vocab)
-  double initializer_range;        // std of Hugging Face's normal init
-  int64_t arena_bytes;             // whole arena, bytes
-  int64_t persistent_bytes;        // params, grads, moments: [0, persistent)
-  int64_t input_ids_offset;        // int64 [local_batch, seq]
-  int64_t labels_offset;           // int64 [local_batch, seq]
-  int32_t num_params;
-  const srt_param_info *params;
-  /// Forward, backward and the optimizer step (grad norm with each gradient
-  /// counted once, clipping, AdamW) on this rank's arena. Returns the first
-  /// error of any runtime call.
-  srt_status (*step)(srt_exec *exec, const srt_step_options *options,
-                     srt_step_result *result);
-  /// The logits: the output of the linear whose nn.module is "lm_head",
-  /// global shape [batch, seq, vocab], as this rank holds it after a step.
-  /// Only kept when compiled with `shard-compile --keep-logits`
-  /// (lower-to-runtime{keep-logits=true}), which pins the buffer to the end
-  /// of the step instead of letting later ops reuse it; otherwise
-  /// `logits_kept` is 0 and the other fields are unused.
-  int32_t logits_kept;
-  int64_t logits_offset;              // byte offset into the arena
-  int64_t logits_local_shape[3];      // [local_batch or batch, seq or seq/tp, vocab or vocab/tp]
-  srt_placement logits_placement[2];  // [dp, tp]: Shard(0) on dp, Shard(2) for a vocab split
-  /// The device backend the step was lowered for (lower-to-runtime{backend})
-  /// or NULL for the cpu backend.
-  const srt_backend *backend;
+  SRT_PROGRAM_FIELDS(SRT_FIELD_DECLARE, SRT_ARRAY_DECLARE)
 } srt_program;
 
 #endif // SHARDRT_PROGRAM_H

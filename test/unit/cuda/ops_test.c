@@ -14,6 +14,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "shardrt/context.h"
 #include "shardrt/cuda.h"
 #include "shardrt/kernels.h"
 
@@ -121,9 +122,9 @@ static void test_linear(srt_exec *e, const srt_program *p) {
   put_bf16(DY, dy, N * OUT);
   const srt_backend *be = &srt_cuda_backend;
   TRY(be->to_device(e->device, p, g_host, X, T1 - X));
-  TRY(srt_cuda_op_linear(e, X, W, B, Y, N, IN, OUT));
-  TRY(srt_cuda_op_linear_grad_input(e, DY, W, DX, N, IN, OUT));
-  TRY(srt_cuda_op_linear_grad_weight(e, DY, X, DW, N, IN, OUT));
+  TRY(srt_op_linear(e, X, W, B, Y, N, IN, OUT));
+  TRY(srt_op_linear_grad_input(e, DY, W, DX, N, IN, OUT));
+  TRY(srt_op_linear_grad_weight(e, DY, X, DW, N, IN, OUT));
   TRY(be->to_host(e->device, p, g_host, X, T1 - X));
   get_bf16(Y, y, N * OUT);
   get_bf16(DX, dx, N * IN);
@@ -156,12 +157,12 @@ static void test_collectives(srt_exec *e, const srt_program *p) {
                              "reduce_scatter dim 1", "all_slice dim 2", "all_to_all 1->2"};
       memset(g_host + T1, 0xFF, sizeof got); // NaN pattern: every element must be written
       TRY(srt_cuda_backend.to_device(e->device, p, g_host, T1, (int64_t)sizeof got));
-      srt_status s = c < 2   ? srt_cuda_op_all_reduce(e, T0, T1, NUM, 1, c, dtype)
-                     : c == 2 ? srt_cuda_op_all_gather(e, T0, T1, 1, 1, 3, D0, D1, D2, 1, dtype)
-                     : c == 3 ? srt_cuda_op_reduce_scatter(e, T0, T1, 1, 1, 3, D0, D1, D2, 1,
+      srt_status s = c < 2   ? srt_op_all_reduce(e, T0, T1, NUM, 1, c, dtype)
+                     : c == 2 ? srt_op_all_gather(e, T0, T1, 1, 1, 3, D0, D1, D2, 1, dtype)
+                     : c == 3 ? srt_op_reduce_scatter(e, T0, T1, 1, 1, 3, D0, D1, D2, 1,
                                                            dtype)
-                     : c == 4 ? srt_cuda_op_all_slice(e, T0, T1, 1, 2, 3, D0, D1, D2, 1, dtype)
-                              : srt_cuda_op_all_to_all(e, T0, T1, 1, 1, 2, 3, D0, D1, D2, 1,
+                     : c == 4 ? srt_op_all_slice(e, T0, T1, 1, 2, 3, D0, D1, D2, 1, dtype)
+                              : srt_op_all_to_all(e, T0, T1, 1, 1, 2, 3, D0, D1, D2, 1,
                                                        dtype);
       if (s) {
         fail_status(s, names[c]);
@@ -203,7 +204,7 @@ static void test_optimizer(srt_exec *e, const srt_program *p) {
   srt_step_options o = {.step = 3, .lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f,
                         .weight_decay = 0.1f, .max_grad_norm = 1.0f, .norm_type = 2};
   srt_step_result r = {0};
-  TRY(srt_cuda_op_optimizer_step(e, p, &o, T0, &r));
+  TRY(srt_op_optimizer_step(e, p, &o, T0, &r));
   double norm = sqrt(sq);
   check(fabs(r.grad_norm - norm) <= 1e-6 * norm, "grad norm (one pass) vs float64", fabs(r.grad_norm - norm) / norm);
   float coef = (float)(1.0 / (norm + 1e-6));
@@ -248,7 +249,7 @@ int main(int argc, char **argv) {
                    .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = kArena,
                    .persistent_bytes = PERSISTENT, .num_params = 1, .params = &g_param,
                    .step = no_step, .backend = &srt_cuda_backend};
-  srt_exec e = {ctx, NULL, NULL};
+  srt_exec e = {ctx, NULL, NULL, &srt_cuda_backend};
   s = srt_cuda_backend.open(ctx, &p, &e.device, &e.arena);
   if (s) {
     fail_status(s, "srt_cuda_backend.open");

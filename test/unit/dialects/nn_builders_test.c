@@ -149,7 +149,7 @@ static void test_layer_builds_and_verifies(void **state) {
   x = nn_build_add(&f->b, "model.layers.0", x, a);
   MlirValue g = nn_build_linear(&f->b, "model.layers.0.mlp.gate_proj", x, wg, (MlirValue){NULL});
   MlirValue m = nn_build_glu(&f->b, "model.layers.0.mlp", g, g, "gelu_tanh");
-  m = nn_build_relu2(&f->b, "model.layers.0.mlp", m);
+  m = nn_build_unary(&f->b, NN_OP_RELU2, "model.layers.0.mlp", m);
   MlirValue d = nn_build_linear(&f->b, "model.layers.0.mlp.down_proj", m, wd, (MlirValue){NULL});
   MlirValue logits = nn_build_linear(&f->b, "lm_head", d, emb, (MlirValue){NULL});
   assert_shape(logits, 3, (int64_t[]){2, 8, 256});

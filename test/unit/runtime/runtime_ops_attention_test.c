@@ -65,8 +65,8 @@ static void check(int64_t H, int64_t KV, int replicated, float softcap, int64_t 
   take_heads(dq, want, H, idx * lh, lh);
   assert_close(F(ldq), F(want), B * S * lh * HD, 1e-5, "attention dq slice");
   if (replicated) { // Partial: the sum over tp is the unsharded gradient
-    ASSERT_OK(srt_op_all_reduce(&e, ldk, ldk, B * S * KV * HD, 1, 0));
-    ASSERT_OK(srt_op_all_reduce(&e, ldv, ldv, B * S * KV * HD, 1, 0));
+    ASSERT_OK(srt_op_all_reduce(&e, ldk, ldk, B * S * KV * HD, 1, 0, SRT_OP_F32));
+    ASSERT_OK(srt_op_all_reduce(&e, ldv, ldv, B * S * KV * HD, 1, 0, SRT_OP_F32));
   }
   take_heads(dk, want, KV, replicated ? 0 : idx * lkv, lkv);
   assert_close(F(ldk), F(want), B * S * lkv * HD, 1e-5, "attention dk");

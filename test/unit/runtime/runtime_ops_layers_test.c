@@ -33,7 +33,7 @@ static void test_embedding_vocab_axis(void **state) {
   // Partial over tp: the sum is the unsharded embedding.
   int64_t ref = arena_alloc(N * HID * 4);
   srt_cpu_embedding_forward(F(ref), I(ids), F(w_full), N, HID, 0, VOCAB, 2.0f);
-  ASSERT_OK(srt_op_all_reduce(&e, y, y, N * HID, 1, 0));
+  ASSERT_OK(srt_op_all_reduce(&e, y, y, N * HID, 1, 0, SRT_OP_F32));
   assert_close(F(y), F(ref), N * HID, 0, "embedding summed over tp");
 
   // Gradient: this rank's slice of the unsharded gradient, written.
@@ -168,7 +168,7 @@ static void test_elementwise(void **state) {
   srt_cpu_relu2_backward(F(ref), F(dy), F(a), N);
   ASSERT_OK(srt_op_relu2_grad(&e, a, dy, y, N));
   assert_close(F(y), F(ref), N, 0, "relu2 grad");
-  ASSERT_OK(srt_op_add(&e, a, b, y, N));
+  ASSERT_OK(srt_op_add(&e, a, b, y, N, SRT_OP_F32));
   for (int64_t i = 0; i < N; ++i)
     assert_true(F(y)[i] == F(a)[i] + F(b)[i]);
 }

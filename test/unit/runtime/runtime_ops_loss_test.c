@@ -59,10 +59,10 @@ static void test_split_equals_unsharded(void **state) {
           loss = arena_alloc(4), dl = arena_alloc(N * lv * 4);
   int64_t sum_exp = sums, target = sums + 4 * N;
   ASSERT_OK(srt_op_ce_logit_max(&e, local, max, N, lv));
-  ASSERT_OK(srt_op_all_reduce(&e, max, max, N, 1, 1));
+  ASSERT_OK(srt_op_all_reduce(&e, max, max, N, 1, 1, SRT_OP_F32));
   ASSERT_OK(srt_op_ce_partial_sums(&e, local, labels, max, sum_exp, target, B, S, lv, 1,
                                    -100, 1));
-  ASSERT_OK(srt_op_all_reduce(&e, sums, sums, 2 * N, 1, 0));
+  ASSERT_OK(srt_op_all_reduce(&e, sums, sums, 2 * N, 1, 0, SRT_OP_F32));
   ASSERT_OK(srt_op_ce_loss_sum(&e, max, sum_exp, target, labels, sc, B, S, -100, 1));
   ASSERT_OK(srt_op_ce_mean(&e, sc, loss));
   assert_close(F(loss), F(loss_ref), 1, 1e-6, "split loss");

@@ -106,12 +106,12 @@ static srt_status tiny_step(srt_exec *e, const srt_step_options *o, srt_step_res
   TRY(srt_op_rms_norm(e, A_H, norm, A_HN, N, H, H, 1e-6, 0.0));
   TRY(srt_op_linear(e, A_HN, head, bias, A_LOGITS, N, H, LV));
   TRY(srt_op_ce_logit_max(e, A_LOGITS, A_MAX, N, LV));
-  TRY(srt_op_all_reduce(e, A_MAX, A_MAX, N, 1, 1));
+  TRY(srt_op_all_reduce(e, A_MAX, A_MAX, N, 1, 1, SRT_OP_F32));
   TRY(srt_op_ce_partial_sums(e, A_LOGITS, A_LABELS, A_MAX, sum_exp, target, LB, S, LV, 1,
                              -100, 1));
-  TRY(srt_op_all_reduce(e, A_SUMS, A_SUMS, 2 * N, 1, 0));
+  TRY(srt_op_all_reduce(e, A_SUMS, A_SUMS, 2 * N, 1, 0, SRT_OP_F32));
   TRY(srt_op_ce_loss_sum(e, A_MAX, sum_exp, target, A_LABELS, A_SC, LB, S, -100, 1));
-  TRY(srt_op_all_reduce(e, A_SC, A_SC, 2, 0, 0));
+  TRY(srt_op_all_reduce(e, A_SC, A_SC, 2, 0, 0, SRT_OP_F32));
   TRY(srt_op_ce_mean(e, A_SC, A_LOSS));
   // Backward.
   TRY(srt_op_ce_logits_grad(e, A_LOGITS, A_LABELS, A_MAX, sum_exp, A_SC, A_DLOGITS, LB, S,
@@ -119,14 +119,14 @@ static srt_status tiny_step(srt_exec *e, const srt_step_options *o, srt_step_res
   TRY(srt_op_linear_grad_weight(e, A_DLOGITS, A_HN, g_head, N, H, LV));
   TRY(srt_op_linear_grad_bias(e, A_DLOGITS, g_bias, N, LV));
   TRY(srt_op_linear_grad_input(e, A_DLOGITS, head, A_DHN, N, H, LV));
-  TRY(srt_op_all_reduce(e, A_DHN, A_DHN, N * H, 1, 0)); // Partial over tp
+  TRY(srt_op_all_reduce(e, A_DHN, A_DHN, N * H, 1, 0, SRT_OP_F32)); // Partial over tp
   TRY(srt_op_rms_norm_grad_weight(e, A_H, A_DHN, g_norm, N, H, H, 1e-6));
   TRY(srt_op_rms_norm_grad_input(e, A_H, norm, A_DHN, A_DH, N, H, H, 1e-6, 0.0));
   TRY(srt_op_embedding_grad(e, A_IDS, A_DH, g_emb, N, H, V, -1, 1.0));
   // Each dp rank holds its rows' addend of every gradient: sum over dp.
-  TRY(srt_op_all_reduce(e, g_emb, g_emb, V * H, 0, 0));
-  TRY(srt_op_all_reduce(e, g_norm, g_norm, H, 0, 0));
-  TRY(srt_op_all_reduce(e, g_head, g_head, LV * H, 0, 0));
-  TRY(srt_op_all_reduce(e, g_bias, g_bias, LV, 0, 0));
+  TRY(srt_op_all_reduce(e, g_emb, g_emb, V * H, 0, 0, SRT_OP_F32));
+  TRY(srt_op_all_reduce(e, g_norm, g_norm, H, 0, 0, SRT_OP_F32));
+  TRY(srt_op_all_reduce(e, g_head, g_head, LV * H, 0, 0, SRT_OP_F32));
+  TRY(srt_op_all_reduce(e, g_bias, g_bias, LV, 0, 0, SRT_OP_F32));
   return srt_op_optimizer_step(e, &shard_program, o, A_LOSS, r);
 }

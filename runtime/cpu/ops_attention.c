@@ -1,4 +1,4 @@
-// Attention ops of a compiled step (ops.h): forward and backward over the
+// Attention ops of the cpu backend (shardrt/cpu.h): forward and backward over the
 // CPU kernel, including replicated-KV attention, where this rank holds a
 // slice of the query heads but every KV head. There a query head's KV head
 // follows from its GLOBAL index, so the local heads are taken in runs that
@@ -35,37 +35,6 @@ static srt_attention_config kernel_config(const srt_op_attention_config *c, int6
                                 .softcap = (float)c->softcap};
 }
 
-// Validates `c`; for replicated KV sets *first_head to this rank's first
-// global query head and *group to the query heads per KV head.
-static srt_status check_config(srt_exec *e, const char *op, const srt_op_attention_config *c,
-                               int64_t *first_head, int64_t *group) {
-  if (!c)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: config is NULL", op);
-  if (c->batch <= 0 || c->seq <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
-      c->head_dim <= 0)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: sizes must be positive: batch %lld, seq %lld, heads %lld, "
-                     "kv heads %lld, head_dim %lld (rank %d)",
-                     op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
-                     (long long)c->num_kv_heads, (long long)c->head_dim, ops_rank(e));
-  *first_head = 0;
-  *group = 0;
-  if (c->q_head_offset_axis < 0)
-    return NULL;
-  int64_t index, size;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, c->q_head_offset_axis, &index, &size));
-  if (c->global_num_heads % c->num_kv_heads != 0 ||
-      c->num_heads * size != c->global_num_heads)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: replicated KV needs global heads (%lld) = local heads (%lld) x "
-                     "axis size (%lld) and a multiple of the KV heads (%lld) (rank %d)",
-                     op, (long long)c->global_num_heads, (long long)c->num_heads,
-                     (long long)size, (long long)c->num_kv_heads, ops_rank(e));
-  *first_head = index * c->num_heads;
-  *group = c->global_num_heads / c->num_kv_heads;
-  return NULL;
-}
-
 // The next run of local heads starting at h0 (replicated KV).
 static head_run next_run(const srt_op_attention_config *c, int64_t first_head, int64_t group,
                          int64_t h0) {
@@ -90,12 +59,11 @@ static void move_heads(float *full, float *part, int64_t rows, int64_t heads, in
   }
 }
 
-srt_status srt_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
+srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
                             const srt_op_attention_config *config) {
-  const char *op = "srt_op_attention";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(q, k, v, out), 0, NULL));
-  int64_t first, group;
-  SRT_RETURN_IF_ERROR(check_config(e, op, config, &first, &group));
+  srt_attention_heads heads;
+  SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention", config, &heads));
+  int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
   int64_t rows = c->batch * c->seq, H = c->num_heads, hd = c->head_dim;
   srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
@@ -123,13 +91,12 @@ srt_status srt_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_
   return NULL;
 }
 
-srt_status srt_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t dy,
+srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t dy,
                                  int64_t dq, int64_t dk, int64_t dv,
                                  const srt_op_attention_config *config) {
-  const char *op = "srt_op_attention_grad";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(q, k, v, dy, dq, dk, dv), 0, NULL));
-  int64_t first, group;
-  SRT_RETURN_IF_ERROR(check_config(e, op, config, &first, &group));
+  srt_attention_heads heads;
+  SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
+  int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
   int64_t rows = c->batch * c->seq, H = c->num_heads, hd = c->head_dim;
   srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);

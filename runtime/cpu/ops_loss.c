@@ -1,4 +1,4 @@
-// Loss ops of a compiled step (ops.h): the unsharded causal-LM
+// Loss ops of the cpu backend (shardrt/cpu.h): the unsharded causal-LM
 // cross-entropy and its gradient, and the phases of the split
 // (vocabulary-parallel and/or batch-split) loss with its gradient. The
 // rank's vocabulary range is [index * local_vocab, (index + 1) * local_vocab)
@@ -25,11 +25,9 @@ static srt_cross_entropy_config ce_config(int64_t batch, int64_t seq, int64_t lo
                                     .group = NULL};
 }
 
-srt_status srt_op_cross_entropy(srt_exec *e, int64_t logits, int64_t labels, int64_t loss,
+srt_status srt_cpu_op_cross_entropy(srt_exec *e, int64_t logits, int64_t labels, int64_t loss,
                                 int64_t batch, int64_t seq, int64_t vocab,
                                 int64_t ignore_index, int64_t shift) {
-  SRT_RETURN_IF_ERROR(ops_check(e, "srt_op_cross_entropy", OPS_LIST(logits, labels, loss),
-                                OPS_LIST(batch, seq, vocab)));
   srt_cross_entropy_config c = ce_config(batch, seq, vocab, 0, 1, ignore_index, shift);
   int64_t rows = batch * seq, ws = srt_cpu_cross_entropy_workspace_floats(&c);
   float *scratch;
@@ -38,11 +36,9 @@ srt_status srt_op_cross_entropy(srt_exec *e, int64_t logits, int64_t labels, int
                                        ops_i64(e, labels), scratch + rows, &c);
 }
 
-srt_status srt_op_cross_entropy_grad(srt_exec *e, int64_t logits, int64_t labels,
+srt_status srt_cpu_op_cross_entropy_grad(srt_exec *e, int64_t logits, int64_t labels,
                                      int64_t dlogits, int64_t batch, int64_t seq,
                                      int64_t vocab, int64_t ignore_index, int64_t shift) {
-  SRT_RETURN_IF_ERROR(ops_check(e, "srt_op_cross_entropy_grad",
-                                OPS_LIST(logits, labels, dlogits), OPS_LIST(batch, seq, vocab)));
   srt_cross_entropy_config c = ce_config(batch, seq, vocab, 0, 1, ignore_index, shift);
   int64_t rows = batch * seq, ws = srt_cpu_cross_entropy_workspace_floats(&c);
   float *scratch, loss;
@@ -56,23 +52,19 @@ srt_status srt_op_cross_entropy_grad(srt_exec *e, int64_t logits, int64_t labels
   return NULL;
 }
 
-srt_status srt_op_ce_logit_max(srt_exec *e, int64_t logits, int64_t max, int64_t n,
+srt_status srt_cpu_op_ce_logit_max(srt_exec *e, int64_t logits, int64_t max, int64_t n,
                                int64_t local_vocab) {
-  SRT_RETURN_IF_ERROR(ops_check(e, "srt_op_ce_logit_max", OPS_LIST(logits, max),
-                                OPS_LIST(n, local_vocab)));
   srt_cpu_cross_entropy_logit_max(ops_f32(e, max), ops_f32(e, logits), n, local_vocab);
   return NULL;
 }
 
-srt_status srt_op_ce_partial_sums(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
+srt_status srt_cpu_op_ce_partial_sums(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
                                   int64_t sum_exp, int64_t target, int64_t batch,
                                   int64_t seq, int64_t local_vocab, int64_t vocab_axis,
                                   int64_t ignore_index, int64_t shift) {
-  const char *op = "srt_op_ce_partial_sums";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(logits, labels, max, sum_exp, target),
-                                OPS_LIST(batch, seq, local_vocab)));
+  const char *op = "srt_cpu_op_ce_partial_sums";
   int64_t index, parts;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, vocab_axis, &index, &parts));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &parts));
   srt_cross_entropy_config c =
       ce_config(batch, seq, local_vocab, index, parts, ignore_index, shift);
   return srt_cpu_cross_entropy_partial_sums(ops_f32(e, sum_exp), ops_f32(e, target),
@@ -80,12 +72,9 @@ srt_status srt_op_ce_partial_sums(srt_exec *e, int64_t logits, int64_t labels, i
                                             ops_f32(e, max), &c);
 }
 
-srt_status srt_op_ce_loss_sum(srt_exec *e, int64_t max, int64_t sum_exp, int64_t target,
+srt_status srt_cpu_op_ce_loss_sum(srt_exec *e, int64_t max, int64_t sum_exp, int64_t target,
                               int64_t labels, int64_t sum_and_count, int64_t batch,
                               int64_t seq, int64_t ignore_index, int64_t shift) {
-  SRT_RETURN_IF_ERROR(ops_check(e, "srt_op_ce_loss_sum",
-                                OPS_LIST(max, sum_exp, target, labels, sum_and_count),
-                                OPS_LIST(batch, seq)));
   // The sum reads only rows and labels: the vocabulary size plays no part.
   srt_cross_entropy_config c = ce_config(batch, seq, 1, 0, 1, ignore_index, shift);
   srt_cpu_cross_entropy_loss_sum(ops_f32(e, sum_and_count), ops_f32(e, max),
@@ -94,23 +83,18 @@ srt_status srt_op_ce_loss_sum(srt_exec *e, int64_t max, int64_t sum_exp, int64_t
   return NULL;
 }
 
-srt_status srt_op_ce_mean(srt_exec *e, int64_t sum_and_count, int64_t loss) {
-  SRT_RETURN_IF_ERROR(
-      ops_check(e, "srt_op_ce_mean", OPS_LIST(sum_and_count, loss), 0, NULL));
+srt_status srt_cpu_op_ce_mean(srt_exec *e, int64_t sum_and_count, int64_t loss) {
   *ops_f32(e, loss) = srt_cpu_cross_entropy_mean(ops_f32(e, sum_and_count));
   return NULL;
 }
 
-srt_status srt_op_ce_logits_grad(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
+srt_status srt_cpu_op_ce_logits_grad(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
                                  int64_t sum_exp, int64_t sum_and_count, int64_t dlogits,
                                  int64_t batch, int64_t seq, int64_t local_vocab,
                                  int64_t vocab_axis, int64_t ignore_index, int64_t shift) {
-  const char *op = "srt_op_ce_logits_grad";
-  SRT_RETURN_IF_ERROR(
-      ops_check(e, op, OPS_LIST(logits, labels, max, sum_exp, sum_and_count, dlogits),
-                OPS_LIST(batch, seq, local_vocab)));
+  const char *op = "srt_cpu_op_ce_logits_grad";
   int64_t index, parts;
-  SRT_RETURN_IF_ERROR(ops_axis(e, op, vocab_axis, &index, &parts));
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &parts));
   srt_cross_entropy_config c =
       ce_config(batch, seq, local_vocab, index, parts, ignore_index, shift);
   int64_t rows = batch * seq;

@@ -1,4 +1,4 @@
-// Collective ops of a compiled step (ops.h): all-reduce, all-gather,
+// Collective ops of the cpu backend (shardrt/cpu.h): all-reduce, all-gather,
 // reduce-scatter, all-to-all and the local all-slice on one mesh axis, fp32
 // and out of place, over the context's dp or tp group. Shapes arrive as the
 // LOCAL input's rank and up to four dims.
@@ -12,34 +12,15 @@ static srt_status axis_group(srt_exec *e, const char *op, int64_t axis, srt_grou
   if (axis != SRT_MESH_DP && axis != SRT_MESH_TP)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: mesh axis %lld is not 0 (dp) or 1 (tp) (rank %d)", op,
-                     (long long)axis, ops_rank(e));
+                     (long long)axis, srt_op_rank(e));
   *g = srt_context_group(e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP : SRT_GROUP_TP);
   return NULL;
 }
 
-// The local input shape (rank, d0..d3) as an array; checks `dim`(s) < rank.
-static srt_status local_shape(srt_exec *e, const char *op, int64_t rank, int64_t d0,
-                              int64_t d1, int64_t d2, int64_t d3, int64_t dim_a,
-                              int64_t dim_b, int64_t shape[4]) {
-  if (rank < 1 || rank > 4)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: rank %lld is not in 1..4 (rank %d)", op,
-                     (long long)rank, ops_rank(e));
-  shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
-  for (int i = 0; i < rank; ++i)
-    if (shape[i] < 0)
-      return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dim %d has negative size %lld (rank %d)",
-                       op, i, (long long)shape[i], ops_rank(e));
-  if (dim_a < 0 || dim_a >= rank || dim_b < 0 || dim_b >= rank)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: tensor dim %lld/%lld outside a rank-%lld shape (rank %d)", op,
-                     (long long)dim_a, (long long)dim_b, (long long)rank, ops_rank(e));
-  return NULL;
-}
-
-srt_status srt_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
-                             int64_t axis, int64_t is_max) {
-  const char *op = "srt_op_all_reduce";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(in, out), OPS_LIST(count)));
+srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
+                             int64_t axis, int64_t is_max, int64_t dtype) {
+  const char *op = "srt_cpu_op_all_reduce";
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
   SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
   if (in != out)
@@ -48,64 +29,63 @@ srt_status srt_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count
                         is_max ? SRT_REDUCE_MAX : SRT_REDUCE_SUM);
 }
 
-srt_status srt_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+srt_status srt_cpu_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                              int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
-                             int64_t d3) {
-  const char *op = "srt_op_all_gather";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(in, out), 0, NULL));
+                             int64_t d3, int64_t dtype) {
+  const char *op = "srt_cpu_op_all_gather";
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
   int64_t shape[4];
   SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(local_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
+  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
   return srt_all_gather(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
                         (int)dim);
 }
 
-srt_status srt_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+srt_status srt_cpu_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                  int64_t dim, int64_t rank, int64_t d0, int64_t d1,
-                                 int64_t d2, int64_t d3) {
-  const char *op = "srt_op_reduce_scatter";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(in, out), 0, NULL));
+                                 int64_t d2, int64_t d3, int64_t dtype) {
+  const char *op = "srt_cpu_op_reduce_scatter";
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
   int64_t shape[4];
   SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(local_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
+  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
   // The local input of a reduce-scatter is the full (Partial) tensor.
   return srt_reduce_scatter(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
                             (int)dim, SRT_REDUCE_SUM);
 }
 
-srt_status srt_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+srt_status srt_cpu_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                              int64_t split_dim, int64_t concat_dim, int64_t rank,
-                             int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
-  const char *op = "srt_op_all_to_all";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(in, out), 0, NULL));
+                             int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t dtype) {
+  const char *op = "srt_cpu_op_all_to_all";
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
   int64_t shape[4];
   SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(
-      local_shape(e, op, rank, d0, d1, d2, d3, split_dim, concat_dim, shape));
+  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, split_dim, concat_dim, shape));
   // split_dim becomes sharded, concat_dim whole: Shard(concat) -> Shard(split).
   return srt_all_to_all(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
                         (int)concat_dim, (int)split_dim);
 }
 
-srt_status srt_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                             int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
-                            int64_t d3) {
-  const char *op = "srt_op_all_slice";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(in, out), 0, NULL));
+                            int64_t d3, int64_t dtype) {
+  const char *op = "srt_cpu_op_all_slice";
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
   int64_t shape[4];
   SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(local_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
+  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
   int64_t parts = srt_group_size(g), index = srt_group_rank(g);
   if (shape[dim] % parts != 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: dim %lld of size %lld does not split into %lld parts over %s "
                      "(rank %d)",
                      op, (long long)dim, (long long)shape[dim], (long long)parts,
-                     srt_group_name(g), ops_rank(e));
+                     srt_group_name(g), srt_op_rank(e));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < dim; ++i)
     outer *= shape[i];

@@ -1,4 +1,4 @@
-// The optimizer op of a compiled step (ops.h): total gradient norm with each
+// The optimizer op of the cpu backend (shardrt/cpu.h): total gradient norm with each
 // logical element counted once (srt_get_grad_norm over dp_cp then tp, with
 // every parameter's placements), clipping by total norm, and AdamW on every
 // parameter — or nothing but the report when the norm is not finite.
@@ -12,16 +12,9 @@
 #include "shardrt/grad_norm.h"
 #include "shardrt/kernels.h"
 
-srt_status srt_op_optimizer_step(srt_exec *e, const srt_program *program,
+srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
                                  const srt_step_options *options, int64_t loss_offset,
                                  srt_step_result *result) {
-  const char *op = "srt_op_optimizer_step";
-  SRT_RETURN_IF_ERROR(ops_check(e, op, OPS_LIST(loss_offset), 0, NULL));
-  if (!program || !options || !result)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: program, options or result is NULL", op);
-  if (options->step < 1)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
-                     (long long)options->step, ops_rank(e));
   int32_t n = program->num_params;
   float *table;
   int64_t floats = ((int64_t)(n > 0 ? n : 1) * (int64_t)sizeof(srt_tensor) + 3) / 4;

@@ -1,0 +1,26 @@
+// Pass diagnostics (diagnostic.h).
+#include "diagnostic.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "mlir-c/Diagnostics.h"
+#include "nn.h"
+
+void tp_error(MlirOperation op, const char *pass, const char *fmt, ...) {
+  char msg[1024];
+  size_t n = 0;
+  if (pass)
+    n += (size_t)snprintf(msg, sizeof msg, "%s: ", pass);
+  MlirStringRef m = mlirOperationIsNull(op) ? (MlirStringRef){NULL, 0} : nn_module_of(op);
+  if (m.length && n < sizeof msg)
+    n += (size_t)snprintf(msg + n, sizeof msg - n, "'%.*s': ",
+                          (int)(m.length < 256 ? m.length : 256), m.data);
+  if (n < sizeof msg) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof msg - n, fmt, ap);
+    va_end(ap);
+  }
+  mlirEmitError(mlirOperationGetLocation(op), msg);
+}

@@ -1,0 +1,53 @@
+// The `srt_program shard_program` table a lowered step defines
+// (runtime/include/shardrt/program.h): its LLVM struct types, built from
+// the same field lists as the C structs (SRT_PROGRAM_FIELDS,
+// SRT_PARAM_INFO_FIELDS), and the globals that hold it.
+#ifndef SHARD_PASSES_PROGRAM_TABLE_H
+#define SHARD_PASSES_PROGRAM_TABLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "llvm_builder.h"
+#include "nn.h"
+#include "sharding_rules.h"
+
+/// The LLVM type of srt_param_info.
+MlirType tp_param_info_type(lb_builder *b);
+
+/// The LLVM type of srt_program.
+MlirType tp_program_type(lb_builder *b);
+
+/// One parameter as the memory plan placed it (byte offsets in the arena).
+typedef struct tp_program_param {
+  MlirStringRef name; // Hugging Face tensor name (owned by the context)
+  int init;           // srt_param_init
+  nn_shape local;
+  int64_t global[NN_MAX_RANK];
+  tp_layout layout;
+  int64_t offset, grad, m, v;
+  int64_t compute; // the bf16 compute copy (cuda), or -1
+} tp_program_param;
+
+/// Everything the table records.
+typedef struct tp_program_desc {
+  const char *model; // config.json path
+  tp_mesh mesh;
+  int64_t batch, seq, vocab; // global
+  double initializer_range;
+  int64_t arena, persistent, ids_offset, labels_offset;
+  const tp_program_param *params;
+  int num_params;
+  const char *step;    // the step function's symbol
+  bool keep_logits;    // then the logits fields below
+  int64_t logits_offset;
+  nn_shape logits;     // local [B, S, V]
+  const char *backend; // the srt_backend symbol, or NULL (cpu)
+} tp_program_desc;
+
+/// Appends to b's block the globals of the table: the parameter names and
+/// the model path (private strings), the srt_param_info array, the external
+/// `shard_program`, and a declaration of the backend symbol.
+void tp_emit_program_table(lb_builder *b, const tp_program_desc *d);
+
+#endif // SHARD_PASSES_PROGRAM_TABLE_H

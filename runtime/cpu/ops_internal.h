@@ -1,0 +1,40 @@
+// Helpers of the cpu backend's ops (shardrt/cpu.h): typed views of arena
+// offsets, the context's scratch, and the fp32-only dtype check.
+#ifndef SHARDRT_CPU_OPS_INTERNAL_H
+#define SHARDRT_CPU_OPS_INTERNAL_H
+
+#include <stdint.h>
+
+#include "shardrt/backend.h"
+#include "shardrt/cpu.h"
+#include "shardrt/kernels.h"
+
+/// The fp32 buffer at byte offset `off` of the rank's arena.
+static inline float *ops_f32(srt_exec *e, int64_t off) {
+  return (float *)(void *)(e->arena + off);
+}
+
+/// The int64 buffer at byte offset `off` of the rank's arena.
+static inline int64_t *ops_i64(srt_exec *e, int64_t off) {
+  return (int64_t *)(void *)(e->arena + off);
+}
+
+/// The ops' scratch (srt_op_scratch): at least `floats` floats.
+static inline srt_status ops_scratch(srt_exec *e, int64_t floats, float **out) {
+  void *p;
+  SRT_RETURN_IF_ERROR(srt_op_scratch(e, (size_t)(floats > 0 ? floats : 1) * sizeof(float), &p));
+  *out = p;
+  return NULL;
+}
+
+/// The cpu backend computes fp32 only. Errors: SRT_INVALID_ARGUMENT for
+/// another dtype, naming `op`.
+static inline srt_status ops_f32_only(srt_exec *e, const char *op, int64_t dtype) {
+  if (dtype != SRT_OP_F32)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: dtype %lld on the cpu backend, which computes fp32 only (rank %d)",
+                     op, (long long)dtype, srt_op_rank(e));
+  return NULL;
+}
+
+#endif // SHARDRT_CPU_OPS_INTERNAL_H

@@ -1,0 +1,23 @@
+// The cpu backend (libshardrt): fp32 kernels (shardrt/kernels.h, OpenBLAS
+// GEMMs) and MPI collectives behind the graph-level ops. Its buffers are
+// host memory; every dtype argument must be SRT_OP_F32. srt_op_X runs
+// srt_cpu_op_X when the exec has no backend.
+//
+// Every srt_cpu_op_X has the arguments and semantics of srt_op_X
+// (shardrt/ops.h) and runs only after srt_op_X's checks passed; called
+// directly, it trusts them. Errors: SRT_INVALID_ARGUMENT for a bf16 dtype
+// or a shape a kernel refuses; SRT_RESOURCE_EXHAUSTED when the op scratch
+// cannot grow; SRT_OUT_OF_RANGE for a label outside the vocabulary; the
+// errors of the MPI collectives (shardrt/collectives.h).
+#ifndef SHARDRT_CPU_H
+#define SHARDRT_CPU_H
+
+#include "shardrt/ops.h"
+
+/// The cpu backend's entry points.
+extern const srt_ops srt_cpu_ops;
+
+#define SRT_OP(name, source, check, args) SRT_OP_DECLARE(srt_cpu_op_, name, args)
+#include "shardrt/ops.def"
+
+#endif // SHARDRT_CPU_H

@@ -1,0 +1,40 @@
+// srt_op_X (shardrt/ops.h), generated from the op table (shardrt/ops.def):
+// the checks every backend shares (each argument by its kind, then the
+// op's own check), then the entry point of the exec's backend.
+#include "shardrt/backend.h"
+#include "shardrt/cpu.h"
+
+// The checks of one argument tuple (kind, name, src), walked as op_table.h
+// describes.
+#define CHECKS(args) CHECKS_A args(END, _, _)
+#define CHECKS_A(kind, name, src) CHECK_##kind(name) SRT_OP_NEXT_##kind(CHECKS_B)
+#define CHECKS_B(kind, name, src) CHECK_##kind(name) SRT_OP_NEXT_##kind(CHECKS_A)
+#define CHECK_BUF(name) SRT_RETURN_IF_ERROR(srt_check_offset(e, op, #name, name, 0));
+#define CHECK_OPT_BUF(name) SRT_RETURN_IF_ERROR(srt_check_offset(e, op, #name, name, 1));
+#define CHECK_SIZE(name) SRT_RETURN_IF_ERROR(srt_check_size(e, op, #name, name));
+#define CHECK_INT(name)
+#define CHECK_AXIS(name) SRT_RETURN_IF_ERROR(srt_check_axis(e, op, #name, name));
+#define CHECK_DTYPE(name) SRT_RETURN_IF_ERROR(srt_check_dtype(e, op, #name, name));
+#define CHECK_F64(name)
+#define CHECK_PTR(name) SRT_RETURN_IF_ERROR(srt_check_ptr(e, op, #name, name));
+#define CHECK_ATTENTION(name) CHECK_PTR(name)
+#define CHECK_PROGRAM(name) CHECK_PTR(name)
+#define CHECK_OPTIONS(name) CHECK_PTR(name)
+#define CHECK_RESULT(name) CHECK_PTR(name)
+#define CHECK_REQUIRE(name)
+#define CHECK_END(name)
+
+// The exec's op table: its backend's, or the cpu backend's.
+static const srt_ops *ops_of(const srt_exec *e) {
+  return e->backend ? e->backend->ops : &srt_cpu_ops;
+}
+
+#define SRT_OP(name, source, check, args)                                                \
+  srt_status srt_op_##name(srt_exec *e SRT_OP_PARAMS(args)) {                             \
+    const char *op = "srt_op_" #name;                                                    \
+    SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                          \
+    CHECKS(args)                                                                         \
+    SRT_RETURN_IF_ERROR(check);                                                          \
+    return ops_of(e)->name(e SRT_OP_ARGS(args));                                         \
+  }
+#include "shardrt/ops.def"
