@@ -13,63 +13,28 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
-#include "mlir-c/Diagnostics.h"
 #include "nn.h"
 #include "pass.h"
+#include "diagnostic.h"
+#include "ptr_map.h"
 #include "shard_ops.h"
 
 // Operands and results of one backward op, at most.
 enum { NN_MAX_VJP_VALUES = 8 };
 
 //===----------------------------------------------------------------------===//
-// Value -> value maps (gradients) and value sets (needs a gradient)
+// Value -> value maps (gradients, and the values that need one)
 //===----------------------------------------------------------------------===//
 
-typedef struct grad_map {
-  const void **keys;
-  MlirValue *values;
-  size_t cap, len;
-} grad_map;
-
-static size_t slot(const grad_map *m, const void *key) {
-  size_t i = (((size_t)key >> 4) * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
-  while (m->keys[i] && m->keys[i] != key)
-    i = (i + 1) & (m->cap - 1);
-  return i;
+// A value's gradient (or, for `requires`, the value itself), as the
+// MlirValue's pointer in a tp_ptr_map.
+static MlirValue map_get(const tp_ptr_map *m, MlirValue key) {
+  intptr_t v;
+  return tp_ptr_map_get(m, key.ptr, &v) ? (MlirValue){(void *)v} : (MlirValue){NULL};
 }
 
-static MlirValue map_get(const grad_map *m, MlirValue key) {
-  if (!m->cap)
-    return (MlirValue){NULL};
-  size_t i = slot(m, key.ptr);
-  return m->keys[i] ? m->values[i] : (MlirValue){NULL};
-}
-
-static void map_set(grad_map *m, MlirValue key, MlirValue value) {
-  if (2 * (m->len + 1) > m->cap) {
-    grad_map bigger = {calloc(m->cap ? 2 * m->cap : 1024, sizeof(void *)),
-                       calloc(m->cap ? 2 * m->cap : 1024, sizeof(MlirValue)),
-                       m->cap ? 2 * m->cap : 1024, 0};
-    for (size_t i = 0; i < m->cap; ++i)
-      if (m->keys[i]) {
-        size_t j = slot(&bigger, m->keys[i]);
-        bigger.keys[j] = m->keys[i];
-        bigger.values[j] = m->values[i];
-        ++bigger.len;
-      }
-    free(m->keys);
-    free(m->values);
-    *m = bigger;
-  }
-  size_t i = slot(m, key.ptr);
-  m->len += !m->keys[i];
-  m->keys[i] = key.ptr;
-  m->values[i] = value;
-}
-
-static void map_free(grad_map *m) {
-  free(m->keys);
-  free(m->values);
+static void map_set(tp_ptr_map *m, MlirValue key, MlirValue value) {
+  tp_ptr_map_put(m, key.ptr, (intptr_t)value.ptr);
 }
 
 //===----------------------------------------------------------------------===//
@@ -78,8 +43,8 @@ static void map_free(grad_map *m) {
 
 typedef struct ad_run {
   nn_builder b;
-  grad_map grads;    // value -> its gradient so far
-  grad_map requires; // value -> itself when it depends on a parameter
+  tp_ptr_map grads;    // value -> its gradient so far
+  tp_ptr_map requires; // value -> itself when it depends on a parameter
   int errors;
 } ad_run;
 
@@ -113,6 +78,9 @@ static MlirType type_of(MlirValue v) { return mlirValueGetType(v); }
 // optional operand).
 static void apply_vjp(ad_run *r, MlirOperation fwd, const nn_vjp *vjp, MlirValue dy) {
   MlirStringRef m = nn_module_of(fwd);
+  // Backward ops (and the adds of their gradients) are located at their
+  // forward op: a diagnostic on them points at the module's source.
+  r->b.loc = mlirOperationGetLocation(fwd);
   intptr_t nfwd = mlirOperationGetNumOperands(fwd);
   MlirValue targets[NN_MAX_VJP_VALUES];
   MlirType types[NN_MAX_VJP_VALUES];
@@ -145,11 +113,7 @@ static void backward(ad_run *r, MlirOperation op, MlirValue dy) {
   const nn_vjp *vjps;
   int n = nn_op_vjps(nn_op_kind_of(op), &vjps);
   if (n < 0) {
-    MlirStringRef m = nn_module_of(op);
-    char msg[256];
-    snprintf(msg, sizeof msg, "nn-autodiff: '%.*s': no backward for %s", (int)m.length,
-             m.data, nn_op_name(nn_op_kind_of(op)));
-    mlirEmitError(mlirOperationGetLocation(op), msg);
+    tp_error(op, "nn-autodiff", "no backward for %s", nn_op_name(nn_op_kind_of(op)));
     ++r->errors;
   }
   for (int i = 0; i < n; ++i)
@@ -184,8 +148,9 @@ static void mark_requires(ad_run *r, MlirBlock body, MlirOperation func) {
   }
 }
 
+// An error at `op` (a function, or the op at fault).
 static void fail_at(ad_run *r, MlirOperation op, const char *msg) {
-  mlirEmitError(mlirOperationGetLocation(op), msg);
+  tp_error(op, "nn-autodiff", "%s", msg);
   ++r->errors;
 }
 
@@ -196,7 +161,7 @@ static bool differentiate(ad_run *r, MlirOperation func, MlirBlock body,
                          ? mlirOpResultGetOwner(loss)
                          : (MlirOperation){NULL};
   if (mlirOperationIsNull(ce) || nn_op_kind_of(ce) != NN_OP_CROSS_ENTROPY) {
-    fail_at(r, func, "nn-autodiff: the function's first result must be the loss of an "
+    fail_at(r, func, "the function's first result must be the loss of an "
                      "nn.cross_entropy");
     return false;
   }
@@ -226,6 +191,7 @@ static bool differentiate(ad_run *r, MlirOperation func, MlirBlock body,
     }
   }
   free(ops);
+  r->b.loc = mlirOperationGetLocation(func);
   return r->errors == 0;
 }
 
@@ -251,7 +217,7 @@ static void rebuild_return(ad_run *r, MlirOperation func, MlirBlock body,
     if (mlirValueIsNull(g)) {
       char msg[512];
       MlirStringRef s = mlirStringAttrGetValue(name);
-      snprintf(msg, sizeof msg, "nn-autodiff: parameter '%.*s' does not reach the loss: "
+      snprintf(msg, sizeof msg, "parameter '%.*s' does not reach the loss: "
                                 "it has no gradient", (int)s.length, s.data);
       fail_at(r, func, msg);
       continue;
@@ -288,11 +254,11 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
   MlirOperation ret = mlirBlockGetTerminator(body);
   ad_run r = {.b = {mlirOperationGetContext(func), body, mlirOperationGetLocation(func)}};
   if (mlirOperationIsNull(ret) || !tp_op_is(ret, "func.return")) {
-    fail_at(&r, func, "nn-autodiff: the function has no func.return");
+    fail_at(&r, func, "the function has no func.return");
     return mlirLogicalResultFailure();
   }
   if (mlirBlockGetNumArguments(body) > 4096) {
-    fail_at(&r, func, "nn-autodiff: more than 4096 arguments");
+    fail_at(&r, func, "more than 4096 arguments");
     return mlirLogicalResultFailure();
   }
   // Differentiating a graph twice would append a second backward.
@@ -300,7 +266,7 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
        op = mlirOperationGetNextInBlock(op))
     if (nn_op_phase_of(nn_op_kind_of(op)) == NN_PHASE_BACKWARD ||
         nn_op_phase_of(nn_op_kind_of(op)) == NN_PHASE_OPTIMIZER) {
-      fail_at(&r, op, "nn-autodiff: the function already has backward or optimizer ops: "
+      fail_at(&r, op, "the function already has backward or optimizer ops: "
                       "run nn-autodiff once, on the forward graph");
       return mlirLogicalResultFailure();
     }
@@ -311,8 +277,8 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
     rebuild_return(&r, func, body, ret);
   if (r.errors)
     mlirBlockAppendOwnedOperation(body, ret); // keep the function well formed
-  map_free(&r.grads);
-  map_free(&r.requires);
+  tp_ptr_map_free(&r.grads);
+  tp_ptr_map_free(&r.requires);
   return r.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
 

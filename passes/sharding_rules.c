@@ -2,7 +2,9 @@
 // that turns operand placements into required placements and result
 // placements, one mesh axis at a time.
 #include "sharding_rules.h"
+
 #include "mlir-c/BuiltinTypes.h"
+#include "partition_hooks.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,46 +17,97 @@
 // causal attention needs them complete), d/f/n features, k contracted
 // features, v vocabulary, h heads x head_dim (a last dim split in whole
 // heads), g head_dim.
-static const tp_rule kEmbedding = {{"bs", "vd"}, {"bsd"}, "v", "", ""};
-static const tp_rule kLinear = {{"bsk", "nk", "n"}, {"bsn"}, "k", "", ""};
-static const tp_rule kLinear2 = {{"sk", "nk", "n"}, {"sn"}, "k", "", ""};
-static const tp_rule kRmsNorm = {{"bsf", "f"}, {"bsf"}, "", "f", ""};
-static const tp_rule kRmsNorm2 = {{"sf", "f"}, {"sf"}, "", "f", ""};
-static const tp_rule kHeadNorm = {{"bsh", "g"}, {"bsh"}, "", "g", "h"};
-static const tp_rule kRotary = {{"bs"}, {"bsg", "bsg"}, "", "g", ""};
-static const tp_rule kApplyRotary = {{"bsh", "bsg", "bsg"}, {"bsh"}, "", "g", "h"};
-static const tp_rule kAttention = {{"bSh", "bTh", "bTh"}, {"bSh"}, "", "ST", "h"};
-static const tp_rule kElementwise2 = {{"bsf", "bsf"}, {"bsf"}, "", "", ""};
-static const tp_rule kElementwise1 = {{"bsf"}, {"bsf"}, "", "", ""};
-static const tp_rule kBiasAdd = {{"bsf", "f"}, {"bsf"}, "", "", ""};
+static const tp_rule kEmbedding = {.operands = {"bs", "vd"},
+                                   .results = {"bsd"},
+                                   .reduction = "v",
+                                   .localize = tp_localize_vocab};
+static const tp_rule kLinear = {.operands = {"bsk", "nk", "n"},
+                                .results = {"bsn"},
+                                .reduction = "k",
+                                .partition = tp_partition_linear};
+static const tp_rule kLinear2 = {.operands = {"sk", "nk", "n"},
+                                 .results = {"sn"},
+                                 .reduction = "k",
+                                 .partition = tp_partition_linear};
+static const tp_rule kRmsNorm = {.operands = {"bsf", "f"}, .results = {"bsf"}, .whole = "f"};
+static const tp_rule kRmsNorm2 = {.operands = {"sf", "f"}, .results = {"sf"}, .whole = "f"};
+static const tp_rule kHeadNorm = {
+    .operands = {"bsh", "g"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
+static const tp_rule kRotary = {.operands = {"bs"}, .results = {"bsg", "bsg"}, .whole = "g"};
+static const tp_rule kApplyRotary = {
+    .operands = {"bsh", "bsg", "bsg"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
+static const tp_rule kAttention = {.operands = {"bSh", "bTh", "bTh"},
+                                   .results = {"bSh"},
+                                   .whole = "ST",
+                                   .heads = "h",
+                                   .localize = tp_localize_heads};
+static const tp_rule kElementwise2 = {.operands = {"bsf", "bsf"}, .results = {"bsf"}};
+static const tp_rule kElementwise1 = {.operands = {"bsf"}, .results = {"bsf"}};
+static const tp_rule kBiasAdd = {.operands = {"bsf", "f"}, .results = {"bsf"}};
 // The sequence stays whole: shifted labels cross any sequence split.
-static const tp_rule kCrossEntropy = {{"bsv", "bs"}, {""}, "bv", "s", ""};
+static const tp_rule kCrossEntropy = {.operands = {"bsv", "bs"},
+                                      .results = {""},
+                                      .reduction = "bv",
+                                      .whole = "s",
+                                      .partition = tp_partition_cross_entropy};
 // Only the batch of a Mamba2 mixer can be split: the scan needs the whole
 // sequence and the mixer's projections are not planned.
-static const tp_rule kMamba2 = {
-    {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI"}, {"bSF"}, "", "SFACWKHI", ""};
+static const tp_rule kMamba2 = {.operands = {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI"},
+                                .results = {"bSF"},
+                                .whole = "SFACWKHI"};
 
 // Backward ops: the same factors as their forward op; a factor the result
 // lacks is reduced (Partial), e.g. the batch and sequence of a weight's
 // gradient, or the heads of a per-head norm's weight gradient.
-static const tp_rule kEmbeddingGrad = {{"bs", "bsd", "vd"}, {"vd"}, "bs", "", ""};
-static const tp_rule kLinearGradInput = {{"bsn", "nk"}, {"bsk"}, "n", "", ""};
-static const tp_rule kLinearGradInput2 = {{"sn", "nk"}, {"sk"}, "n", "", ""};
-static const tp_rule kLinearGradWeight = {{"bsn", "bsk", "nk"}, {"nk"}, "bs", "", ""};
-static const tp_rule kLinearGradWeight2 = {{"sn", "sk", "nk"}, {"nk"}, "s", "", ""};
-static const tp_rule kLinearGradBias = {{"bsn"}, {"n"}, "bs", "", ""};
-static const tp_rule kLinearGradBias2 = {{"sn"}, {"n"}, "s", "", ""};
-static const tp_rule kRmsNormGradInput = {{"bsf", "f", "bsf"}, {"bsf"}, "", "f", ""};
-static const tp_rule kHeadNormGradInput = {{"bsh", "g", "bsh"}, {"bsh"}, "", "g", "h"};
-static const tp_rule kRmsNormGradWeight = {{"bsf", "bsf"}, {"f"}, "bs", "f", ""};
-static const tp_rule kHeadNormGradWeight = {{"bsh", "bsh"}, {"g"}, "bsh", "g", "h"};
-static const tp_rule kApplyRotaryGrad = {{"bsh", "bsg", "bsg"}, {"bsh"}, "", "g", "h"};
-static const tp_rule kAttentionGrad = {
-    {"bSh", "bTh", "bTh", "bSh"}, {"bSh", "bTh", "bTh"}, "", "ST", "h"};
-static const tp_rule kGluGrad = {{"bsf", "bsf", "bsf"}, {"bsf", "bsf"}, "", "", ""};
-static const tp_rule kCrossEntropyGrad = {{"bsv", "bs"}, {"bsv"}, "", "s", ""};
+static const tp_rule kEmbeddingGrad = {.operands = {"bs", "bsd", "vd"},
+                                       .results = {"vd"},
+                                       .reduction = "bs",
+                                       .localize = tp_localize_vocab};
+static const tp_rule kLinearGradInput = {
+    .operands = {"bsn", "nk"}, .results = {"bsk"}, .reduction = "n"};
+static const tp_rule kLinearGradInput2 = {
+    .operands = {"sn", "nk"}, .results = {"sk"}, .reduction = "n"};
+static const tp_rule kLinearGradWeight = {
+    .operands = {"bsn", "bsk", "nk"}, .results = {"nk"}, .reduction = "bs"};
+static const tp_rule kLinearGradWeight2 = {
+    .operands = {"sn", "sk", "nk"}, .results = {"nk"}, .reduction = "s"};
+static const tp_rule kLinearGradBias = {
+    .operands = {"bsn"}, .results = {"n"}, .reduction = "bs"};
+static const tp_rule kLinearGradBias2 = {
+    .operands = {"sn"}, .results = {"n"}, .reduction = "s"};
+static const tp_rule kRmsNormGradInput = {
+    .operands = {"bsf", "f", "bsf"}, .results = {"bsf"}, .whole = "f"};
+static const tp_rule kHeadNormGradInput = {
+    .operands = {"bsh", "g", "bsh"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
+static const tp_rule kRmsNormGradWeight = {
+    .operands = {"bsf", "bsf"}, .results = {"f"}, .reduction = "bs", .whole = "f"};
+static const tp_rule kHeadNormGradWeight = {.operands = {"bsh", "bsh"},
+                                            .results = {"g"},
+                                            .reduction = "bsh",
+                                            .whole = "g",
+                                            .heads = "h"};
+static const tp_rule kApplyRotaryGrad = {
+    .operands = {"bsh", "bsg", "bsg"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
+static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh"},
+                                       .results = {"bSh", "bTh", "bTh"},
+                                       .whole = "ST",
+                                       .heads = "h",
+                                       .refine = tp_refine_replicated_kv_grad,
+                                       .localize = tp_localize_heads};
+static const tp_rule kGluGrad = {.operands = {"bsf", "bsf", "bsf"}, .results = {"bsf", "bsf"}};
+static const tp_rule kCrossEntropyGrad = {.operands = {"bsv", "bs"},
+                                          .results = {"bsv"},
+                                          .whole = "s",
+                                          .partition = tp_partition_cross_entropy_grad};
 // The optimizer step reads the (replicated) loss; its work is per parameter.
-static const tp_rule kOptimizerStep = {{""}, {NULL}, "", "", ""};
+static const tp_rule kOptimizerStep = {.operands = {""}, .results = {NULL}};
+// The gradient hand-off has no factors: its operand takes its parameter's
+// layout.
+static const tp_rule kStoreGrad = {
+    .operands = {NULL}, .results = {NULL}, .rewrite = tp_rewrite_store_grad};
+// nn.add: a sum of Partial gradients stays Partial.
+static const tp_rule kAdd = {
+    .operands = {"bsf", "bsf"}, .results = {"bsf"}, .refine = tp_refine_partial_sum};
 
 // The rule families of the op table's `rule` column: each picks its table
 // by the rank of the op's first operand and its attributes.
@@ -112,6 +165,8 @@ RULE(attention_grad) { return pick(&kAttentionGrad, rule); }
 RULE(glu_grad) { return elementwise(&kGluGrad, rank, rule); }
 RULE(cross_entropy_grad) { return pick(&kCrossEntropyGrad, rule); }
 RULE(optimizer_step) { return pick(&kOptimizerStep, rule); }
+RULE(store_grad) { return pick(&kStoreGrad, rule); }
+RULE(add) { return elementwise(&kAdd, rank, rule); }
 #undef RULE
 
 static const rule_fn kRules[NN_OP_COUNT] = {

@@ -28,16 +28,36 @@ typedef struct tp_layout {
   tp_placement on[TP_MESH_AXES];
 } tp_layout;
 
+struct tp_part;
+struct tp_decision;
+
 /// The factor labels of one op: `operands[i]` / `results[i]` give one letter
 /// per tensor dim ("bsk": batch, sequence, in_features). Factor kinds are
 /// given by the strings `reduction`, `whole` and `heads`; every other letter
-/// is parallel.
+/// is parallel. The optional hooks (partition_hooks.c, through partition.h)
+/// say what the factors alone cannot: tp-partition calls `refine` on the
+/// decision, then `partition` to build the local op(s) (when it returns
+/// false, or there is none, the op is cloned with local types and
+/// `localize` sets the attributes that depend on them). An op with no
+/// factors (operands[0] NULL) is partitioned by `rewrite` alone.
 typedef struct tp_rule {
   const char *operands[TP_RULE_MAX_VALUES];
   const char *results[TP_RULE_MAX_VALUES];
   const char *reduction;
   const char *whole;
   const char *heads;
+  /// Adjusts the decision; `current` are the operands' layouts before any
+  /// Partial one is reduced and `pending` says which have an epilogue left.
+  void (*refine)(MlirOperation op, const tp_layout *current, const bool *pending,
+                 struct tp_decision *d);
+  /// Builds the local form from the resharded `operands` and defines every
+  /// result; false to fall back to the clone.
+  bool (*partition)(struct tp_part *p, MlirOperation op, const struct tp_decision *d,
+                    const MlirValue *operands);
+  /// Sets the local clone's shape-dependent attributes.
+  void (*localize)(struct tp_part *p, MlirOperation local, const struct tp_decision *d);
+  /// Partitions an op without factors.
+  void (*rewrite)(struct tp_part *p, MlirOperation op);
 } tp_rule;
 
 /// The rule of `op` (which depends on its operand ranks and attributes), or

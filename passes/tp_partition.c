@@ -8,6 +8,9 @@
 // Partial result whose annotation asks for Replicate (an all-reduce) or
 // Shard(1) (a reduce-scatter, with sequence parallel); reshards of one value
 // to one placement are made once and shared (q/k/v share one all-gather).
+// What the factors alone cannot say (the split loss, a rowwise bias, local
+// head counts) is each op's partition hook (partition.h,
+// partition_hooks.c): this file knows no op.
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +18,11 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
-#include "mlir-c/Diagnostics.h"
+#include "diagnostic.h"
 #include "nn.h"
+#include "partition.h"
 #include "pass.h"
+#include "ptr_map.h"
 #include "shard_ops.h"
 #include "sharding_rules.h"
 
@@ -27,75 +32,62 @@ static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(
 // Value maps
 //===----------------------------------------------------------------------===//
 
-enum { kMaxReshards = 4 };
+enum { kMaxReshards = 4, kMaxStash = 4 };
 
 // What an original value became: its local value, its layout, whether it is
-// a parameter, a rowwise bias still to add once its Partial is reduced, and
-// the reshards already made of it (so users share one collective).
+// a parameter, an epilogue still to apply once its Partial is reduced (a
+// rowwise bias), and the reshards already made of it (so users share one
+// collective).
 typedef struct mapped {
-  const void *key;
   MlirValue value;
   tp_layout layout;
   bool is_param;
-  MlirValue pending_bias;
+  tp_epilogue epilogue;
   int num_reshards;
   tp_layout reshard_layout[kMaxReshards];
   MlirValue reshard_value[kMaxReshards];
 } mapped;
 
-typedef struct part_run {
+// Values an op's hook remembered for a later op (tp_part_stash).
+typedef struct stashed {
+  int n;
+  MlirValue values[kMaxStash];
+} stashed;
+
+typedef struct tp_part {
   MlirContext ctx;
   tp_mesh mesh;
   tp_insert at; // the new function's body, appending
-  mapped *map;
-  size_t map_cap, map_len;
+  // Original value -> index into `values`.
+  tp_ptr_map index;
+  mapped *values;
+  size_t num_values, cap_values;
+  tp_ptr_map stash_index;
+  stashed *stash;
+  size_t num_stash;
+  MlirOperation func; // the original function (its parameters)
+  MlirBlock old;      // and its body
   MlirOperation current; // the original op being rewritten, for diagnostics
   MlirAttribute source_module; // nn.module given to the collectives being built
-  // The split loss's global statistics, by the (original) logits value, so
-  // its backward reuses them.
-  struct ce_stats {
-    const void *logits;
-    MlirValue max, sum_exp, sum_and_count;
-  } ce[8];
-  int num_ce;
   int errors;
 } part_run;
 
-static size_t hash_ptr(const void *p) { return ((size_t)p >> 4) * 0x9E3779B97F4A7C15ull; }
-
 static mapped *map_find(part_run *r, MlirValue v) {
-  if (!r->map_cap)
-    return NULL;
-  for (size_t i = hash_ptr(v.ptr) & (r->map_cap - 1);; i = (i + 1) & (r->map_cap - 1)) {
-    if (r->map[i].key == v.ptr)
-      return &r->map[i];
-    if (!r->map[i].key)
-      return NULL;
-  }
+  intptr_t i;
+  return tp_ptr_map_get(&r->index, v.ptr, &i) ? &r->values[i] : NULL;
 }
 
 static void map_put(part_run *r, MlirValue old, mapped m) {
-  if (2 * (r->map_len + 1) > r->map_cap) {
-    size_t cap = r->map_cap ? 2 * r->map_cap : 1024;
-    mapped *grown = calloc(cap, sizeof *grown);
-    for (size_t i = 0; i < r->map_cap; ++i)
-      if (r->map[i].key)
-        for (size_t j = hash_ptr(r->map[i].key) & (cap - 1);; j = (j + 1) & (cap - 1))
-          if (!grown[j].key) {
-            grown[j] = r->map[i];
-            break;
-          }
-    free(r->map);
-    r->map = grown;
-    r->map_cap = cap;
-  }
-  m.key = old.ptr;
-  for (size_t i = hash_ptr(old.ptr) & (r->map_cap - 1);; i = (i + 1) & (r->map_cap - 1))
-    if (!r->map[i].key || r->map[i].key == old.ptr) {
-      r->map_len += !r->map[i].key;
-      r->map[i] = m;
-      return;
+  intptr_t i;
+  if (!tp_ptr_map_get(&r->index, old.ptr, &i)) {
+    if (r->num_values == r->cap_values) {
+      r->cap_values = r->cap_values ? 2 * r->cap_values : 1024;
+      r->values = realloc(r->values, r->cap_values * sizeof *r->values);
     }
+    i = (intptr_t)r->num_values++;
+    tp_ptr_map_put(&r->index, old.ptr, i);
+  }
+  r->values[i] = m;
 }
 
 static bool layout_equal(const tp_layout *a, const tp_layout *b) {
@@ -107,16 +99,11 @@ static bool layout_equal(const tp_layout *a, const tp_layout *b) {
 
 __attribute__((format(printf, 2, 3))) static void report(part_run *r, const char *fmt, ...) {
   char msg[1024];
-  MlirStringRef m = nn_module_of(r->current);
-  int n = snprintf(msg, sizeof msg, "tp-partition: ");
-  if (m.length)
-    n += snprintf(msg + n, sizeof msg - (size_t)n, "'%.*s': ",
-                  (int)(m.length < 256 ? m.length : 256), m.data);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  mlirEmitError(mlirOperationGetLocation(r->current), msg);
+  tp_error(r->current, "tp-partition", "%s", msg);
   ++r->errors;
 }
 
@@ -186,9 +173,6 @@ static MlirValue reshard_axis(part_run *r, MlirValue v, MlirType global,
   return out;
 }
 
-static MlirValue add_bias(part_run *r, MlirValue v, const tp_layout *layout,
-                          MlirValue bias);
-
 // The nn.module of the op that produced `old` (through shard annotations):
 // collectives resharding it carry it, so a reader sees whose output moves.
 static MlirAttribute source_module(MlirValue old) {
@@ -217,15 +201,15 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
   r->source_module = source_module(old);
   tp_layout layout = m->layout;
   MlirValue v = m->value;
-  MlirValue bias = m->pending_bias;
+  tp_epilogue epilogue = m->epilogue;
   // Partial axes first (their reductions also add a pending bias), then the rest.
   for (int pass = 0; pass < 2; ++pass)
     for (int axis = 0; axis < TP_MESH_AXES; ++axis)
       if ((layout.on[axis].kind == TP_PARTIAL) == (pass == 0))
         v = reshard_axis(r, v, global, &layout, axis, to->on[axis]);
-  if (!mlirValueIsNull(bias))
-    v = add_bias(r, v, &layout, bias);
-  m = map_find(r, old); // no insertion happened, but stay safe
+  if (epilogue.fn)
+    v = epilogue.fn(r, v, &layout, epilogue.arg);
+  m = map_find(r, old); // the epilogue may have grown the map
   if (m->num_reshards < kMaxReshards) {
     m->reshard_layout[m->num_reshards] = *to;
     m->reshard_value[m->num_reshards++] = v;
@@ -236,11 +220,6 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
 //===----------------------------------------------------------------------===//
 // Building local ops
 //===----------------------------------------------------------------------===//
-
-static void set_int(part_run *r, MlirOperation op, const char *name, int64_t v) {
-  mlirOperationSetAttributeByName(op, str(name),
-                                  mlirIntegerAttrGet(mlirIntegerTypeGet(r->ctx, 64), v));
-}
 
 // Creates `name` with operands, result types and the attributes of `like`.
 static MlirOperation build(part_run *r, const char *name, MlirOperation like, int nops,
@@ -261,137 +240,15 @@ static MlirOperation build(part_run *r, const char *name, MlirOperation like, in
   return op;
 }
 
-static MlirValue add_bias(part_run *r, MlirValue v, const tp_layout *layout,
-                          MlirValue bias) {
-  // The bias [F] follows the features' placement: complete unless the last
-  // dim itself is split.
-  nn_shape s;
-  nn_shape_of(mlirValueGetType(v), &s);
-  tp_layout bl = {{TP_R, TP_R}};
-  for (int axis = 0; axis < TP_MESH_AXES; ++axis)
-    if (layout->on[axis].kind == TP_SHARD && layout->on[axis].dim == s.rank - 1) {
-      tp_layout from = bl;
-      MlirType global = mlirValueGetType(bias);
-      bias = reshard_axis(r, bias, global, &from, axis, TP_S(0));
-      bl = from;
-    }
-  MlirOperationState st = mlirOperationStateGet(str("nn.bias_add"), r->at.loc);
-  MlirValue ops[2] = {v, bias};
-  mlirOperationStateAddOperands(&st, 2, ops);
-  MlirType t = mlirValueGetType(v);
-  mlirOperationStateAddResults(&st, 1, &t);
-  // The bias belongs to the linear whose Partial output is being reduced.
-  if (!mlirAttributeIsNull(r->source_module)) {
-    MlirNamedAttribute a = mlirNamedAttributeGet(
-        mlirIdentifierGet(r->ctx, str(NN_MODULE_ATTR)), r->source_module);
-    mlirOperationStateAddAttributes(&st, 1, &a);
-  }
-  MlirOperation op = mlirOperationCreate(&st);
-  mlirBlockAppendOwnedOperation(r->at.block, op);
-  return mlirOperationGetResult(op, 0);
-}
-
-static void copy_module(MlirOperation to, MlirOperation from) {
-  mlirOperationSetAttributeByName(to, str(NN_MODULE_ATTR),
-                                  mlirOperationGetAttributeByName(from, str(NN_MODULE_ATTR)));
-}
-
-static MlirType f32_tensor(part_run *r, int rank, const int64_t *dims) {
-  return nn_tensor_type(r->ctx, rank, dims, mlirF32TypeGet(r->ctx));
-}
-
-// Cross-entropy on split logits: max, sums and target logit reduced over tp
-// (never gathering the logits), then (sum, count) reduced over dp.
-static MlirValue partition_cross_entropy(part_run *r, MlirOperation op,
-                                         const tp_decision *d, MlirValue logits,
-                                         MlirValue labels) {
-  nn_shape ls;
-  nn_shape_of(mlirValueGetType(logits), &ls);
-  int64_t bs[2] = {ls.dims[0], ls.dims[1]};
-  MlirType stat = f32_tensor(r, 2, bs);
-  bool vocab = d->factor[1] == 'v';
-  bool batch = d->factor[0] == 'b';
-  MlirOperation max_op = build(r, "nn.ce_logit_max", (MlirOperation){NULL}, 1, &logits, 1, &stat);
-  copy_module(max_op, op);
-  MlirValue max = mlirOperationGetResult(max_op, 0);
-  if (vocab) {
-    max = tp_build_collective(&r->at, TP_ALL_REDUCE, max, 1, 0, 0, true, stat);
-    copy_module(mlirOpResultGetOwner(max), op);
-  }
-  MlirValue in3[3] = {logits, labels, max};
-  MlirType two[2] = {stat, stat};
-  MlirOperation sums = build(r, "nn.ce_partial_sums", op, 3, in3, 2, two);
-  if (vocab)
-    set_int(r, sums, "nn.vocab_parallel_axis", 1);
-  MlirValue se = mlirOperationGetResult(sums, 0), tg = mlirOperationGetResult(sums, 1);
-  if (vocab) {
-    se = tp_build_collective(&r->at, TP_ALL_REDUCE, se, 1, 0, 0, false, stat);
-    copy_module(mlirOpResultGetOwner(se), op);
-    tg = tp_build_collective(&r->at, TP_ALL_REDUCE, tg, 1, 0, 0, false, stat);
-    copy_module(mlirOpResultGetOwner(tg), op);
-  }
-  int64_t two_dims[1] = {2};
-  MlirType sc_type = f32_tensor(r, 1, two_dims);
-  MlirValue in4[4] = {max, se, tg, labels};
-  MlirValue sc = mlirOperationGetResult(build(r, "nn.ce_loss_sum", op, 4, in4, 1, &sc_type), 0);
-  if (batch) {
-    sc = tp_build_collective(&r->at, TP_ALL_REDUCE, sc, 0, 0, 0, false, sc_type);
-    copy_module(mlirOpResultGetOwner(sc), op);
-  }
-  if (r->num_ce < 8)
-    r->ce[r->num_ce++] = (struct ce_stats){mlirOperationGetOperand(op, 0).ptr, max, se, sc};
-  MlirType loss_type = f32_tensor(r, 0, NULL);
-  MlirOperation mean = build(r, "nn.ce_mean", (MlirOperation){NULL}, 1, &sc, 1, &loss_type);
-  copy_module(mean, op);
-  return mlirOperationGetResult(mean, 0);
-}
-
-// The split loss's gradient, from the statistics its forward computed.
-static void partition_cross_entropy_grad(part_run *r, MlirOperation op,
-                                         const tp_decision *d, MlirValue logits,
-                                         MlirValue labels) {
-  const void *key = mlirOperationGetOperand(op, 0).ptr;
-  for (int i = 0; i < r->num_ce; ++i) {
-    if (r->ce[i].logits != key)
-      continue;
-    MlirValue ops[5] = {logits, labels, r->ce[i].max, r->ce[i].sum_exp,
-                        r->ce[i].sum_and_count};
-    MlirType t = mlirValueGetType(logits);
-    MlirOperation g = build(r, "nn.ce_logits_grad", op, 5, ops, 1, &t);
-    if (d->factor[1] == 'v')
-      set_int(r, g, "nn.vocab_parallel_axis", 1);
-    map_put(r, mlirOperationGetResult(op, 0),
-            (mapped){.value = mlirOperationGetResult(g, 0), .layout = d->results[0]});
-    return;
-  }
-  report(r, "the loss gradient comes before the split loss it differentiates");
-}
-
-// Attributes that depend on the local shapes.
-static void localize_attributes(part_run *r, MlirOperation local, nn_op_kind kind,
-                                const tp_decision *d) {
-  int64_t tp = r->mesh.size[1];
-  if ((kind == NN_OP_EMBEDDING || kind == NN_OP_EMBEDDING_GRAD) && d->factor[1] == 'v')
-    set_int(r, local, "nn.vocab_parallel_axis", 1);
-  if ((kind == NN_OP_ATTENTION || kind == NN_OP_ATTENTION_GRAD) && d->factor[1] == 'h') {
-    int64_t heads = nn_attr_int(local, "num_heads", 0);
-    set_int(r, local, "num_heads", heads / tp);
-    if (d->operands[1].on[1].kind == TP_SHARD) {
-      set_int(r, local, "num_kv_heads", nn_attr_int(local, "num_kv_heads", 0) / tp);
-    } else {
-      // Replicated KV heads: local query head i is global head
-      // tp_index * num_heads + i, which picks its KV head by the global ratio.
-      set_int(r, local, "nn.q_head_offset_axis", 1);
-      set_int(r, local, "nn.global_num_heads", heads);
-    }
-  }
-}
-
 static void partition_nn_op(part_run *r, MlirOperation op) {
   tp_rule rule;
   nn_op_kind kind = nn_op_kind_of(op);
   if (!tp_rule_of(op, &rule)) {
     report(r, "no sharding rule for %s", nn_op_name(kind));
+    return;
+  }
+  if (!rule.operands[0] && rule.rewrite) {
+    rule.rewrite(r, op);
     return;
   }
   int n = (int)mlirOperationGetNumOperands(op);
@@ -418,75 +275,45 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
       return;
     }
   }
-  tp_layout current[TP_RULE_MAX_VALUES];
-  bool is_param[TP_RULE_MAX_VALUES];
-  bool both_partial[TP_MESH_AXES] = {false, false};
-  for (int i = 0; i < n && i < TP_RULE_MAX_VALUES; ++i) {
-    MlirValue old = mlirOperationGetOperand(op, i);
-    mapped *m = map_find(r, old);
+  tp_layout original[TP_RULE_MAX_VALUES], current[TP_RULE_MAX_VALUES];
+  bool is_param[TP_RULE_MAX_VALUES], pending[TP_RULE_MAX_VALUES];
+  for (int i = 0; i < n; ++i) {
+    mapped *m = map_find(r, mlirOperationGetOperand(op, i));
     if (!m) {
       report(r, "operand %d is not defined before its use", i);
       return;
     }
-    current[i] = m->layout;
+    original[i] = current[i] = m->layout;
     is_param[i] = m->is_param;
+    pending[i] = m->epilogue.fn != NULL;
     for (int axis = 0; axis < TP_MESH_AXES; ++axis)
       if (current[i].on[axis].kind == TP_PARTIAL)
         current[i].on[axis] = TP_R; // reduced by the reshard below
   }
-  // A sum of two Partial values is Partial: gradients from several users
-  // are added before one reduction (Megatron's single all-reduce of the
-  // input gradient of q/k/v, or of gate/up).
-  if (kind == NN_OP_ADD)
-    for (int axis = 0; axis < TP_MESH_AXES; ++axis) {
-      mapped *a = map_find(r, mlirOperationGetOperand(op, 0));
-      mapped *b = map_find(r, mlirOperationGetOperand(op, 1));
-      both_partial[axis] = a->layout.on[axis].kind == TP_PARTIAL &&
-                           b->layout.on[axis].kind == TP_PARTIAL &&
-                           mlirValueIsNull(a->pending_bias) && mlirValueIsNull(b->pending_bias);
-    }
   tp_decision d;
   char err[512];
   if (!tp_rule_decide(op, &rule, &r->mesh, current, is_param, &d, err, sizeof err)) {
     report(r, "%s", err);
     return;
   }
-  for (int axis = 0; axis < TP_MESH_AXES; ++axis)
-    if (both_partial[axis] && d.factor[axis] == 0) {
-      d.operands[0].on[axis] = d.operands[1].on[axis] = d.results[0].on[axis] = TP_P;
-    }
-  // Replicated KV heads: each rank's query heads give part of dk and dv.
-  if (kind == NN_OP_ATTENTION_GRAD && d.factor[1] == 'h' &&
-      d.operands[1].on[1].kind == TP_REPLICATE)
-    d.results[1].on[1] = d.results[2].on[1] = TP_P;
+  if (rule.refine)
+    rule.refine(op, original, pending, &d);
   MlirValue operands[TP_RULE_MAX_VALUES];
-  for (int i = 0; i < n && i < TP_RULE_MAX_VALUES; ++i)
+  for (int i = 0; i < n; ++i)
     operands[i] = reshard(r, mlirOperationGetOperand(op, i), &d.operands[i]);
-  if (kind == NN_OP_CROSS_ENTROPY_GRAD && (d.factor[0] || d.factor[1])) {
-    partition_cross_entropy_grad(r, op, &d, operands[0], operands[1]);
+  if (rule.partition && rule.partition(r, op, &d, operands))
     return;
-  }
-  if (kind == NN_OP_CROSS_ENTROPY && (d.factor[0] || d.factor[1])) {
-    MlirValue loss = partition_cross_entropy(r, op, &d, operands[0], operands[1]);
-    map_put(r, mlirOperationGetResult(op, 0), (mapped){.value = loss, .layout = {{TP_R, TP_R}}});
-    return;
-  }
-  // A rowwise linear's bias is added once, after the reduction.
-  bool defer_bias = kind == NN_OP_LINEAR && n == 3 &&
-                    (d.results[0].on[0].kind == TP_PARTIAL ||
-                     d.results[0].on[1].kind == TP_PARTIAL);
   int nres = (int)mlirOperationGetNumResults(op);
   MlirType types[TP_RULE_MAX_VALUES];
   for (int i = 0; i < nres; ++i)
     types[i] = local_type(r, mlirValueGetType(mlirOperationGetResult(op, i)), &d.results[i]);
-  MlirOperation local = build(r, mlirIdentifierStr(mlirOperationGetName(op)).data, op,
-                              defer_bias ? 2 : n, operands, nres, types);
-  localize_attributes(r, local, kind, &d);
+  MlirOperation local = build(r, mlirIdentifierStr(mlirOperationGetName(op)).data, op, n,
+                              operands, nres, types);
+  if (rule.localize)
+    rule.localize(r, local, &d);
   for (int i = 0; i < nres; ++i)
     map_put(r, mlirOperationGetResult(op, i),
-            (mapped){.value = mlirOperationGetResult(local, i),
-                     .layout = d.results[i],
-                     .pending_bias = defer_bias ? operands[2] : (MlirValue){NULL}});
+            (mapped){.value = mlirOperationGetResult(local, i), .layout = d.results[i]});
 }
 
 // shard.shard: the annotated value in the annotation's layout.
@@ -619,16 +446,6 @@ static tp_layout target_layout(part_run *r, MlirOperation func, MlirBlock old,
   return l;
 }
 
-// nn.store_grad: the gradient in its parameter's layout (named by
-// nn.grad_of), so the optimizer finds each rank's shard of it.
-static void partition_store_grad(part_run *r, MlirOperation func, MlirBlock old,
-                                 MlirOperation op) {
-  tp_layout want = target_layout(r, func, old,
-                                 mlirOperationGetAttributeByName(op, str("nn.grad_of")));
-  MlirValue v = reshard(r, mlirOperationGetOperand(op, 0), &want);
-  build(r, "nn.store_grad", op, 1, &v, 0, NULL);
-}
-
 static void partition_func(part_run *r, MlirOperation func) {
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   int nargs = (int)mlirBlockGetNumArguments(old);
@@ -637,6 +454,8 @@ static void partition_func(part_run *r, MlirOperation func) {
   MlirAttribute *attrs = calloc((size_t)nargs + 1, sizeof *attrs);
   tp_layout *layouts = calloc((size_t)nargs + 1, sizeof *layouts);
   r->current = func;
+  r->func = func;
+  r->old = old;
   for (int i = 0; i < nargs; ++i) {
     MlirValue arg = mlirBlockGetArgument(old, i);
     layouts[i] = arg_layout(arg);
@@ -666,8 +485,6 @@ static void partition_func(part_run *r, MlirOperation func) {
       continue;
     if (tp_op_is(op, "shard.shard")) {
       partition_shard_op(r, op);
-    } else if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
-      partition_store_grad(r, func, old, op);
     } else if (nn_op_kind_of(op) != NN_OP_NONE) {
       partition_nn_op(r, op);
     } else if (tp_op_is(op, "func.return")) {
@@ -715,6 +532,85 @@ static void partition_func(part_run *r, MlirOperation func) {
   free(results);
 }
 
+//===----------------------------------------------------------------------===//
+// What partition hooks may ask (partition.h)
+//===----------------------------------------------------------------------===//
+
+const tp_mesh *tp_part_mesh(const tp_part *p) { return &p->mesh; }
+
+MlirOperation tp_part_build(tp_part *p, const char *name, MlirOperation like, int nops,
+                            const MlirValue *ops, int nres, const MlirType *types) {
+  return build(p, name, like, nops, ops, nres, types);
+}
+
+MlirValue tp_part_collective(tp_part *p, tp_collective kind, MlirValue v, int axis, int dim,
+                             int dim2, bool is_max, MlirType type, MlirOperation of) {
+  MlirValue out = tp_build_collective(&p->at, kind, v, axis, dim, dim2, is_max, type);
+  MlirAttribute m = mlirOperationGetAttributeByName(of, str(NN_MODULE_ATTR));
+  if (!mlirAttributeIsNull(m))
+    mlirOperationSetAttributeByName(mlirOpResultGetOwner(out), str(NN_MODULE_ATTR), m);
+  return out;
+}
+
+MlirValue tp_part_reshard_axis(tp_part *p, MlirValue v, MlirType global, tp_layout *layout,
+                               int axis, tp_placement to) {
+  return reshard_axis(p, v, global, layout, axis, to);
+}
+
+MlirValue tp_part_reshard(tp_part *p, MlirValue old, const tp_layout *to) {
+  return reshard(p, old, to);
+}
+
+void tp_part_define(tp_part *p, MlirValue old, MlirValue local, const tp_layout *layout,
+                    const tp_epilogue *epilogue) {
+  map_put(p, old, (mapped){.value = local,
+                           .layout = *layout,
+                           .epilogue = epilogue ? *epilogue : (tp_epilogue){NULL, {NULL}}});
+}
+
+MlirType tp_part_local_type(tp_part *p, MlirType global, const tp_layout *layout) {
+  return local_type(p, global, layout);
+}
+
+void tp_part_stash(tp_part *p, const void *key, int n, const MlirValue *values) {
+  stashed st = {.n = n < kMaxStash ? n : kMaxStash};
+  for (int i = 0; i < st.n; ++i)
+    st.values[i] = values[i];
+  intptr_t i;
+  if (!tp_ptr_map_get(&p->stash_index, key, &i)) {
+    p->stash = realloc(p->stash, (p->num_stash + 1) * sizeof *p->stash);
+    i = (intptr_t)p->num_stash++;
+    tp_ptr_map_put(&p->stash_index, key, i);
+  }
+  p->stash[i] = st;
+}
+
+bool tp_part_stashed(const tp_part *p, const void *key, int n, MlirValue *values) {
+  intptr_t i;
+  if (!tp_ptr_map_get(&p->stash_index, key, &i) || p->stash[i].n < n)
+    return false;
+  for (int k = 0; k < n; ++k)
+    values[k] = p->stash[i].values[k];
+  return true;
+}
+
+bool tp_part_param_layout(tp_part *p, MlirAttribute name, tp_layout *out) {
+  return !mlirAttributeIsNull(name) && param_layout(p, p->func, p->old, name, out);
+}
+
+void tp_part_error(tp_part *p, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  report(p, "%s", msg);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
 static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_value *o) {
   (void)o;
   if (!tp_check_functions(module))
@@ -728,9 +624,8 @@ static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_
   if (!any)
     return mlirLogicalResultSuccess(); // declarations only: nothing to partition
   if (!tp_read_grid(module, &r.mesh)) {
-    mlirEmitError(mlirOperationGetLocation(module),
-                  "tp-partition: no 2-D shard.grid @" TP_GRID_NAME " (dp x tp) in the "
-                  "module: run tp-plan first");
+    tp_error(module, "tp-partition",
+             "no 2-D shard.grid @" TP_GRID_NAME " (dp x tp) in the module: run tp-plan first");
     return mlirLogicalResultFailure();
   }
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
@@ -738,7 +633,10 @@ static MlirLogicalResult run_tp_partition(MlirOperation module, const tp_option_
        f = mlirOperationGetNextInBlock(f))
     if (tp_is_defined_func(f) && !r.errors)
       partition_func(&r, f);
-  free(r.map);
+  tp_ptr_map_free(&r.index);
+  free(r.values);
+  tp_ptr_map_free(&r.stash_index);
+  free(r.stash);
   return r.errors ? mlirLogicalResultFailure() : mlirLogicalResultSuccess();
 }
 

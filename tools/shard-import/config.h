@@ -16,7 +16,7 @@ typedef enum import_block {
   IMPORT_BLOCK_SLIDING,   // decoder layer with sliding-window attention
   IMPORT_BLOCK_MAMBA,     // NemotronH 'M': Mamba2 mixer
   IMPORT_BLOCK_ATTENTION, // NemotronH '*': attention without RoPE
-  IMPORT_BLOCK_MLP,       // NemotronH '-': relu2 MLP
+  IMPORT_BLOCK_MLP,       // NemotronH '-': MLP (up_proj, mlp_hidden_act, down_proj)
 } import_block;
 
 /// RoPE settings of one attention kind ("default" or "llama3").
