@@ -11,7 +11,7 @@
 
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
-#include "mlir-c/Diagnostics.h"
+#include "diagnostic.h"
 #include "nn.h"
 #include "pass.h"
 #include "shard_ops.h"
@@ -32,8 +32,7 @@ static MlirLogicalResult optimize_func(MlirOperation func, const tp_option_value
   MlirAttribute res_attrs = mlirOperationGetAttributeByName(func, str("res_attrs"));
   intptr_t n = mlirOperationGetNumOperands(ret);
   if (n < 2 || mlirAttributeIsNull(res_attrs) || mlirArrayAttrGetNumElements(res_attrs) != n) {
-    mlirEmitError(mlirOperationGetLocation(func),
-                  "nn-optimizer: the function returns no gradients: run nn-autodiff first");
+    tp_error(func, "nn-optimizer", "the function returns no gradients: run nn-autodiff first");
     return mlirLogicalResultFailure();
   }
   MlirLocation loc = mlirOperationGetLocation(ret);
@@ -86,11 +85,8 @@ static MlirLogicalResult run_nn_optimizer(MlirOperation module, const tp_option_
   char tail = 0;
   if (!o[kBetas].s || sscanf(o[kBetas].s, "%lf,%lf%c", &beta1, &beta2, &tail) != 2 ||
       !(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1)) {
-    char msg[256];
-    snprintf(msg, sizeof msg,
-             "nn-optimizer: betas must be two numbers in [0, 1) as B1,B2, got '%s'",
+    tp_error(module, "nn-optimizer", "betas must be two numbers in [0, 1) as B1,B2, got '%s'",
              o[kBetas].s ? o[kBetas].s : "");
-    mlirEmitError(mlirOperationGetLocation(module), msg);
     return mlirLogicalResultFailure();
   }
   struct {
@@ -105,12 +101,10 @@ static MlirLogicalResult run_nn_optimizer(MlirOperation module, const tp_option_
                 {"max-grad-norm", o[kMaxGradNorm].f, !isnan(o[kMaxGradNorm].f)}};
   for (size_t i = 0; i < sizeof checks / sizeof *checks; ++i)
     if (!checks[i].ok) {
-      char msg[160];
-      snprintf(msg, sizeof msg,
-               "nn-optimizer: option '%s' = %g is out of range (lr, weight-decay >= 0 and "
-               "finite; eps > 0; norm-type > 0; max-grad-norm not NaN)",
+      tp_error(module, "nn-optimizer",
+               "option '%s' = %g is out of range (lr, weight-decay >= 0 and finite; eps > 0; "
+               "norm-type > 0; max-grad-norm not NaN)",
                checks[i].name, checks[i].value);
-      mlirEmitError(mlirOperationGetLocation(module), msg);
       return mlirLogicalResultFailure();
     }
   MlirLogicalResult result = mlirLogicalResultSuccess();

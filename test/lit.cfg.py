@@ -20,4 +20,5 @@ config.substitutions.append(("%shard-opt", os.path.join(config.shard_tools_dir, 
 config.substitutions.append(("%shard-import", os.path.join(config.shard_tools_dir, "shard-import")))
 config.substitutions.append(("%shard-compile", os.path.join(config.shard_tools_dir, "shard-compile")))
 config.substitutions.append(("%mlir-opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(("%mlir-translate", os.path.join(config.llvm_tools_dir, "mlir-translate")))
 config.substitutions.append(("%models", config.shard_models_dir))

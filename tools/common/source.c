@@ -1,6 +1,7 @@
 // Reading, splitting and parsing MLIR sources for the drivers.
 #include "source.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,21 +63,60 @@ static const char *next_line(const char *s, const char *end) {
   return nl ? nl + 1 : end;
 }
 
+// Is the line [s, e) a top-level alias definition ("#loc3 = loc(...)",
+// "!t = ...")? Those must stay outside the wrapper module.
+static bool is_alias_line(const char *s, const char *e) {
+  if (e - s < 4 || (*s != '#' && *s != '!'))
+    return false;
+  const char *p = s + 1;
+  while (p < e && (isalnum((unsigned char)*p) || *p == '_' || *p == '$' || *p == '.' ||
+                   *p == '-'))
+    ++p;
+  return p > s + 1 && e - p >= 3 && !memcmp(p, " = ", 3);
+}
+
+// The chunk `text` (starting at line `line` of the file) wrapped in a
+// module: line 1 holds the chunk's alias definitions, then "module {",
+// then newlines so the chunk's lines keep their numbers, then the chunk
+// with its alias lines emptied (each alias definition is one line, as
+// MLIR prints them).
 static bool make_chunk(tool_chunk *c, const char *text, size_t len, int line) {
+  const char *end = text + len;
+  size_t aliases = 0;
+  for (const char *s = text; s < end; s = next_line(s, end)) {
+    const char *e = memchr(s, '\n', (size_t)(end - s));
+    e = e ? e : end;
+    if (is_alias_line(s, e))
+      aliases += (size_t)(e - s) + 1;
+  }
   size_t pad = (size_t)(line - 1);
-  c->len = sizeof kWrapOpen - 1 + pad + len + 2;
+  c->len = aliases + sizeof kWrapOpen - 1 + pad + len + 2;
   c->text = malloc(c->len + 1);
   if (!c->text)
     return false;
-  char *p = c->text;
+  char *p = c->text, *body = c->text + aliases + sizeof kWrapOpen - 1 + pad;
+  for (const char *s = text; s < end; s = next_line(s, end)) {
+    const char *e = memchr(s, '\n', (size_t)(end - s));
+    e = e ? e : end;
+    bool alias = is_alias_line(s, e);
+    if (alias) {
+      memcpy(p, s, (size_t)(e - s));
+      p += e - s;
+      *p++ = ' ';
+    }
+    // The body keeps the line (emptied for an alias) and its newline.
+    size_t keep = alias ? 0 : (size_t)(e - s);
+    memcpy(body, s, keep);
+    body += keep;
+    if (e < end)
+      *body++ = '\n';
+  }
   memcpy(p, kWrapOpen, sizeof kWrapOpen - 1);
   p += sizeof kWrapOpen - 1;
   memset(p, '\n', pad);
-  p += pad;
-  memcpy(p, text, len);
-  p += len;
-  memcpy(p, "\n}", 3);
-  c->column_shift_line1 = line == 1 ? (int)(sizeof kWrapOpen - 1) : 0;
+  memcpy(body, "\n}", 3);
+  c->len = (size_t)(body + 2 - c->text);
+  c->column_shift_line1 = line == 1 ? (int)(aliases + sizeof kWrapOpen - 1) : 0;
   return true;
 }
 
