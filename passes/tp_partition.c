@@ -252,13 +252,15 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
     return;
   }
   int n = (int)mlirOperationGetNumOperands(op);
-  if (n > TP_RULE_MAX_VALUES) {
-    report(r, "%s with %d operands is not supported", nn_op_name(kind), n);
+  int nres = (int)mlirOperationGetNumResults(op);
+  if (n > TP_RULE_MAX_VALUES || nres > TP_RULE_MAX_VALUES) {
+    report(r, "%s with %d operands and %d results is not supported (at most %d each)",
+           nn_op_name(kind), n, nres, TP_RULE_MAX_VALUES);
     return;
   }
   // The rules name every dim: an operand or result of another rank (or of
   // no static shape) has no rule.
-  for (int i = 0; i < n + (int)mlirOperationGetNumResults(op); ++i) {
+  for (int i = 0; i < n + nres; ++i) {
     bool is_result = i >= n;
     MlirValue v = is_result ? mlirOperationGetResult(op, i - n) : mlirOperationGetOperand(op, i);
     const char *label = is_result ? rule.results[i - n] : rule.operands[i];
@@ -303,7 +305,6 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
     operands[i] = reshard(r, mlirOperationGetOperand(op, i), &d.operands[i]);
   if (rule.partition && rule.partition(r, op, &d, operands))
     return;
-  int nres = (int)mlirOperationGetNumResults(op);
   MlirType types[TP_RULE_MAX_VALUES];
   for (int i = 0; i < nres; ++i)
     types[i] = local_type(r, mlirValueGetType(mlirOperationGetResult(op, i)), &d.results[i]);
