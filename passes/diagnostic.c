@@ -1,13 +1,19 @@
 // Pass diagnostics (diagnostic.h).
 #include "diagnostic.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "mlir-c/Diagnostics.h"
 #include "nn.h"
 
 void tp_error(MlirOperation op, const char *pass, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tp_verror(op, pass, fmt, ap);
+  va_end(ap);
+}
+
+void tp_verror(MlirOperation op, const char *pass, const char *fmt, va_list ap) {
   char msg[1024];
   size_t n = 0;
   if (pass)
@@ -16,11 +22,7 @@ void tp_error(MlirOperation op, const char *pass, const char *fmt, ...) {
   if (m.length && n < sizeof msg)
     n += (size_t)snprintf(msg + n, sizeof msg - n, "'%.*s': ",
                           (int)(m.length < 256 ? m.length : 256), m.data);
-  if (n < sizeof msg) {
-    va_list ap;
-    va_start(ap, fmt);
+  if (n < sizeof msg)
     vsnprintf(msg + n, sizeof msg - n, fmt, ap);
-    va_end(ap);
-  }
   mlirEmitError(mlirOperationGetLocation(op), msg);
 }

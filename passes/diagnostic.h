@@ -5,6 +5,8 @@
 #ifndef SHARD_PASSES_DIAGNOSTIC_H
 #define SHARD_PASSES_DIAGNOSTIC_H
 
+#include <stdarg.h>
+
 #include "mlir-c/IR.h"
 
 /// Emits an error at `op`'s location: `pass` (e.g. "lower-to-runtime"; NULL
@@ -12,5 +14,10 @@
 /// message. Messages longer than 1 KiB are cut.
 __attribute__((format(printf, 3, 4))) void tp_error(MlirOperation op, const char *pass,
                                                     const char *fmt, ...);
+
+/// tp_error with the message's arguments as a va_list (for passes' own
+/// printf-like reporters).
+__attribute__((format(printf, 3, 0))) void tp_verror(MlirOperation op, const char *pass,
+                                                     const char *fmt, va_list ap);
 
 #endif // SHARD_PASSES_DIAGNOSTIC_H

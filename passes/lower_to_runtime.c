@@ -635,12 +635,10 @@ static void end_step(lower_run *r) {
 //===----------------------------------------------------------------------===//
 
 static void fail(lower_run *r, const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  tp_verror(r->current, "lower-to-runtime", fmt, ap);
   va_end(ap);
-  tp_error(r->current, "lower-to-runtime", "%s", msg);
   ++r->errors;
 }
 

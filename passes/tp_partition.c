@@ -98,12 +98,10 @@ static bool layout_equal(const tp_layout *a, const tp_layout *b) {
 }
 
 __attribute__((format(printf, 2, 3))) static void report(part_run *r, const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  tp_verror(r->current, "tp-partition", fmt, ap);
   va_end(ap);
-  tp_error(r->current, "tp-partition", "%s", msg);
   ++r->errors;
 }
 
@@ -600,12 +598,11 @@ bool tp_part_param_layout(tp_part *p, MlirAttribute name, tp_layout *out) {
 }
 
 void tp_part_error(tp_part *p, const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  tp_verror(p->current, "tp-partition", fmt, ap);
   va_end(ap);
-  report(p, "%s", msg);
+  ++p->errors;
 }
 
 //===----------------------------------------------------------------------===//

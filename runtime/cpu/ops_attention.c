@@ -60,7 +60,7 @@ static void move_heads(float *full, float *part, int64_t rows, int64_t heads, in
 }
 
 srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
-                            const srt_op_attention_config *config) {
+                                const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention", config, &heads));
   int64_t first = heads.first_head, group = heads.group;
@@ -92,8 +92,8 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, in
 }
 
 srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t dy,
-                                 int64_t dq, int64_t dk, int64_t dv,
-                                 const srt_op_attention_config *config) {
+                                     int64_t dq, int64_t dk, int64_t dv,
+                                     const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
   int64_t first = heads.first_head, group = heads.group;
@@ -116,8 +116,8 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
   // Replicated KV: gathered q, out, dy, dq [rows, n*hd] and k, v, dk, dv
   // [rows, hd] per run; KV heads no local query head reads get zero.
   SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 4 * qn + 4 * kn, &scratch));
-  float *lse = scratch + ws, *qs = lse + lse_n, *os = qs + qn, *dys = os + qn,
-        *dqs = dys + qn, *ks = dqs + qn, *vs = ks + kn, *dks = vs + kn, *dvs = dks + kn;
+  float *lse = scratch + ws, *qs = lse + lse_n, *os = qs + qn, *dys = os + qn, *dqs = dys + qn,
+        *ks = dqs + qn, *vs = ks + kn, *dks = vs + kn, *dvs = dks + kn;
   int64_t kv_floats = rows * c->num_kv_heads * hd;
   memset(ops_f32(e, dk), 0, (size_t)kv_floats * sizeof(float));
   memset(ops_f32(e, dv), 0, (size_t)kv_floats * sizeof(float));

@@ -13,8 +13,8 @@ static void zero(float *p, int64_t n) {
 }
 
 srt_status srt_cpu_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int64_t dw,
-                                 int64_t n, int64_t hidden, int64_t local_vocab,
-                                 int64_t vocab_axis, double scale) {
+                                     int64_t n, int64_t hidden, int64_t local_vocab,
+                                     int64_t vocab_axis, double scale) {
   const char *op = "srt_cpu_op_embedding_grad";
   int64_t index, size;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
@@ -25,36 +25,36 @@ srt_status srt_cpu_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int64
 }
 
 srt_status srt_cpu_op_linear_grad_input(srt_exec *e, int64_t dy, int64_t w, int64_t dx,
-                                    int64_t n, int64_t in, int64_t out) {
+                                        int64_t n, int64_t in, int64_t out) {
   return srt_cpu_linear_backward(ops_f32(e, dx), NULL, NULL, ops_f32(e, dy), NULL,
                                  ops_f32(e, w), n, in, out);
 }
 
 srt_status srt_cpu_op_linear_grad_weight(srt_exec *e, int64_t dy, int64_t x, int64_t dw,
-                                     int64_t n, int64_t in, int64_t out) {
+                                         int64_t n, int64_t in, int64_t out) {
   zero(ops_f32(e, dw), out * in);
   return srt_cpu_linear_backward(NULL, ops_f32(e, dw), NULL, ops_f32(e, dy), ops_f32(e, x),
                                  NULL, n, in, out);
 }
 
 srt_status srt_cpu_op_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db, int64_t n,
-                                   int64_t out) {
+                                       int64_t out) {
   zero(ops_f32(e, db), out);
   srt_cpu_bias_add_backward(NULL, ops_f32(e, db), ops_f32(e, dy), n, out);
   return NULL;
 }
 
 srt_status srt_cpu_op_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w, int64_t dy,
-                                      int64_t dx, int64_t n, int64_t features,
-                                      int64_t group, double eps, double offset) {
-  srt_cpu_rms_norm_backward(ops_f32(e, dx), NULL, ops_f32(e, dy), ops_f32(e, x),
-                            ops_f32(e, w), n, features, group, (float)eps, (float)offset);
+                                          int64_t dx, int64_t n, int64_t features,
+                                          int64_t group, double eps, double offset) {
+  srt_cpu_rms_norm_backward(ops_f32(e, dx), NULL, ops_f32(e, dy), ops_f32(e, x), ops_f32(e, w),
+                            n, features, group, (float)eps, (float)offset);
   return NULL;
 }
 
 srt_status srt_cpu_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, int64_t dw,
-                                       int64_t n, int64_t features, int64_t group,
-                                       double eps) {
+                                           int64_t n, int64_t features, int64_t group,
+                                           double eps) {
   zero(ops_f32(e, dw), group > 0 ? group : features);
   // The weight gradient does not read the weight (nor the offset).
   srt_cpu_rms_norm_backward(NULL, ops_f32(e, dw), ops_f32(e, dy), ops_f32(e, x), NULL, n,
@@ -63,15 +63,15 @@ srt_status srt_cpu_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, i
 }
 
 srt_status srt_cpu_op_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos, int64_t sin,
-                                    int64_t dx, int64_t batch, int64_t seq, int64_t heads,
-                                    int64_t head_dim) {
+                                        int64_t dx, int64_t batch, int64_t seq, int64_t heads,
+                                        int64_t head_dim) {
   srt_cpu_apply_rotary_backward(ops_f32(e, dx), ops_f32(e, dy), ops_f32(e, cos),
                                 ops_f32(e, sin), batch, seq, heads, head_dim);
   return NULL;
 }
 
-srt_status srt_cpu_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t dy,
-                           int64_t dgate, int64_t dup, int64_t n, int64_t activation) {
+srt_status srt_cpu_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t dy, int64_t dgate,
+                               int64_t dup, int64_t n, int64_t activation) {
   srt_cpu_glu_backward(ops_f32(e, dgate), ops_f32(e, dup), ops_f32(e, dy), ops_f32(e, gate),
                        ops_f32(e, up), n, srt_op_glu_activation(activation));
   return NULL;

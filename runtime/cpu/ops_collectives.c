@@ -7,8 +7,11 @@
 #include "ops_internal.h"
 #include "shardrt/collectives.h"
 
-// The group of mesh `axis` (0 = dp, 1 = tp).
-static srt_status axis_group(srt_exec *e, const char *op, int64_t axis, srt_group **g) {
+// The group of mesh `axis` (0 = dp, 1 = tp) of an fp32 collective (the
+// dispatcher checked its shape).
+static srt_status begin(srt_exec *e, const char *op, int64_t axis, int64_t dtype,
+                        srt_group **g) {
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   if (axis != SRT_MESH_DP && axis != SRT_MESH_TP)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: mesh axis %lld is not 0 (dp) or 1 (tp) (rank %d)", op,
@@ -18,11 +21,10 @@ static srt_status axis_group(srt_exec *e, const char *op, int64_t axis, srt_grou
 }
 
 srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
-                             int64_t axis, int64_t is_max, int64_t dtype) {
+                                 int64_t axis, int64_t is_max, int64_t dtype) {
   const char *op = "srt_cpu_op_all_reduce";
-  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
-  SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   if (in != out)
     memmove(ops_f32(e, out), ops_f32(e, in), (size_t)count * sizeof(float));
   return srt_all_reduce(g, ops_f32(e, out), count, SRT_F32,
@@ -30,55 +32,48 @@ srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t c
 }
 
 srt_status srt_cpu_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
-                             int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
-                             int64_t d3, int64_t dtype) {
+                                 int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
+                                 int64_t d3, int64_t dtype) {
   const char *op = "srt_cpu_op_all_gather";
-  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
-  int64_t shape[4];
-  SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const int64_t shape[4] = {d0, d1, d2, d3};
   return srt_all_gather(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
                         (int)dim);
 }
 
 srt_status srt_cpu_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
-                                 int64_t dim, int64_t rank, int64_t d0, int64_t d1,
-                                 int64_t d2, int64_t d3, int64_t dtype) {
+                                     int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                                     int64_t d2, int64_t d3, int64_t dtype) {
   const char *op = "srt_cpu_op_reduce_scatter";
-  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
-  int64_t shape[4];
-  SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const int64_t shape[4] = {d0, d1, d2, d3};
   // The local input of a reduce-scatter is the full (Partial) tensor.
   return srt_reduce_scatter(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
                             (int)dim, SRT_REDUCE_SUM);
 }
 
 srt_status srt_cpu_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t axis,
-                             int64_t split_dim, int64_t concat_dim, int64_t rank,
-                             int64_t d0, int64_t d1, int64_t d2, int64_t d3, int64_t dtype) {
+                                 int64_t split_dim, int64_t concat_dim, int64_t rank,
+                                 int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                                 int64_t dtype) {
   const char *op = "srt_cpu_op_all_to_all";
-  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
-  int64_t shape[4];
-  SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, split_dim, concat_dim, shape));
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const int64_t shape[4] = {d0, d1, d2, d3};
   // split_dim becomes sharded, concat_dim whole: Shard(concat) -> Shard(split).
   return srt_all_to_all(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
                         (int)concat_dim, (int)split_dim);
 }
 
-srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t axis,
-                            int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
-                            int64_t d3, int64_t dtype) {
+srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t axis, int64_t dim,
+                                int64_t rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                                int64_t dtype) {
   const char *op = "srt_cpu_op_all_slice";
-  SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   srt_group *g;
-  int64_t shape[4];
-  SRT_RETURN_IF_ERROR(axis_group(e, op, axis, &g));
-  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, shape));
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const int64_t shape[4] = {d0, d1, d2, d3};
   int64_t parts = srt_group_size(g), index = srt_group_rank(g);
   if (shape[dim] % parts != 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,

@@ -12,8 +12,8 @@
 // The kernel configuration of a loss over [batch, seq] rows whose local
 // vocabulary is the index-th of `parts` slices of local_vocab.
 static srt_cross_entropy_config ce_config(int64_t batch, int64_t seq, int64_t local_vocab,
-                                          int64_t index, int64_t parts,
-                                          int64_t ignore_index, int64_t shift) {
+                                          int64_t index, int64_t parts, int64_t ignore_index,
+                                          int64_t shift) {
   return (srt_cross_entropy_config){.batch = batch,
                                     .seq = seq,
                                     .vocab = local_vocab * parts,
@@ -26,8 +26,8 @@ static srt_cross_entropy_config ce_config(int64_t batch, int64_t seq, int64_t lo
 }
 
 srt_status srt_cpu_op_cross_entropy(srt_exec *e, int64_t logits, int64_t labels, int64_t loss,
-                                int64_t batch, int64_t seq, int64_t vocab,
-                                int64_t ignore_index, int64_t shift) {
+                                    int64_t batch, int64_t seq, int64_t vocab,
+                                    int64_t ignore_index, int64_t shift) {
   srt_cross_entropy_config c = ce_config(batch, seq, vocab, 0, 1, ignore_index, shift);
   int64_t rows = batch * seq, ws = srt_cpu_cross_entropy_workspace_floats(&c);
   float *scratch;
@@ -37,8 +37,8 @@ srt_status srt_cpu_op_cross_entropy(srt_exec *e, int64_t logits, int64_t labels,
 }
 
 srt_status srt_cpu_op_cross_entropy_grad(srt_exec *e, int64_t logits, int64_t labels,
-                                     int64_t dlogits, int64_t batch, int64_t seq,
-                                     int64_t vocab, int64_t ignore_index, int64_t shift) {
+                                         int64_t dlogits, int64_t batch, int64_t seq,
+                                         int64_t vocab, int64_t ignore_index, int64_t shift) {
   srt_cross_entropy_config c = ce_config(batch, seq, vocab, 0, 1, ignore_index, shift);
   int64_t rows = batch * seq, ws = srt_cpu_cross_entropy_workspace_floats(&c);
   float *scratch, loss;
@@ -53,15 +53,15 @@ srt_status srt_cpu_op_cross_entropy_grad(srt_exec *e, int64_t logits, int64_t la
 }
 
 srt_status srt_cpu_op_ce_logit_max(srt_exec *e, int64_t logits, int64_t max, int64_t n,
-                               int64_t local_vocab) {
+                                   int64_t local_vocab) {
   srt_cpu_cross_entropy_logit_max(ops_f32(e, max), ops_f32(e, logits), n, local_vocab);
   return NULL;
 }
 
 srt_status srt_cpu_op_ce_partial_sums(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
-                                  int64_t sum_exp, int64_t target, int64_t batch,
-                                  int64_t seq, int64_t local_vocab, int64_t vocab_axis,
-                                  int64_t ignore_index, int64_t shift) {
+                                      int64_t sum_exp, int64_t target, int64_t batch,
+                                      int64_t seq, int64_t local_vocab, int64_t vocab_axis,
+                                      int64_t ignore_index, int64_t shift) {
   const char *op = "srt_cpu_op_ce_partial_sums";
   int64_t index, parts;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &parts));
@@ -73,8 +73,8 @@ srt_status srt_cpu_op_ce_partial_sums(srt_exec *e, int64_t logits, int64_t label
 }
 
 srt_status srt_cpu_op_ce_loss_sum(srt_exec *e, int64_t max, int64_t sum_exp, int64_t target,
-                              int64_t labels, int64_t sum_and_count, int64_t batch,
-                              int64_t seq, int64_t ignore_index, int64_t shift) {
+                                  int64_t labels, int64_t sum_and_count, int64_t batch,
+                                  int64_t seq, int64_t ignore_index, int64_t shift) {
   // The sum reads only rows and labels: the vocabulary size plays no part.
   srt_cross_entropy_config c = ce_config(batch, seq, 1, 0, 1, ignore_index, shift);
   srt_cpu_cross_entropy_loss_sum(ops_f32(e, sum_and_count), ops_f32(e, max),
@@ -89,9 +89,9 @@ srt_status srt_cpu_op_ce_mean(srt_exec *e, int64_t sum_and_count, int64_t loss) 
 }
 
 srt_status srt_cpu_op_ce_logits_grad(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
-                                 int64_t sum_exp, int64_t sum_and_count, int64_t dlogits,
-                                 int64_t batch, int64_t seq, int64_t local_vocab,
-                                 int64_t vocab_axis, int64_t ignore_index, int64_t shift) {
+                                     int64_t sum_exp, int64_t sum_and_count, int64_t dlogits,
+                                     int64_t batch, int64_t seq, int64_t local_vocab,
+                                     int64_t vocab_axis, int64_t ignore_index, int64_t shift) {
   const char *op = "srt_cpu_op_ce_logits_grad";
   int64_t index, parts;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &parts));

@@ -13,8 +13,8 @@
 #include "shardrt/kernels.h"
 
 srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
-                                 const srt_step_options *options, int64_t loss_offset,
-                                 srt_step_result *result) {
+                                     const srt_step_options *options, int64_t loss_offset,
+                                     srt_step_result *result) {
   int32_t n = program->num_params;
   float *table;
   int64_t floats = ((int64_t)(n > 0 ? n : 1) * (int64_t)sizeof(srt_tensor) + 3) / 4;

@@ -4,18 +4,18 @@
 // bf16 activations.
 #include "ops_internal.h"
 
-#define SRT_UNARY_OP(KIND, name)                                                         \
-  srt_status srt_cuda_op_##name(srt_exec *e, int64_t x, int64_t y, int64_t n) {          \
-    srt_cuda_device *d;                                                                  \
-    SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_" #name, &d));                \
-    return CU_LAUNCH(srt_cuda_##name##_forward(cu_bf16(e, y), cu_bf16(e, x), n, d->compute)); \
-  }                                                                                      \
-  srt_status srt_cuda_op_##name##_grad(srt_exec *e, int64_t x, int64_t dy, int64_t dx,   \
-                                       int64_t n) {                                      \
-    srt_cuda_device *d;                                                                  \
-    SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_" #name "_grad", &d));        \
+#define SRT_UNARY_OP(KIND, name)                                                               \
+  srt_status srt_cuda_op_##name(srt_exec *e, int64_t x, int64_t y, int64_t n) {                \
+    srt_cuda_device *d;                                                                        \
+    SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_" #name, &d));                      \
+    return CU_LAUNCH(srt_cuda_##name##_forward(cu_bf16(e, y), cu_bf16(e, x), n, d->compute));  \
+  }                                                                                            \
+  srt_status srt_cuda_op_##name##_grad(srt_exec *e, int64_t x, int64_t dy, int64_t dx,         \
+                                       int64_t n) {                                            \
+    srt_cuda_device *d;                                                                        \
+    SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_" #name "_grad", &d));              \
     return CU_LAUNCH(srt_cuda_##name##_backward(cu_bf16(e, dx), cu_bf16(e, dy), cu_bf16(e, x), \
-                                                n, d->compute));                         \
+                                                n, d->compute));                               \
   }
 #include "shardrt/ops.def"
 

@@ -4,9 +4,7 @@
 #include "../context_internal.h"
 #include "shardrt/backend.h"
 
-int srt_op_rank(const srt_exec *e) {
-  return e && e->ctx ? srt_context_rank(e->ctx) : -1;
-}
+int srt_op_rank(const srt_exec *e) { return e && e->ctx ? srt_context_rank(e->ctx) : -1; }
 
 srt_status srt_op_axis(const srt_exec *e, const char *op, int64_t axis, int64_t *index,
                        int64_t *size) {
@@ -37,8 +35,8 @@ srt_status srt_check_exec(const srt_exec *e, const char *op) {
   return NULL;
 }
 
-srt_status srt_check_offset(const srt_exec *e, const char *op, const char *name,
-                            int64_t offset, int optional) {
+srt_status srt_check_offset(const srt_exec *e, const char *op, const char *name, int64_t offset,
+                            int optional) {
   if (offset < 0 && !(optional && offset == -1))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: buffer '%s' has negative arena offset %lld (rank %d)", op, name,
@@ -56,17 +54,15 @@ srt_status srt_check_size(const srt_exec *e, const char *op, const char *name, i
 srt_status srt_check_axis(const srt_exec *e, const char *op, const char *name, int64_t axis) {
   if (axis < -1 || axis >= SRT_MESH_NDIMS)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: mesh axis %lld (%s) is not 0 (dp), 1 (tp) or -1 (none) (rank %d)",
-                     op, (long long)axis, name, srt_op_rank(e));
+                     "%s: mesh axis %lld (%s) is not 0 (dp), 1 (tp) or -1 (none) (rank %d)", op,
+                     (long long)axis, name, srt_op_rank(e));
   return NULL;
 }
 
-srt_status srt_check_dtype(const srt_exec *e, const char *op, const char *name,
-                           int64_t dtype) {
+srt_status srt_check_dtype(const srt_exec *e, const char *op, const char *name, int64_t dtype) {
   if (dtype != SRT_OP_F32 && dtype != SRT_OP_BF16)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: %s %lld is not 0 (fp32) or 1 (bf16) (rank %d)", op, name,
-                     (long long)dtype, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s %lld is not 0 (fp32) or 1 (bf16) (rank %d)",
+                     op, name, (long long)dtype, srt_op_rank(e));
   return NULL;
 }
 
@@ -92,8 +88,9 @@ srt_status srt_check_norm_group(const srt_exec *e, const char *op, int64_t featu
 
 srt_status srt_check_even_head_dim(const srt_exec *e, const char *op, int64_t head_dim) {
   if (head_dim <= 0 || head_dim % 2)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is not positive and even (rank %d)",
-                     op, (long long)head_dim, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: head_dim %lld is not positive and even (rank %d)", op,
+                     (long long)head_dim, srt_op_rank(e));
   return NULL;
 }
 
@@ -116,18 +113,18 @@ srt_status srt_check_glu_activation(const srt_exec *e, const char *op, int64_t a
 }
 
 srt_status srt_check_attention(const srt_exec *e, const char *op,
-                               const srt_op_attention_config *c,
-                               srt_attention_heads *heads) {
+                               const srt_op_attention_config *c, srt_attention_heads *heads) {
   if (!c)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: config is NULL", op);
   if (c->batch <= 0 || c->seq <= 0 || c->num_heads <= 0 || c->num_kv_heads <= 0 ||
       c->head_dim <= 0 || c->sliding_window < 0 || !(c->softcap >= 0) || !(c->scale > 0))
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: batch %lld, seq %lld, heads %lld, kv heads %lld and head_dim %lld "
-                     "must be positive, window %lld and softcap %g >= 0, scale %g > 0 (rank %d)",
-                     op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
-                     (long long)c->num_kv_heads, (long long)c->head_dim,
-                     (long long)c->sliding_window, c->softcap, c->scale, srt_op_rank(e));
+    return SRT_ERROR(
+        SRT_INVALID_ARGUMENT,
+        "%s: batch %lld, seq %lld, heads %lld, kv heads %lld and head_dim %lld "
+        "must be positive, window %lld and softcap %g >= 0, scale %g > 0 (rank %d)",
+        op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
+        (long long)c->num_kv_heads, (long long)c->head_dim, (long long)c->sliding_window,
+        c->softcap, c->scale, srt_op_rank(e));
   int64_t index = 0, parts = 1;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, c->q_head_offset_axis, &index, &parts));
   int64_t global = c->q_head_offset_axis >= 0 ? c->global_num_heads : c->num_heads;

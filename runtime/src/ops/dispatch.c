@@ -29,12 +29,12 @@ static const srt_ops *ops_of(const srt_exec *e) {
   return e->backend ? e->backend->ops : &srt_cpu_ops;
 }
 
-#define SRT_OP(name, source, check, args)                                                \
-  srt_status srt_op_##name(srt_exec *e SRT_OP_PARAMS(args)) {                             \
-    const char *op = "srt_op_" #name;                                                    \
-    SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                          \
-    CHECKS(args)                                                                         \
-    SRT_RETURN_IF_ERROR(check);                                                          \
-    return ops_of(e)->name(e SRT_OP_ARGS(args));                                         \
+#define SRT_OP(name, source, check, args)                                                      \
+  srt_status srt_op_##name(srt_exec *e SRT_OP_PARAMS(args)) {                                  \
+    const char *op = "srt_op_" #name;                                                          \
+    SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                                \
+    CHECKS(args)                                                                               \
+    SRT_RETURN_IF_ERROR(check);                                                                \
+    return ops_of(e)->name(e SRT_OP_ARGS(args));                                               \
   }
 #include "shardrt/ops.def"
