@@ -412,8 +412,37 @@ static const check_fn kChecks[NN_OP_COUNT] = {
 #include "shardrt/ops.def"
 };
 
+// A function's parameters (arguments with nn.param) have distinct names:
+// checkpoints and plans address them by name.
+static void check_param_names(MlirOperation func, int *errors) {
+  MlirAttribute all = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
+  intptr_t n = mlirAttributeIsNull(all) ? 0 : mlirArrayAttrGetNumElements(all);
+  MlirStringRef param = mlirStringRefCreateFromCString(NN_PARAM_ATTR);
+  for (intptr_t i = 0; i < n; ++i) {
+    MlirAttribute a = mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, i), param);
+    for (intptr_t j = 0; !mlirAttributeIsNull(a) && j < i; ++j) {
+      MlirAttribute b =
+          mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, j), param);
+      if (mlirAttributeIsNull(b) || !mlirAttributeEqual(a, b))
+        continue;
+      MlirStringRef name = mlirStringAttrGetValue(a);
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "arguments %ld and %ld are both the parameter '%.*s' (nn.param names must "
+               "be unique)",
+               (long)j, (long)i, (int)(name.length < 256 ? name.length : 256), name.data);
+      mlirEmitError(mlirOperationGetLocation(func), msg);
+      ++*errors;
+      break;
+    }
+  }
+}
+
 static MlirWalkResult verify_op(MlirOperation op, void *data) {
   int *errors = data;
+  MlirStringRef op_name = mlirIdentifierStr(mlirOperationGetName(op));
+  if (mlirStringRefEqual(op_name, mlirStringRefCreateFromCString("func.func")))
+    check_param_names(op, errors);
   nn_op_kind kind = nn_op_kind_of(op);
   if (kind == NN_OP_NONE)
     return MlirWalkResultAdvance;

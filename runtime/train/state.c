@@ -231,6 +231,15 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   if (!s && optim_base && (step < 0 || adam < 0))
     s = SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': shardrt.step/adam_step metadata missing",
                   path);
+  // The optimizer file is the checkpoint's sibling, named by a save
+  // (basename only): a path out of its directory is refused.
+  if (!s && optim_base &&
+      (!*optim_base || strchr(optim_base, '/') || !strcmp(optim_base, ".") ||
+       !strcmp(optim_base, "..")))
+    s = SRT_ERROR(SRT_DATA_LOSS,
+                  "checkpoint '%s': shardrt.optimizer '%s' is not a file name in the "
+                  "checkpoint's directory",
+                  path, optim_base);
   if (s || !optim_base) {
     srt_safetensors_close(f);
     return s; // weights only: a fresh optimizer at step 0
@@ -242,12 +251,13 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
 
   srt_safetensors *o = NULL;
   SRT_RETURN_IF_ERROR(srt_safetensors_open(optim, &o));
-  if (meta_int(o, "shardrt.step") != step || meta_int(o, "shardrt.adam_step") != adam) {
+  int64_t optim_step = meta_int(o, "shardrt.step");
+  if (optim_step != step || meta_int(o, "shardrt.adam_step") != adam) {
     srt_safetensors_close(o);
     return SRT_ERROR(SRT_DATA_LOSS,
                      "checkpoint '%s' is at step %lld but its optimizer file '%s' is at "
                      "step %lld",
-                     path, (long long)step, optim, (long long)meta_int(o, "shardrt.step"));
+                     path, (long long)step, optim, (long long)optim_step);
   }
   int32_t n = p->num_params;
   srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);

@@ -122,4 +122,27 @@ expect_error "llama checkpoint into qwen2 (tp2+SP)" "$W/llama.safetensors" "no t
 expect_error "qwen2 checkpoint into llama" "$W/step3/model.safetensors" \
   "model.layers.0.self_attn.k_proj.weight" "has shape [32, 64], expected the global shape [16, 64]" -- \
   run 1 "$W/l_tp1" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/step3/model.safetensors"
+# A checkpoint whose optimizer file is at another step (the step-5 state
+# under the step-3 name): refused, naming both steps (the message once read
+# the closed file: "at step -1").
+mkdir -p "$W/mixed" && cp "$W"/step3/model.safetensors "$W/mixed/" \
+  && cp "$W"/straight/model.safetensors.optim-00000005-0 "$W/mixed/model.safetensors.optim-00000003-0" \
+  || fail "copy"
+expect_error "optimizer file of another step" "is at step 3" "optimizer file" "is at step 5" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/mixed/model.safetensors"
+# The optimizer file a checkpoint names must be its sibling: a name made a
+# path out of its directory (absolute, or up) is refused, not followed.
+for name in "/$(printf 'a%.0s' $(seq 33))" "../$(printf 'b%.0s' $(seq 31))"; do
+  mkdir -p "$W/escape" && cp "$W"/step3/model.safetensors* "$W/escape/" || fail "copy"
+  python3 - "$W/escape/model.safetensors" "$name" <<'PY' || fail "cannot edit the header"
+import sys
+path, name = sys.argv[1], sys.argv[2].encode()
+data = open(path, 'rb').read()
+old = b'model.safetensors.optim-00000003-0'
+assert len(name) == len(old) and data.count(old) == 1
+open(path, 'wb').write(data.replace(old, name))
+PY
+  expect_error "optimizer file '$name'" "shardrt.optimizer '$name'" "not a file name in the checkpoint's directory" -- \
+    run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/escape/model.safetensors"
+done
 echo PASS

@@ -344,3 +344,12 @@ func.func @ce_shift_short(%l: tensor<1x1x16xf32>, %y: tensor<1x1xi64>) -> tensor
   %0 = "nn.cross_entropy"(%l, %y) {nn.module = "loss", ignore_index = -100 : i64, shift = true} : (tensor<1x1x16xf32>, tensor<1x1xi64>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+// Two arguments that claim one parameter (a checkpoint could not tell them
+// apart): refused up front, not at the end of a training run.
+// CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:1: error: arguments 0 and 2 are both the parameter 'model.norm.weight' (nn.param names must be unique)
+func.func @duplicate_param(%a: tensor<8xf32> {nn.param = "model.norm.weight"}, %b: tensor<8xf32> {nn.param = "other"}, %c: tensor<8xf32> {nn.param = "model.norm.weight"}) -> tensor<8xf32> {
+  return %a : tensor<8xf32>
+}
