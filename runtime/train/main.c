@@ -242,7 +242,7 @@ int main(int argc, char **argv) {
       printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);
     fflush(stdout);
   }
-  int64_t skipped = 0;
+  int64_t skipped = 0, skipped_in_a_row = 0;
   srt_exec exec = {ctx, backend ? device_arena : arena, device, backend};
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
     s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
@@ -285,6 +285,19 @@ int main(int argc, char **argv) {
              (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9),
              r.skipped ? "  SKIPPED (non-finite grad norm)" : "");
       fflush(stdout);
+    }
+    // Steps that change nothing, one after another: the run diverged. Stop
+    // before any save, so the last good checkpoint stays what it is.
+    skipped_in_a_row = r.skipped ? skipped_in_a_row + 1 : 0;
+    if (o.max_skipped > 0 && skipped_in_a_row >= o.max_skipped) {
+      if (rank == 0)
+        fprintf(stderr,
+                "train: %lld steps in a row skipped (non-finite gradient norm), the last at "
+                "step %lld: stopping without saving (--max-skipped %lld; lower --lr or "
+                "--max-grad-norm)\n",
+                (long long)skipped_in_a_row, (long long)step, (long long)o.max_skipped);
+      failed = 1;
+      break;
     }
     // The host copy of the persistent region is read by dumps and saves.
     int to_host = (o.dump && step == o.steps) ||

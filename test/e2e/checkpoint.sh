@@ -145,4 +145,16 @@ PY
   expect_error "optimizer file '$name'" "shardrt.optimizer '$name'" "not a file name in the checkpoint's directory" -- \
     run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/escape/model.safetensors"
 done
+# A diverging run (lr 1e30: every step after the first has a non-finite
+# gradient norm, so it changes nothing) stops after --max-skipped steps in a
+# row with exit 1 and saves nothing: the checkpoint it loaded, which it was
+# to overwrite, stays byte-identical. The default is 5.
+mkdir -p "$W/diverge" && cp "$W"/step3/model.safetensors* "$W/diverge/" || fail "copy"
+expect_error "diverging run" "3 steps in a row skipped" "the last at step 7" "stopping without saving" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 20 --lr 1e30 --max-grad-norm 1 --max-skipped 3 \
+  --load "$W/diverge/model.safetensors" --save "$W/diverge/model.safetensors"
+cmp "$W/diverge/model.safetensors" "$W/step3/model.safetensors" \
+  || fail "the diverging run overwrote the checkpoint"
+expect_error "diverging run, default --max-skipped" "5 steps in a row skipped" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 20 --lr 1e30 --max-grad-norm 1
 echo PASS
