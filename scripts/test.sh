@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds, runs ctest (the lit suite
-# and the C unit tests), then rebuilds with AddressSanitizer +
+# and the C unit tests), builds the Release configuration (warnings are
+# errors there too), then rebuilds with AddressSanitizer +
 # UndefinedBehaviorSanitizer and runs the suite again. Exits non-zero on any
 # failure. Where nvcc is installed the CUDA backend must build (every kernel,
 # sm_90) and its GPU tests run, or skip without a GPU; the sanitizer build
@@ -21,6 +22,11 @@ fi
 (cd "$root/build" && ctest --output-on-failure -j "$jobs")
 # ctest does not print a skipped test's output: say why the GPU tests skipped.
 grep -h "^SKIP: no CUDA device" "$root/build/Testing/Temporary/LastTest.log" | sort | uniq -c || true
+
+# Release (-O3) is what packagers and most users build: it must build
+# warning-free too (its optimiser sees other maybe-uninitialised paths).
+echo "== release build =="
+"$root/scripts/build.sh" build-release -DCMAKE_BUILD_TYPE=Release -DSHARD_CUDA=OFF
 
 echo "== sanitizer build (ASan + UBSan) =="
 "$root/scripts/build.sh" build-asan -DSHARD_SANITIZE=ON -DSHARD_CUDA=OFF

@@ -23,7 +23,7 @@ static srt_status begin(srt_exec *e, const char *op, int64_t axis, int64_t dtype
 srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
                                  int64_t axis, int64_t is_max, int64_t dtype) {
   const char *op = "srt_cpu_op_all_reduce";
-  srt_group *g;
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   if (in != out)
     memmove(ops_f32(e, out), ops_f32(e, in), (size_t)count * sizeof(float));
@@ -35,7 +35,7 @@ srt_status srt_cpu_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t a
                                  int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
                                  int64_t d3, int64_t dtype) {
   const char *op = "srt_cpu_op_all_gather";
-  srt_group *g;
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
   return srt_all_gather(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
@@ -46,7 +46,7 @@ srt_status srt_cpu_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64
                                      int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                      int64_t d2, int64_t d3, int64_t dtype) {
   const char *op = "srt_cpu_op_reduce_scatter";
-  srt_group *g;
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
   // The local input of a reduce-scatter is the full (Partial) tensor.
@@ -59,7 +59,7 @@ srt_status srt_cpu_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t a
                                  int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                  int64_t dtype) {
   const char *op = "srt_cpu_op_all_to_all";
-  srt_group *g;
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
   // split_dim becomes sharded, concat_dim whole: Shard(concat) -> Shard(split).
@@ -71,7 +71,7 @@ srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t ax
                                 int64_t rank, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                 int64_t dtype) {
   const char *op = "srt_cpu_op_all_slice";
-  srt_group *g;
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
   int64_t parts = srt_group_size(g), index = srt_group_rank(g);
