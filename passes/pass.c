@@ -172,28 +172,29 @@ static bool parse_options(pass_instance *p, const char *text, char *err,
   return true;
 }
 
-MlirPass tp_pass_create(const tp_pass_info *info, const char *options,
-                        char *err, size_t errlen) {
-  MlirPass none = {NULL};
+// A new instance of `info` holding its defaults, or NULL (err set).
+static pass_instance *instance_with_defaults(const tp_pass_info *info, char *err,
+                                             size_t errlen) {
   pass_instance *p = instance_alloc(info);
   if (!p) {
     snprintf(err, errlen, "out of memory creating pass '%s'", info->argument);
-    return none;
+    return NULL;
   }
   for (int i = 0; i < info->num_options; ++i) {
     const tp_option_info *opt = &info->options[i];
-    if (!parse_value(opt, opt->default_value, strlen(opt->default_value),
-                     &p->values[i])) {
-      snprintf(err, errlen, "pass '%s': bad default for option '%s'",
-               info->argument, opt->name);
+    if (!parse_value(opt, opt->default_value, strlen(opt->default_value), &p->values[i])) {
+      snprintf(err, errlen, "pass '%s': bad default for option '%s'", info->argument,
+               opt->name);
       instance_free(p);
-      return none;
+      return NULL;
     }
   }
-  if (options && !parse_options(p, options, err, errlen)) {
-    instance_free(p);
-    return none;
-  }
+  return p;
+}
+
+// The MLIR external pass running instance `p` (which it then owns).
+static MlirPass wrap(pass_instance *p) {
+  const tp_pass_info *info = p->info;
   MlirExternalPassCallbacks callbacks = {
       .construct = instance_construct,
       .destruct = instance_free,
@@ -209,4 +210,43 @@ MlirPass tp_pass_create(const tp_pass_info *info, const char *options,
       mlirStringRefCreateFromCString(info->summary),
       mlirStringRefCreateFromCString(info->anchor), info->creates ? 1 : 0, &dialect,
       callbacks, p);
+}
+
+MlirPass tp_pass_create(const tp_pass_info *info, const char *options, char *err,
+                        size_t errlen) {
+  pass_instance *p = instance_with_defaults(info, err, errlen);
+  if (!p)
+    return (MlirPass){NULL};
+  if (options && !parse_options(p, options, err, errlen)) {
+    instance_free(p);
+    return (MlirPass){NULL};
+  }
+  return wrap(p);
+}
+
+MlirPass tp_pass_create_with(const tp_pass_info *info, int n, const tp_option_setting *settings,
+                             char *err, size_t errlen) {
+  pass_instance *p = instance_with_defaults(info, err, errlen);
+  if (!p)
+    return (MlirPass){NULL};
+  for (int k = 0; k < n; ++k) {
+    int i = 0;
+    while (i < info->num_options && strcmp(info->options[i].name, settings[k].name))
+      ++i;
+    if (i == info->num_options) {
+      snprintf(err, errlen, "pass '%s' has no option '%s'", info->argument, settings[k].name);
+      instance_free(p);
+      return (MlirPass){NULL};
+    }
+    free(p->values[i].s);
+    p->values[i] = settings[k].value;
+    p->values[i].s = settings[k].value.s ? strdup(settings[k].value.s) : NULL;
+    if (info->options[i].type == TP_OPTION_STRING && !p->values[i].s) {
+      snprintf(err, errlen, "pass '%s': option '%s' needs a string", info->argument,
+               settings[k].name);
+      instance_free(p);
+      return (MlirPass){NULL};
+    }
+  }
+  return wrap(p);
 }

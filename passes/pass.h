@@ -74,6 +74,20 @@ const tp_pass_info *tp_pass_lookup(const char *name, size_t len);
 MlirPass tp_pass_create(const tp_pass_info *info, const char *options,
                         char *err, size_t errlen);
 
+/// One option set by value: its name and, by the option's type, the member
+/// of `value` to use (a string is copied).
+typedef struct tp_option_setting {
+  const char *name;
+  tp_option_value value;
+} tp_option_setting;
+
+/// Creates an MLIR pass running `info` with its defaults and then the `n`
+/// settings: no text is parsed, so a value (a plan's file name) cannot be
+/// read as pipeline or option syntax. Errors (an unknown option name, no
+/// string for a string option) as tp_pass_create.
+MlirPass tp_pass_create_with(const tp_pass_info *info, int n, const tp_option_setting *settings,
+                             char *err, size_t errlen);
+
 //===----------------------------------------------------------------------===//
 // The passes
 //===----------------------------------------------------------------------===//

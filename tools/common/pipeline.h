@@ -9,6 +9,7 @@
 #define SHARD_TOOLS_PIPELINE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "mlir-c/Pass.h"
@@ -19,6 +20,13 @@
 /// `errlen`) and returns false; `pm` may then hold part of the pipeline.
 bool tool_pipeline_add(MlirPassManager pm, const char *text, char *err,
                        size_t errlen);
+
+/// Adds tp-plan for `plan` (a built-in plan's name or a plan file), tp and
+/// dp sizes and sequence parallelism to `pm` at module level, created from
+/// these values (tp_pass_create_with): the plan is never spliced into
+/// pipeline text, so no name can add passes or options of its own.
+bool tool_pipeline_add_tp_plan(MlirPassManager pm, const char *plan, int64_t tp, int64_t dp,
+                               bool sequence_parallel, char *err, size_t errlen);
 
 /// Adds one pass given as a driver flag body: `name` or `name=options` (the
 /// mlir-opt form `--name="a=1 b=2"`), ours or upstream, at module level.

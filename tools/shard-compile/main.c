@@ -161,18 +161,23 @@ static int parse(int argc, char **argv, options *o) {
 
 // Runs the training pipeline; with `lower` false it stops before lowering.
 static bool compile(MlirContext ctx, MlirOperation module, const options *o, bool lower) {
-  char pipeline[4096], err[1024], lower_options[128] = "";
-  if (lower)
-    snprintf(lower_options, sizeof lower_options,
-             ", lower-to-runtime{backend=%s keep-logits=%s}", o->backend,
-             o->keep_logits ? "true" : "false");
-  snprintf(pipeline, sizeof pipeline,
-           "builtin.module(nn-verify, nn-autodiff, nn-optimizer, tp-plan{plan=\"%s\" tp=%" PRId64
-           " dp=%" PRId64 " sequence-parallel=%s}, tp-partition%s)",
-           o->plan, o->tp, o->dp, o->sp ? "true" : "false",
-           lower_options);
+  char err[1024];
   MlirPassManager pm = mlirPassManagerCreate(ctx);
-  bool ok = tool_pipeline_add(pm, pipeline, err, sizeof err);
+  // Passes with user-given values are created from the values, never from
+  // pipeline text a plan name or path could extend.
+  bool ok =
+      tool_pipeline_add(pm, "builtin.module(nn-verify, nn-autodiff, nn-optimizer)", err,
+                        sizeof err) &&
+      tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, err, sizeof err) &&
+      tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
+  if (ok && lower) {
+    tp_option_setting settings[] = {{"backend", {.s = (char *)o->backend}},
+                                    {"keep-logits", {.b = o->keep_logits}}};
+    MlirPass pass =
+        tp_pass_create_with(&tp_lower_to_runtime_pass, 2, settings, err, sizeof err);
+    if ((ok = pass.ptr != NULL))
+      mlirPassManagerAddOwnedPass(pm, pass);
+  }
   if (!ok)
     fprintf(stderr, "shard-compile: %s\n", err);
   ok = ok && mlirLogicalResultIsSuccess(mlirPassManagerRunOnOp(pm, module));

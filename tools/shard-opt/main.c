@@ -208,14 +208,12 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
       fprintf(stderr, "shard-opt: invalid --pass-pipeline: %s\n", err);
   }
   if (o->tp_plan) {
-    // Plan names and paths are quoted: they may hold spaces or braces.
-    char pipeline[4096];
-    snprintf(pipeline, sizeof pipeline,
-             "builtin.module(nn-verify, tp-plan{plan=\"%s\" tp=%lld dp=%lld "
-             "sequence-parallel=%s}, tp-partition)",
-             o->tp_plan, (long long)o->tp_size, (long long)o->dp_size,
-             o->sequence_parallel ? "true" : "false");
-    ok = tool_pipeline_add(pm, pipeline, err, sizeof err);
+    // nn-verify, tp-plan (built from the values: a plan name or path is
+    // never read as pipeline text), tp-partition.
+    ok = ok && tool_pipeline_add(pm, "builtin.module(nn-verify)", err, sizeof err) &&
+         tool_pipeline_add_tp_plan(pm, o->tp_plan, o->tp_size, o->dp_size,
+                                   o->sequence_parallel, err, sizeof err) &&
+         tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
     if (!ok)
       fprintf(stderr, "shard-opt: --tp-plan: %s\n", err);
   }
