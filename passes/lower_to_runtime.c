@@ -140,6 +140,8 @@ static int64_t bytes_of(MlirType type) { return bytes_as(type, kF32); }
 //===----------------------------------------------------------------------===//
 
 static const tp_program_param *param_named(const lower_run *r, MlirAttribute name) {
+  if (mlirAttributeIsNull(name) || !mlirAttributeIsAString(name))
+    return NULL;
   MlirStringRef s = mlirStringAttrGetValue(name);
   for (int i = 0; i < r->num_params; ++i)
     if (mlirStringRefEqual(r->params[i].name, s))
@@ -156,16 +158,24 @@ static int init_kind(MlirStringRef name) {
   return bias ? 1 : norm ? 2 : 0;
 }
 
-// A parameter's layout from its nn.placements argument attribute.
-static tp_layout placements_of(MlirAttribute dict) {
+// A parameter's layout from its nn.placements argument attribute (absent:
+// replicated): one placement string per mesh axis.
+static tp_layout placements_of(lower_run *r, const tp_program_param *p, MlirAttribute dict) {
   tp_layout layout = {{TP_R, TP_R}};
   MlirAttribute pl = mlirDictionaryAttrGetElementByName(dict, str("nn.placements"));
-  for (int axis = 0; !mlirAttributeIsNull(pl) && axis < TP_MESH_AXES; ++axis) {
-    MlirStringRef s = mlirStringAttrGetValue(mlirArrayAttrGetElement(pl, axis));
+  if (mlirAttributeIsNull(pl))
+    return layout;
+  bool ok = mlirAttributeIsAArray(pl) && mlirArrayAttrGetNumElements(pl) == TP_MESH_AXES;
+  for (int axis = 0; ok && axis < TP_MESH_AXES; ++axis) {
+    MlirAttribute a = mlirArrayAttrGetElement(pl, axis);
+    MlirStringRef s = mlirAttributeIsAString(a) ? mlirStringAttrGetValue(a) : str("");
     char buf[32];
     snprintf(buf, sizeof buf, "%.*s", (int)s.length, s.data);
-    tp_placement_parse(buf, &layout.on[axis]);
+    ok = s.length < sizeof buf && tp_placement_parse(buf, &layout.on[axis]);
   }
+  if (!ok)
+    fail(r, "parameter '%.*s': nn.placements must be [dp, tp] placement strings",
+         (int)p->name.length, p->name.data);
   return layout;
 }
 
@@ -195,9 +205,18 @@ static void plan_params(lower_run *r) {
       at += bytes;
       continue;
     }
+    if (!mlirAttributeIsAString(name)) {
+      fail(r, "argument %ld: nn.param must be a string (the Hugging Face tensor name)",
+           (long)i);
+      return;
+    }
     tp_program_param *p = &r->params[r->num_params++];
     p->name = mlirStringAttrGetValue(name);
-    nn_shape_of(mlirValueGetType(arg), &p->local);
+    if (!nn_shape_of(mlirValueGetType(arg), &p->local)) {
+      fail(r, "parameter '%.*s' must be a statically shaped ranked tensor",
+           (int)p->name.length, p->name.data);
+      return;
+    }
     if (!mlirTypeIsAF32(p->local.element))
       fail(r, "parameter '%.*s' must be f32 (master weights are fp32 on every backend)",
            (int)p->name.length, p->name.data);
@@ -212,7 +231,7 @@ static void plan_params(lower_run *r) {
     for (int d = 0; d < p->local.rank; ++d)
       p->global[d] = mlirAttributeIsNull(gshape) ? p->local.dims[d]
                                                  : mlirDenseI64ArrayGetElement(gshape, d);
-    p->layout = placements_of(dict);
+    p->layout = placements_of(r, p, dict);
     p->offset = at;
     p->grad = at + bytes;
     p->m = at + 2 * bytes;
@@ -279,7 +298,10 @@ static bool add_feeds_norm(lower_run *r, MlirOperation add, MlirOperation norm) 
       nn_op_kind_of(add) != NN_OP_ADD || nn_op_kind_of(norm) != NN_OP_RMS_NORM)
     return false;
   MlirValue sum = mlirOperationGetResult(add, 0);
-  return mlirOperationGetOperand(norm, 0).ptr == sum.ptr && dtype_of(r, sum) == kBF16;
+  // Both operands bf16: an add of mixed dtypes is lowered (and refused) alone.
+  return mlirOperationGetOperand(norm, 0).ptr == sum.ptr &&
+         dtype_of(r, mlirOperationGetOperand(add, 0)) == kBF16 &&
+         dtype_of(r, mlirOperationGetOperand(add, 1)) == kBF16;
 }
 
 // Temporaries: each op result gets an interval [definition, last use];
@@ -310,6 +332,10 @@ static void plan_temporaries(lower_run *r) {
       if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
         const tp_program_param *p =
             param_named(r, mlirOperationGetAttributeByName(op, str("nn.grad_of")));
+        if (!p) {
+          r->current = op;
+          fail(r, "nn.store_grad: nn.grad_of does not name a parameter of the step");
+        }
         fixed[j] = p ? p->grad + 1 : 0; // +1: 0 means "not fixed"
         if (r->dtypes[k] != kF32) {
           r->current = op;
@@ -399,6 +425,12 @@ static int64_t last_dim(MlirValue v) {
   return s.rank ? s.dims[s.rank - 1] : 1;
 }
 
+// Rows of [..., features]: elements / features (0 for no features).
+static int64_t rows(MlirValue v) {
+  int64_t f = last_dim(v);
+  return f ? numel(v) / f : 0;
+}
+
 static int64_t attr_is(MlirOperation op, const char *name, const char *value) {
   return mlirStringRefEqual(nn_attr_str(op, name), str(value));
 }
@@ -439,12 +471,12 @@ static int64_t is_max(lower_call *c) {
 #define OUT(i) mlirOperationGetResult(c->op, i)
 #define NUM_IN mlirOperationGetNumOperands(c->op)
 #define NUMEL(v) numel(v)
-#define ROWS(v) (numel(v) / last_dim(v))
+#define ROWS(v) rows(v)
 #define LAST(v) last_dim(v)
 #define DIM(v, d) dim(v, d)
 #define DIM_OR_1(v, d) dim(v, d)
 #define RANK4(v) rank4(c, v)
-#define DTYPE(v) dtype_of(c->r, v)
+#define DTYPE(v) op_dtype(c, v)
 #define ATTR_I(name, fallback) nn_attr_int(c->op, name, fallback)
 #define ATTR_F(name, fallback) nn_attr_float(c->op, name, fallback)
 #define ATTR_IS(name, value) attr_is(c->op, name, value)
@@ -455,6 +487,16 @@ static int64_t is_max(lower_call *c) {
 #define FUSED_OUT(i) mlirOperationGetResult(c->fused, i)
 #define FUSED_ATTR_F(name, fallback) nn_attr_float(c->fused, name, fallback)
 #define FUSED_NORM_GROUP norm_group(c->fused)
+
+// The dtype argument of an op on `v`: fp32 or bf16 (no op computes on the
+// int64 input ids or labels).
+static int64_t op_dtype(lower_call *c, MlirValue v) {
+  int dtype = dtype_of(c->r, v);
+  if (dtype == kI64)
+    fail(c->r, "an add or a collective of integer tensors (input ids, labels) is not "
+               "supported");
+  return dtype;
+}
 
 static void arg_attention(lower_call *c);
 static void arg_program_ptr(lower_call *c, int which);
@@ -475,8 +517,10 @@ static void arg_program_ptr(lower_call *c, int which);
 #define PACK_OPTIONS(name, src) arg_program_ptr(c, 1);
 #define PACK_RESULT(name, src) arg_program_ptr(c, 2);
 #define PACK_REQUIRE(cond, msg)                                                          \
-  if (!(cond))                                                                           \
-    fail(c->r, "%s", msg);
+  if (!(cond)) {                                                                         \
+    fail(c->r, "%s", msg);                                                               \
+    return;                                                                              \
+  }
 #define PACK_END(name, src)
 
 #define SRT_OP(name, source, check, args)                                                \
@@ -762,6 +806,11 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   }
   r.current = r.func;
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(r.func, 0));
+  if (mlirBlockGetNumArguments(r.body) < 2 ||
+      shape(mlirBlockGetArgument(r.body, 0)).rank != 2) {
+    fail(&r, "the step's first arguments must be input_ids and labels ([batch, seq] int64)");
+    return mlirLogicalResultFailure();
+  }
   r.keep_logits = o[kOptKeepLogits].b;
   if (r.keep_logits && !check_keep_logits(&r))
     return mlirLogicalResultFailure();

@@ -420,6 +420,15 @@ static void check_param_names(MlirOperation func, int *errors) {
   MlirStringRef param = mlirStringRefCreateFromCString(NN_PARAM_ATTR);
   for (intptr_t i = 0; i < n; ++i) {
     MlirAttribute a = mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, i), param);
+    if (!mlirAttributeIsNull(a) && !mlirAttributeIsAString(a)) {
+      char msg[160];
+      snprintf(msg, sizeof msg,
+               "argument %ld: nn.param must be a string (the Hugging Face tensor name)",
+               (long)i);
+      mlirEmitError(mlirOperationGetLocation(func), msg);
+      ++*errors;
+      continue;
+    }
     for (intptr_t j = 0; !mlirAttributeIsNull(a) && j < i; ++j) {
       MlirAttribute b =
           mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, j), param);

@@ -1,10 +1,15 @@
 // Atomic safetensors writer: header via jansson, data streamed, then
-// fflush, fsync, rename and a directory fsync.
+// fflush, fsync, rename and a directory fsync. A character device
+// (/dev/null) is written in place; other non-regular paths are refused
+// (shardrt/output.h).
 #include "shardrt/safetensors_write.h"
+
+#include "shardrt/output.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +22,7 @@ struct srt_safetensors_writer {
   size_t n;       // entries
   size_t next;    // next entry to put
   size_t *bytes;  // bytes of each entry
+  bool device;    // written in place (a character device), no temporary
 };
 
 static srt_status io_error(const char *step, const char *file, int err) {
@@ -29,7 +35,7 @@ static void destroy(srt_safetensors_writer *w, int remove_tmp) {
     return;
   if (w->f)
     fclose(w->f);
-  if (remove_tmp && w->tmp)
+  if (remove_tmp && w->tmp && !w->device)
     unlink(w->tmp);
   free(w->path);
   free(w->tmp);
@@ -121,6 +127,14 @@ srt_status srt_safetensors_writer_begin(const char *path,
   memcpy(w->tmp, path, plen);
   memcpy(w->tmp + plen, ".tmp", 5);
   w->n = n_entries;
+  srt_output_kind kind;
+  srt_status k = srt_output_kind_of("safetensors output", path, &kind);
+  if (k) {
+    destroy(w, 0);
+    return k;
+  }
+  if ((w->device = kind == SRT_OUTPUT_DEVICE))
+    memcpy(w->tmp, path, plen + 1); // written where it is
   char *header;
   srt_status s = build_header(entries, n_entries, metadata, n_metadata, w->bytes,
                               &header);
@@ -188,7 +202,7 @@ srt_status srt_safetensors_writer_commit(srt_safetensors_writer *w) {
                   w->path, w->next, w->n);
   else if (fflush(w->f) != 0)
     s = io_error("fflush of", w->tmp, errno);
-  else if (fsync(fileno(w->f)) != 0)
+  else if (!w->device && fsync(fileno(w->f)) != 0)
     s = io_error("fsync of", w->tmp, errno);
   if (s) {
     destroy(w, 1);
@@ -198,7 +212,10 @@ srt_status srt_safetensors_writer_commit(srt_safetensors_writer *w) {
   w->f = NULL;
   if (fclose(f) != 0)
     s = io_error("closing", w->tmp, errno);
-  else if (rename(w->tmp, w->path) != 0)
+  else if (w->device) {
+    destroy(w, 0);
+    return NULL;
+  } else if (rename(w->tmp, w->path) != 0)
     s = io_error("renaming the temporary file over", w->path, errno);
   if (s) {
     destroy(w, 1);

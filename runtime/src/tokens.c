@@ -2,6 +2,8 @@
 // check, deterministic step batching and the atomic writer.
 #include "shardrt/tokens.h"
 
+#include "shardrt/output.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -171,11 +173,16 @@ srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t cou
                        "token file '%s': token %lld has id %lld outside [0, %lld)", path,
                        (long long)i, (long long)tokens[i], (long long)vocab);
   int width = vocab <= 256 ? 1 : vocab <= 65536 ? 2 : 4;
+  // A new or regular file is written to a temporary and renamed over the
+  // path; a character device (/dev/null) in place.
+  srt_output_kind kind;
+  SRT_RETURN_IF_ERROR(srt_output_kind_of("token file", path, &kind));
+  bool device = kind == SRT_OUTPUT_DEVICE;
   size_t len = strlen(path) + 5;
   char *tmp = malloc(len);
   if (!tmp)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", path);
-  snprintf(tmp, len, "%s.tmp", path);
+  snprintf(tmp, len, device ? "%s" : "%s.tmp", path);
   srt_status s = NULL;
   FILE *f = fopen(tmp, "wb");
   if (!f) {
@@ -200,19 +207,20 @@ srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t cou
       at = 0;
     }
   }
-  ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+  ok = ok && fflush(f) == 0 && (device || fsync(fileno(f)) == 0);
   int err = errno;
   if (fclose(f) != 0 && ok) {
     ok = 0;
     err = errno;
   }
-  if (ok && rename(tmp, path) != 0) {
+  if (ok && !device && rename(tmp, path) != 0) {
     ok = 0;
     err = errno;
   }
   if (!ok) {
     s = SRT_ERROR(SRT_IO, "token file '%s': write failed: %s", path, strerror(err));
-    remove(tmp);
+    if (!device)
+      remove(tmp);
   }
   free(tmp);
   return s;

@@ -1,6 +1,8 @@
 // Reading, splitting and parsing MLIR sources for the drivers.
 #include "source.h"
 
+#include "shardrt/output.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -75,11 +77,27 @@ static bool is_alias_line(const char *s, const char *e) {
   return p > s + 1 && e - p >= 3 && !memcmp(p, " = ", 3);
 }
 
+// The end of the alias definition on line [s, e): before a trailing "//"
+// comment outside string literals (moved to line 1, a comment would hide
+// the wrapper).
+static const char *alias_end(const char *s, const char *e) {
+  bool quoted = false;
+  for (const char *p = s; p < e; ++p) {
+    if (quoted && *p == '\\')
+      ++p;
+    else if (*p == '"')
+      quoted = !quoted;
+    else if (!quoted && *p == '/' && p + 1 < e && p[1] == '/')
+      return p;
+  }
+  return e;
+}
+
 // The chunk `text` (starting at line `line` of the file) wrapped in a
 // module: line 1 holds the chunk's alias definitions, then "module {",
 // then newlines so the chunk's lines keep their numbers, then the chunk
 // with its alias lines emptied (each alias definition is one line, as
-// MLIR prints them).
+// MLIR prints them; a diagnostic inside one points at line 1).
 static bool make_chunk(tool_chunk *c, const char *text, size_t len, int line) {
   const char *end = text + len;
   size_t aliases = 0;
@@ -87,7 +105,7 @@ static bool make_chunk(tool_chunk *c, const char *text, size_t len, int line) {
     const char *e = memchr(s, '\n', (size_t)(end - s));
     e = e ? e : end;
     if (is_alias_line(s, e))
-      aliases += (size_t)(e - s) + 1;
+      aliases += (size_t)(alias_end(s, e) - s) + 1;
   }
   size_t pad = (size_t)(line - 1);
   c->len = aliases + sizeof kWrapOpen - 1 + pad + len + 2;
@@ -100,8 +118,9 @@ static bool make_chunk(tool_chunk *c, const char *text, size_t len, int line) {
     e = e ? e : end;
     bool alias = is_alias_line(s, e);
     if (alias) {
-      memcpy(p, s, (size_t)(e - s));
-      p += e - s;
+      const char *a = alias_end(s, e);
+      memcpy(p, s, (size_t)(a - s));
+      p += a - s;
       *p++ = ' ';
     }
     // The body keeps the line (emptied for an alias) and its newline.
@@ -189,4 +208,22 @@ double tool_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+bool tool_check_output(const char *tool, const char *path, const char *input) {
+  if (!strcmp(path, "-"))
+    return true;
+  srt_output_kind kind;
+  srt_status s = srt_output_kind_of("output", path, &kind);
+  if (s) {
+    fprintf(stderr, "%s: %s\n", tool, srt_status_message(s));
+    srt_status_free(s);
+    return false;
+  }
+  if (input && srt_same_file(path, input)) {
+    fprintf(stderr, "%s: output '%s' is the input '%s': give another file\n", tool, path,
+            input);
+    return false;
+  }
+  return true;
 }

@@ -225,12 +225,28 @@ static int run(const options *o) {
     ok = write_module(module, o->output);
   } else if (ok) {
     bool exe = !strcmp(o->emit, "exe");
-    char object[4096];
-    snprintf(object, sizeof object, "%s%s", o->output, exe ? ".o" : "");
-    ok = shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
-    if (ok && exe) {
+    // An executable's object goes to a private temporary folder (never
+    // beside an output that may be a device: no "/dev/null.o").
+    char object[4096], dir[4096] = "";
+    snprintf(object, sizeof object, "%s", o->output);
+    bool have_dir = false;
+    if (exe) {
+      const char *tmpdir = getenv("TMPDIR");
+      snprintf(dir, sizeof dir, "%.4000s/shard-compile-XXXXXX",
+               tmpdir && *tmpdir ? tmpdir : "/tmp");
+      if (!(have_dir = mkdtemp(dir) != NULL)) {
+        snprintf(err, sizeof err, "cannot create a temporary folder '%.1900s': %s", dir,
+                 strerror(errno));
+        ok = false;
+      }
+      snprintf(object, sizeof object, "%.4000s/step.o", dir);
+    }
+    ok = ok && shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
+    if (ok && exe)
       ok = shard_link(object, o->output, !strcmp(o->backend, "cuda"), err, sizeof err);
+    if (have_dir) {
       unlink(object);
+      rmdir(dir);
     }
     if (!ok)
       fprintf(stderr, "shard-compile: %s\n", err);

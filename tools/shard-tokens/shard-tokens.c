@@ -1,13 +1,19 @@
 // shard-tokens: turns any file into byte-level training tokens (one token
 // per byte, vocabulary 256) in the runtime's token format (docs/data.md).
 //   shard-tokens INPUT -o OUTPUT
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "shardrt/output.h"
 #include "shardrt/tokens.h"
 
-static int usage(void) {
+// Prints the problem (if any) and the usage; returns the exit status 1.
+static int usage(const char *problem, const char *word) {
+  if (problem)
+    fprintf(stderr, "shard-tokens: %s '%s'\n", problem, word);
   fprintf(stderr, "usage: shard-tokens INPUT -o OUTPUT\n"
                   "  writes one token per byte of INPUT (vocabulary 256)\n");
   return 1;
@@ -18,15 +24,32 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
+    else if (!strcmp(argv[i], "-o"))
+      return usage("-o needs a value:", "-o");
     else if (argv[i][0] == '-' && argv[i][1])
-      return usage();
+      return usage("unknown flag", argv[i]);
     else if (!in)
       in = argv[i];
     else
-      return usage();
+      return usage("a second input", argv[i]);
   }
   if (!in || !out)
-    return usage();
+    return usage(NULL, NULL);
+  // The input is read whole: a regular file only (a FIFO or a device such
+  // as /dev/zero would never end); the output must not be the input.
+  struct stat st;
+  if (stat(in, &st) != 0) {
+    fprintf(stderr, "shard-tokens: '%s': %s\n", in, strerror(errno));
+    return 1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fprintf(stderr, "shard-tokens: input '%s' is not a regular file\n", in);
+    return 1;
+  }
+  if (srt_same_file(in, out)) {
+    fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", out);
+    return 1;
+  }
   FILE *f = fopen(in, "rb");
   if (!f) {
     perror(in);

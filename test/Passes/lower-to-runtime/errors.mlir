@@ -6,7 +6,7 @@
 // An nn op with no runtime op (the Mamba2 mixer has no kernel yet).
 module {
   shard.grid @mesh(shape = 1x1)
-  func.func @mamba(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32> {nn.param = "in.weight"}, %cw: tensor<48x1x4xf32> {nn.param = "cw"},
+  func.func @mamba(%ids: tensor<1x8xi64>, %labels: tensor<1x8xi64>, %x: tensor<1x8x32xf32> {nn.param = "x"}, %in: tensor<84x32xf32> {nn.param = "in.weight"}, %cw: tensor<48x1x4xf32> {nn.param = "cw"},
                    %cb: tensor<48xf32> {nn.param = "cb"}, %dt: tensor<4xf32> {nn.param = "dt"}, %a: tensor<4xf32> {nn.param = "a"}, %d: tensor<4xf32> {nn.param = "d"},
                    %nw: tensor<32xf32> {nn.param = "nw"}, %out: tensor<32x32xf32> {nn.param = "out"}) -> tensor<1x8x32xf32> {
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'backbone.layers.0.mixer': no lowering for 'nn.mamba2_mixer'
@@ -20,7 +20,7 @@ module {
 // An op of another dialect (once a crash: it was read as a collective).
 module {
   shard.grid @mesh(shape = 1x1)
-  func.func @constant(%ids: tensor<2x4xi64>) -> tensor<4xf32> {
+  func.func @constant(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>) -> tensor<4xf32> {
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: no lowering for 'arith.constant'
     %c = arith.constant dense<1.0> : tensor<4xf32>
     return %c : tensor<4xf32>
@@ -32,7 +32,7 @@ module {
 // A collective over both mesh axes at once has no runtime op.
 module {
   shard.grid @mesh(shape = 2x2)
-  func.func @two_axes(%ids: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<4x8xf32> {
+  func.func @two_axes(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<4x8xf32> {
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'proj': a collective over other than one grid axis is not supported
     %r = shard.all_reduce %w on @mesh grid_axes = [0, 1] {nn.module = "proj"} : tensor<4x8xf32> -> tensor<4x8xf32>
     return %r : tensor<4x8xf32>
@@ -58,5 +58,88 @@ module {
 module {
   func.func @plain(%ids: tensor<2x4xi64>) -> tensor<2x4xi64> {
     return %ids : tensor<2x4xi64>
+  }
+}
+
+// -----
+
+// Malformed hand-written steps get a diagnostic, not a crash: an argument
+// attribute nn.param that is not a string,
+module {
+  shard.grid @mesh(shape = 1x1)
+  // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: argument 2: nn.param must be a string (the Hugging Face tensor name)
+  func.func @param_int(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.param = 5 : i64}) -> tensor<4xf32> {
+    return %w : tensor<4xf32>
+  }
+}
+
+// -----
+
+// a parameter that is not a tensor,
+module {
+  shard.grid @mesh(shape = 1x1)
+  // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: parameter 'w' must be a statically shaped ranked tensor
+  func.func @param_scalar(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: i64 {nn.param = "w"}) -> tensor<2x4xi64> {
+    return %ids : tensor<2x4xi64>
+  }
+}
+
+// -----
+
+// placements that are not one string per mesh axis,
+module {
+  shard.grid @mesh(shape = 1x1)
+  // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: parameter 'w': nn.placements must be [dp, tp] placement strings
+  func.func @placements(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.param = "w", nn.placements = ["Replicate"]}) -> tensor<4xf32> {
+    return %w : tensor<4xf32>
+  }
+}
+
+// -----
+
+// a step without input_ids and labels,
+module {
+  shard.grid @mesh(shape = 1x1)
+  // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: the step's first arguments must be input_ids and labels ([batch, seq] int64)
+  func.func @no_arguments() {
+    return
+  }
+}
+
+// -----
+
+// a gradient handed to no parameter,
+module {
+  shard.grid @mesh(shape = 1x1)
+  func.func @store(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.param = "w"}) -> tensor<2x4xi64> {
+    %0 = "nn.add"(%w, %w) {nn.module = "m"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    // CHECK: errors.mlir:[[@LINE+1]]:5: error: lower-to-runtime: 'optimizer': nn.store_grad: nn.grad_of does not name a parameter of the step
+    "nn.store_grad"(%0) {nn.module = "optimizer"} : (tensor<4xf32>) -> ()
+    return %ids : tensor<2x4xi64>
+  }
+}
+
+// -----
+
+// RoPE with no head_dim (it would divide by zero),
+module {
+  shard.grid @mesh(shape = 1x1)
+  func.func @rope(%ids: tensor<1x4xi64>, %labels: tensor<1x4xi64>, %x: tensor<1x4x8xf32> {nn.param = "x"}) -> tensor<1x4xi64> {
+    %c, %s = "nn.rotary_embedding"() {nn.module = "rope", head_dim = 8 : i64, theta = 10000.0 : f64, rope_type = "default"} : () -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+    // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'attn': head_dim must be positive
+    %y = "nn.apply_rotary"(%x, %c, %s) {nn.module = "attn", head_dim = 0 : i64} : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+    return %ids : tensor<1x4xi64>
+  }
+}
+
+// -----
+
+// and a collective of the integer input ids.
+module {
+  shard.grid @mesh(shape = 1x1)
+  func.func @int_gather(%ids: tensor<1x4xi64>, %labels: tensor<1x4xi64>) -> tensor<1x4xi64> {
+    // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: an add or a collective of integer tensors (input ids, labels) is not supported
+    %g = shard.all_gather %ids on @mesh grid_axes = [1] gather_axis = 1 : tensor<1x4xi64> -> tensor<1x4xi64>
+    return %g : tensor<1x4xi64>
   }
 }

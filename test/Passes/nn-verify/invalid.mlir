@@ -353,3 +353,11 @@ func.func @ce_shift_short(%l: tensor<1x1x16xf32>, %y: tensor<1x1xi64>) -> tensor
 func.func @duplicate_param(%a: tensor<8xf32> {nn.param = "model.norm.weight"}, %b: tensor<8xf32> {nn.param = "other"}, %c: tensor<8xf32> {nn.param = "model.norm.weight"}) -> tensor<8xf32> {
   return %a : tensor<8xf32>
 }
+
+// -----
+
+// nn.param names a tensor: a string, nothing else.
+// CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:1: error: argument 1: nn.param must be a string (the Hugging Face tensor name)
+func.func @param_not_string(%a: tensor<4xf32> {nn.param = "a"}, %b: tensor<4xf32> {nn.param = 5 : i64}) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}

@@ -1,0 +1,32 @@
+// Where a file may be written. Outputs are written to a temporary file and
+// renamed over the path (so a crash never leaves half a file) — but only
+// where the path is new or a regular file: a character device (/dev/null,
+// /dev/stdout) is written directly, and anything else (a directory, FIFO,
+// socket, block device) is refused, so no write ever replaces a device
+// node or blocks on a pipe nobody reads.
+#ifndef SHARDRT_OUTPUT_H
+#define SHARDRT_OUTPUT_H
+
+#include <stdbool.h>
+
+#include "shardrt/status.h"
+
+/// How `path` is written.
+typedef enum srt_output_kind {
+  SRT_OUTPUT_FILE,   ///< new or a regular file: temporary + rename (+ fsync)
+  SRT_OUTPUT_DEVICE, ///< an existing character device: written in place
+} srt_output_kind;
+
+/// The kind of output `path` is (a symbolic link by what it points to; a
+/// file written through one replaces the link, not its target).
+/// `what` names the output in messages ("token file", "--save").
+/// Errors: SRT_INVALID_ARGUMENT naming `what`, the path and what it is, for
+/// a directory, FIFO, socket or block device; SRT_IO when it cannot be
+/// examined (other than not existing).
+srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kind *kind);
+
+/// True when `a` and `b` both exist and are the same file (device and inode:
+/// other spellings and hard links included).
+bool srt_same_file(const char *a, const char *b);
+
+#endif // SHARDRT_OUTPUT_H
