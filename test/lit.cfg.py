@@ -19,6 +19,11 @@ for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
 config.substitutions.append(("%shard-opt", os.path.join(config.shard_tools_dir, "shard-opt")))
 config.substitutions.append(("%shard-import", os.path.join(config.shard_tools_dir, "shard-import")))
 config.substitutions.append(("%shard-compile", os.path.join(config.shard_tools_dir, "shard-compile")))
+config.substitutions.append(("%shard-tokens", os.path.join(config.shard_tools_dir, "shard-tokens")))
 config.substitutions.append(("%mlir-opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 config.substitutions.append(("%mlir-translate", os.path.join(config.llvm_tools_dir, "mlir-translate")))
 config.substitutions.append(("%models", config.shard_models_dir))
+
+# Tests that make private device nodes (mknod) need root.
+if hasattr(os, "geteuid") and os.geteuid() == 0:
+    config.available_features.add("root")

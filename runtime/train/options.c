@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "shardrt/output.h"
 #include "train_internal.h"
 
 const char *train_usage(void) {
@@ -161,8 +162,28 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   // A file written by --dump must not replace a checkpoint of this run.
   const char *others[2] = {o->load, o->save};
   for (int i = 0; o->dump && i < 2; ++i)
-    if (others[i] && !strcmp(o->dump, others[i]))
+    if (others[i] && (!strcmp(o->dump, others[i]) || srt_same_file(o->dump, others[i])))
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "--dump '%s' would overwrite the checkpoint given "
                        "to %s: choose another file", o->dump, i ? "--save" : "--load");
+  // No output replaces an input (--save may replace the checkpoint it
+  // loaded: the save is atomic, the usual way to resume in place).
+  const char *inputs[2] = {o->data, o->batch_file};
+  const char *outputs[2] = {o->save, o->dump};
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 2; ++k)
+      if (outputs[i] && inputs[k] &&
+          (!strcmp(outputs[i], inputs[k]) || srt_same_file(outputs[i], inputs[k])))
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is the %s: choose another file",
+                         i ? "--dump" : "--save", outputs[i], k ? "--batch-file" : "--data");
+  // A checkpoint is a file (with its optimizer file beside it), never a
+  // device; a dump may go to one (/dev/null).
+  srt_output_kind kind;
+  SRT_RETURN_IF_ERROR(o->save ? srt_output_kind_of("--save", o->save, &kind) : NULL);
+  if (o->save && kind == SRT_OUTPUT_DEVICE)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "--save '%s' is a device: a checkpoint is a file, with its optimizer "
+                     "file beside it",
+                     o->save);
+  SRT_RETURN_IF_ERROR(o->dump ? srt_output_kind_of("--dump", o->dump, &kind) : NULL);
   return NULL;
 }

@@ -145,6 +145,24 @@ PY
   expect_error "optimizer file '$name'" "shardrt.optimizer '$name'" "not a file name in the checkpoint's directory" -- \
     run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/escape/model.safetensors"
 done
+# Outputs never replace inputs or devices: --save onto the token file, a
+# checkpoint onto a device, a dump onto a FIFO (refused, no hang). A private
+# device node (mknod, as root) stands in for /dev/null.
+cp "$TOK" "$W/tokens.copy" || fail "copy"
+expect_error "--save onto --data" "--save '$TOK' is the --data" -- \
+  run 1 "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --save "$TOK"
+cmp "$TOK" "$W/tokens.copy" || fail "--save onto --data changed the token file"
+mkfifo "$W/dump.fifo" || fail "mkfifo"
+expect_error "--dump onto a FIFO" "--dump '$W/dump.fifo' is a FIFO" -- \
+  timeout 60 "$MPI" --allow-run-as-root --oversubscribe -np 1 "$W/q_tp1" --data "$TOK" --steps 1 \
+  "${TRAIN[@]}" --dump "$W/dump.fifo"
+if mknod "$W/null" c 1 3 2>/dev/null; then
+  expect_error "--save onto a device" "--save '$W/null' is a device" -- \
+    run 1 "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --save "$W/null"
+  [ -c "$W/null" ] && [ ! -e "$W/null.optim-00000001-0" ] || fail "--save onto a device wrote files"
+else
+  echo "skip: --save onto a device (mknod needs root)"
+fi
 # A diverging run (lr 1e30: every step after the first has a non-finite
 # gradient norm, so it changes nothing) stops after --max-skipped steps in a
 # row with exit 1 and saves nothing: the checkpoint it loaded, which it was

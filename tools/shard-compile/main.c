@@ -197,6 +197,8 @@ static bool write_module(MlirOperation module, const char *path) {
 }
 
 static int run(const options *o) {
+  if (!tool_check_output("shard-compile", o->output, o->config))
+    return 1;
   double t0 = tool_now_ms();
   char err[2048];
   import_config cfg;

@@ -219,6 +219,8 @@ int main(int argc, char **argv) {
   }
   if (rc)
     return 1;
+  if (o.output && !tool_check_output("shard-import", o.output, o.config))
+    return 1;
 
   double t0 = tool_now_ms();
   char err[2048];

@@ -276,6 +276,8 @@ static bool process_chunk(MlirContext ctx, const options *o, const tool_chunk *c
 }
 
 static int run(const options *o) {
+  if (!tool_check_output("shard-opt", o->output, strcmp(o->input, "-") ? o->input : NULL))
+    return 1;
   size_t len = 0;
   char *text = tool_read_file(o->input, &len);
   if (!text) {
