@@ -375,10 +375,13 @@ static bool load_hf(bool sp, const tp_model_facts *facts, tp_plan *out, char *er
   return ok;
 }
 
+// A plan is a few KiB; 16 MiB bounds a wrong file.
+enum { kMaxPlanBytes = 16 << 20 };
+
 static bool read_file(const char *path, char **text, size_t *len) {
   struct stat st;
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-    return false; // missing, or a directory: not a plan file
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMaxPlanBytes)
+    return false; // missing, a directory or a device, or too large: not a plan file
   FILE *f = fopen(path, "rb");
   if (!f)
     return false;
@@ -425,7 +428,10 @@ static bool load_any(const char *spec, bool sequence_parallel,
   size_t len = 0;
   if (!read_file(spec, &text, &len)) {
     free(text);
-    snprintf(err, errlen, "cannot read plan file '%s' (missing, unreadable or not a regular file)", spec);
+    snprintf(err, errlen,
+             "cannot read plan file '%s' (missing, unreadable, not a regular file or over "
+             "%d MiB)",
+             spec, kMaxPlanBytes >> 20);
     return false;
   }
   bool ok = tp_plan_parse(text, len, spec, out, err, errlen);

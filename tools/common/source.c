@@ -5,26 +5,51 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
-char *tool_read_file(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f)
+char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
+                     size_t errlen) {
+  bool is_stdin = !strcmp(path, "-");
+  struct stat st;
+  if (!is_stdin && stat(path, &st) != 0) {
+    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
+  }
+  if (!is_stdin && (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+    snprintf(err, errlen, "cannot read '%s': it is a %s, not a file", path,
+             S_ISDIR(st.st_mode) ? "directory" : "device");
+    return NULL;
+  }
+  if (!is_stdin && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
+    snprintf(err, errlen, "'%s' is %lld bytes, more than the %zu this input may have", path,
+             (long long)st.st_size, max_bytes);
+    return NULL;
+  }
+  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
+    return NULL;
+  }
   size_t cap = 1 << 16, n = 0;
   char *buf = malloc(cap);
+  bool too_big = false;
   while (buf) {
     n += fread(buf + n, 1, cap - n - 1, f);
     if (n + 1 < cap)
       break;
+    if (n > max_bytes) {
+      too_big = true;
+      break;
+    }
     char *bigger = realloc(buf, cap * 2);
     if (!bigger) {
       free(buf);
       buf = NULL;
-      errno = ENOMEM;
       break;
     }
     buf = bigger;
@@ -33,11 +58,15 @@ char *tool_read_file(const char *path, size_t *len) {
   int read_error = ferror(f);
   if (f != stdin)
     fclose(f);
-  if (!buf)
-    return NULL;
-  if (read_error) {
+  if (!buf || read_error || too_big || n > max_bytes) {
+    if (!buf)
+      snprintf(err, errlen, "cannot read '%s': out of memory", path);
+    else if (read_error)
+      snprintf(err, errlen, "cannot read '%s': read error", path);
+    else
+      snprintf(err, errlen, "'%s' has more than the %zu bytes this input may have", path,
+               max_bytes);
     free(buf);
-    errno = EIO;
     return NULL;
   }
   buf[n] = '\0';

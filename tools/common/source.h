@@ -18,9 +18,13 @@ typedef struct tool_chunk {
 } tool_chunk;
 
 /// Reads all of `path` ("-" = stdin) into a NUL-terminated buffer the caller
-/// frees; sets *len to its size in bytes. Returns NULL with errno set on
-/// failure.
-char *tool_read_file(const char *path, size_t *len);
+/// frees; sets *len to its size in bytes. A directory or a device (which
+/// could never end: /dev/zero) is refused before reading, and so is more
+/// than `max_bytes` (checked before reading a regular file, while reading a
+/// pipe). Returns NULL with a message naming the path and the sizes in
+/// `err` on failure.
+char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
+                     size_t errlen);
 
 /// Splits `text` at lines that are exactly `// -----` (when `split` is true;
 /// else one chunk). Allocates `*chunks` (free with tool_free_chunks) and

@@ -634,10 +634,12 @@ bool import_config_parse(const char *path, const char *text, size_t len,
 bool import_config_load(const char *path, import_config *cfg, char *err,
                         size_t errlen) {
   size_t len = 0;
-  char *text = tool_read_file(path, &len);
+  char why[1024];
+  // A Hugging Face config.json is a few KiB; 16 MiB bounds a wrong file.
+  char *text = tool_read_file(path, (size_t)16 << 20, &len, why, sizeof why);
   if (!text) {
     *cfg = (import_config){.scope = ""};
-    snprintf(err, errlen, "%s: error: cannot read: %s", path, strerror(errno));
+    snprintf(err, errlen, "%s: error: %s", path, why);
     return false;
   }
   bool ok = import_config_parse(path, text, len, cfg, err, errlen);

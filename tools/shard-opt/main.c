@@ -279,9 +279,11 @@ static int run(const options *o) {
   if (!tool_check_output("shard-opt", o->output, strcmp(o->input, "-") ? o->input : NULL))
     return 1;
   size_t len = 0;
-  char *text = tool_read_file(o->input, &len);
+  char why[1024];
+  // IR text of the largest models is tens of MiB; 4 GiB bounds a wrong input.
+  char *text = tool_read_file(o->input, (size_t)4 << 30, &len, why, sizeof why);
   if (!text) {
-    fprintf(stderr, "shard-opt: cannot read '%s': %s\n", o->input, strerror(errno));
+    fprintf(stderr, "shard-opt: %s\n", why);
     return 1;
   }
   MlirContext ctx = nn_context_create();
