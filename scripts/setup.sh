@@ -9,6 +9,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin                               # CPU collectives, launcher
   libopenblas-dev                                          # CPU GEMM
   libjansson-dev                                           # JSON: configs, plans, safetensors headers
+  zlib1g-dev                                               # CRC-32 of checkpoint tensors
   libcmocka-dev                                            # C unit tests
 )
 

@@ -2,7 +2,9 @@
 // float32), per-rank and consolidated saves through the atomic writer.
 #include "shardrt/checkpoint.h"
 
+#include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,58 @@ static const char *placement_str(char *buf, size_t len, srt_placement p) {
 
 // Checks shared by both loads; finds the stored tensor and checks that its
 // shape is `want` (the global or the local shape).
+// Element i of a tensor's data as a float (F32, BF16 or F16; other dtypes
+// are not checked and read as 0).
+static float element(const srt_tensor_info *in, int64_t i) {
+  const unsigned char *p = (const unsigned char *)in->data;
+  if (in->dtype == SRT_F32) {
+    float f;
+    memcpy(&f, p + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, p + 2 * i, 2);
+  return in->dtype == SRT_BF16 ? srt_bf16_to_f32(h) : in->dtype == SRT_F16 ? srt_f16_to_f32(h) : 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+// What a tensor of the file must pass before any rank uses it: its CRC-32
+// where the file records one (our checkpoints do, for every tensor), then
+// finite values, and no negative second moment (AdamW's exp_avg_sq would
+// give NaN at the next step).
+static srt_status verify(const srt_safetensors *file, const srt_tensor_info *in) {
+  const char *path = srt_safetensors_path(file);
+  char key[1024];
+  snprintf(key, sizeof key, "%s%s", SRT_CHECKSUM_KEY_PREFIX, in->name);
+  const char *want = srt_safetensors_metadata(file, key);
+  if (want) {
+    char got[9];
+    snprintf(got, sizeof got, "%08x", (unsigned)srt_crc32(in->data, in->nbytes));
+    if (strcmp(want, got) != 0)
+      return SRT_ERROR(SRT_DATA_LOSS,
+                       "checkpoint '%s': tensor '%s' fails its checksum (CRC-32 %s recorded, "
+                       "%s read): the file is corrupt",
+                       path, in->name, want, got);
+  }
+  if (in->dtype != SRT_F32 && in->dtype != SRT_BF16 && in->dtype != SRT_F16)
+    return NULL;
+  bool moment = ends_with(in->name, ".exp_avg_sq");
+  int64_t n = (int64_t)(in->nbytes / srt_dtype_size(in->dtype));
+  for (int64_t i = 0; i < n; ++i) {
+    float v = element(in, i);
+    if (!isfinite(v) || (moment && v < 0))
+      return SRT_ERROR(SRT_DATA_LOSS,
+                       "checkpoint '%s': tensor '%s' has %s %g at element %lld (of %lld)", path,
+                       in->name, isfinite(v) ? "a negative second moment" : "a non-finite value",
+                       (double)v, (long long)i, (long long)n);
+  }
+  return NULL;
+}
+
 static srt_status prepare_load(const srt_safetensors *file, const int coord[2],
                                const srt_tensor *t, const int64_t *want,
                                const char *which, const srt_tensor_info **info) {
@@ -53,6 +107,7 @@ static srt_status prepare_load(const srt_safetensors *file, const int coord[2],
                        name, a == SRT_MESH_DP ? "dp" : "tp");
   SRT_RETURN_IF_ERROR(srt_safetensors_find(file, name, info));
   const srt_tensor_info *in = *info;
+  SRT_RETURN_IF_ERROR(verify(file, in));
   int same = in->rank == t->ndim;
   for (int d = 0; same && d < t->ndim; ++d)
     same = in->shape[d] == want[d];

@@ -2,6 +2,8 @@
 // tensor's byte range once, then serves tensors by index or name.
 #include "shardrt/safetensors.h"
 
+#include <zlib.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -244,6 +246,10 @@ static srt_status map_file(srt_safetensors *f) {
   }
   close(fd);
   return status;
+}
+
+uint32_t srt_crc32(const void *data, size_t n) {
+  return (uint32_t)crc32_z(crc32_z(0L, Z_NULL, 0), (const Bytef *)data, n);
 }
 
 srt_status srt_safetensors_open(const char *path, srt_safetensors **out) {

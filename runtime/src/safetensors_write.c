@@ -5,6 +5,7 @@
 #include "shardrt/safetensors_write.h"
 
 #include "shardrt/output.h"
+#include "shardrt/safetensors.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,13 @@ struct srt_safetensors_writer {
   size_t next;    // next entry to put
   size_t *bytes;  // bytes of each entry
   bool device;    // written in place (a character device), no temporary
+  // Each tensor's CRC-32 goes into the header's metadata: written with
+  // placeholders first, rewritten in place (same length) at commit.
+  json_t *header; // the header object, kept to print it again
+  json_t *meta;   // its __metadata__
+  char **crc_keys; // "shardrt.crc32.<name>" per entry
+  uint32_t *crc;   // per entry, of its data as put
+  size_t header_len; // bytes of the printed header (before padding)
 };
 
 static srt_status io_error(const char *step, const char *file, int err) {
@@ -37,6 +45,12 @@ static void destroy(srt_safetensors_writer *w, int remove_tmp) {
     fclose(w->f);
   if (remove_tmp && w->tmp && !w->device)
     unlink(w->tmp);
+  for (size_t i = 0; w->crc_keys && i < w->n; ++i)
+    free(w->crc_keys[i]);
+  free(w->crc_keys);
+  free(w->crc);
+  if (w->header)
+    json_decref(w->header);
   free(w->path);
   free(w->tmp);
   free(w->bytes);
@@ -45,20 +59,35 @@ static void destroy(srt_safetensors_writer *w, int remove_tmp) {
 
 // The header JSON (compact) of `entries`, with data_offsets laid out
 // contiguously; fills bytes[i].
-static srt_status build_header(const srt_safetensors_entry *e, size_t n,
-                               const char *const *metadata, size_t n_metadata,
+// The writer's header object: __metadata__ first (the given pairs, then a
+// CRC-32 placeholder per tensor), then the tensors.
+static srt_status build_header(srt_safetensors_writer *w, const srt_safetensors_entry *e,
+                               size_t n, const char *const *metadata, size_t n_metadata,
                                size_t *bytes, char **out) {
   *out = NULL;
-  json_t *root = json_object();
-  if (!root)
+  json_t *root = json_object(), *meta = json_object();
+  w->crc_keys = calloc(n ? n : 1, sizeof *w->crc_keys);
+  w->crc = calloc(n ? n : 1, sizeof *w->crc);
+  if (!root || !meta || !w->crc_keys || !w->crc) {
+    json_decref(root);
+    json_decref(meta);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
-  srt_status s = NULL;
-  if (n_metadata) {
-    json_t *meta = json_object();
-    for (size_t i = 0; i < n_metadata && meta; ++i)
-      json_object_set_new(meta, metadata[2 * i], json_string(metadata[2 * i + 1]));
-    json_object_set_new(root, "__metadata__", meta);
   }
+  w->header = root;
+  w->meta = meta;
+  srt_status s = NULL;
+  for (size_t i = 0; i < n_metadata; ++i)
+    json_object_set_new(meta, metadata[2 * i], json_string(metadata[2 * i + 1]));
+  for (size_t i = 0; i < n && !s; ++i) {
+    size_t len = strlen(SRT_CHECKSUM_KEY_PREFIX) + strlen(e[i].name ? e[i].name : "") + 1;
+    if (!(w->crc_keys[i] = malloc(len)))
+      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
+    else
+      snprintf(w->crc_keys[i], len, "%s%s", SRT_CHECKSUM_KEY_PREFIX, e[i].name ? e[i].name : "");
+    if (!s)
+      json_object_set_new(meta, w->crc_keys[i], json_string("00000000"));
+  }
+  json_object_set_new(root, "__metadata__", meta);
   uint64_t offset = 0;
   for (size_t i = 0; i < n && !s; ++i) {
     const char *name = e[i].name ? e[i].name : "";
@@ -102,7 +131,6 @@ static srt_status build_header(const srt_safetensors_entry *e, size_t n,
     if (!*out)
       s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: cannot print header");
   }
-  json_decref(root);
   return s;
 }
 
@@ -136,7 +164,7 @@ srt_status srt_safetensors_writer_begin(const char *path,
   if ((w->device = kind == SRT_OUTPUT_DEVICE))
     memcpy(w->tmp, path, plen + 1); // written where it is
   char *header;
-  srt_status s = build_header(entries, n_entries, metadata, n_metadata, w->bytes,
+  srt_status s = build_header(w, entries, n_entries, metadata, n_metadata, w->bytes,
                               &header);
   if (s) {
     destroy(w, 0);
@@ -144,6 +172,7 @@ srt_status srt_safetensors_writer_begin(const char *path,
   }
   // Pad with spaces so the data section starts 8-byte aligned.
   size_t hlen = strlen(header), padded = (hlen + 7) / 8 * 8;
+  w->header_len = hlen;
   unsigned char len8[8];
   for (int i = 0; i < 8; ++i) // little-endian u64
     len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
@@ -171,6 +200,7 @@ srt_status srt_safetensors_writer_put(srt_safetensors_writer *w, const void *dat
   size_t b = w->bytes[w->next];
   if (b && fwrite(data, 1, b, w->f) != b)
     return io_error("writing tensor data to", w->tmp, errno);
+  w->crc[w->next] = srt_crc32(data, b);
   ++w->next;
   return NULL;
 }
@@ -194,15 +224,39 @@ static srt_status sync_dir(const char *path) {
   return s;
 }
 
+// Prints the header again with every tensor's CRC-32 (the same length as
+// the placeholders') over the one written at begin.
+static srt_status write_checksums(srt_safetensors_writer *w) {
+  for (size_t i = 0; i < w->n; ++i) {
+    char hex[9];
+    snprintf(hex, sizeof hex, "%08x", (unsigned)w->crc[i]);
+    json_object_set_new(w->meta, w->crc_keys[i], json_string(hex));
+  }
+  char *header = json_dumps(w->header, JSON_COMPACT | JSON_PRESERVE_ORDER);
+  srt_status s = NULL;
+  if (!header)
+    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: cannot print header");
+  else if (strlen(header) != w->header_len)
+    s = SRT_ERROR(SRT_INTERNAL, "safetensors write: the header of '%s' changed length", w->path);
+  else if (fflush(w->f) != 0 || fseek(w->f, 8, SEEK_SET) != 0 ||
+           fwrite(header, 1, w->header_len, w->f) != w->header_len ||
+           fseek(w->f, 0, SEEK_END) != 0)
+    s = io_error("writing the checksums of", w->tmp, errno);
+  free(header);
+  return s;
+}
+
 srt_status srt_safetensors_writer_commit(srt_safetensors_writer *w) {
   srt_status s = NULL;
   if (w->next != w->n)
     s = SRT_ERROR(SRT_FAILED_PRECONDITION,
                   "safetensors write: '%s' committed after %zu of %zu tensors",
                   w->path, w->next, w->n);
-  else if (fflush(w->f) != 0)
+  else if (!w->device) // a device cannot seek back: no checksums there
+    s = write_checksums(w);
+  if (!s && fflush(w->f) != 0)
     s = io_error("fflush of", w->tmp, errno);
-  else if (!w->device && fsync(fileno(w->f)) != 0)
+  else if (!s && !w->device && fsync(fileno(w->f)) != 0)
     s = io_error("fsync of", w->tmp, errno);
   if (s) {
     destroy(w, 1);

@@ -145,6 +145,56 @@ PY
   expect_error "optimizer file '$name'" "shardrt.optimizer '$name'" "not a file name in the checkpoint's directory" -- \
     run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/escape/model.safetensors"
 done
+# Every tensor of a checkpoint carries its CRC-32: one flipped bit anywhere
+# in the data of the weights or of the optimizer file is refused, naming the
+# tensor. And a value the checksum vouches for must still be usable: a NaN
+# weight, a negative second moment (rewritten with a matching checksum) are
+# refused too.
+# edit_checkpoint FILE MODE: MODE flip:<k> flips bit k of the data section;
+# nan:<tensor> / neg:<tensor> sets element 0 of <tensor> (F32) to NaN / -1
+# and updates its recorded CRC-32.
+edit_checkpoint() {
+  python3 - "$1" "$2" <<'PY' || fail "cannot edit $1"
+import json, struct, sys, zlib
+path, mode = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, 'rb').read())
+n = struct.unpack('<Q', data[:8])[0]
+header = json.loads(data[8:8 + n])
+base = 8 + n
+kind, arg = mode.split(':', 1)
+if kind == 'flip':
+    bit = int(arg) % (8 * (len(data) - base))
+    data[base + bit // 8] ^= 1 << (bit % 8)
+else:
+    a, b = header[arg]['data_offsets']
+    struct.pack_into('<f', data, base + a, float('nan') if kind == 'nan' else -1.0)
+    crc = '%08x' % zlib.crc32(bytes(data[base + a:base + b]))
+    old = header['__metadata__']['shardrt.crc32.' + arg]
+    key = ('"shardrt.crc32.%s":"%s"' % (arg, old)).encode()
+    assert data[8:8 + n].count(key) == 1
+    at = data.index(key, 8)
+    data[at:at + len(key)] = key.replace(old.encode(), crc.encode())
+open(path, 'wb').write(data)
+PY
+}
+OPT=model.safetensors.optim-00000003-0
+for flip in weights:7 weights:123457 weights:999983 weights:2500001 optim:31 optim:765433; do
+  file=${flip%%:*} bit=${flip#*:}
+  rm -rf "$W/flip" && mkdir -p "$W/flip" && cp "$W"/step3/model.safetensors* "$W/flip/" || fail "copy"
+  target="$W/flip/model.safetensors"; [ "$file" = optim ] && target="$W/flip/$OPT"
+  edit_checkpoint "$target" "flip:$bit"
+  expect_error "bit $bit of the $file file flipped" "fails its checksum" "the file is corrupt" -- \
+    run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/flip/model.safetensors"
+done
+rm -rf "$W/flip" && mkdir -p "$W/flip" && cp "$W"/step3/model.safetensors* "$W/flip/" || fail "copy"
+edit_checkpoint "$W/flip/model.safetensors" nan:model.norm.weight
+expect_error "a NaN weight" "tensor 'model.norm.weight' has a non-finite value nan at element 0" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/flip/model.safetensors"
+cp "$W"/step3/model.safetensors "$W/flip/" || fail "copy"
+edit_checkpoint "$W/flip/$OPT" neg:model.norm.weight.exp_avg_sq
+expect_error "a negative second moment" "tensor 'model.norm.weight.exp_avg_sq' has a negative second moment -1 at element 0" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/flip/model.safetensors"
+
 # Outputs never replace inputs or devices: --save onto the token file, a
 # checkpoint onto a device, a dump onto a FIFO (refused, no hang). A private
 # device node (mknod, as root) stands in for /dev/null.

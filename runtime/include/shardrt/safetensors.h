@@ -17,6 +17,14 @@
 
 /// One tensor of an open file. Every pointer in it is owned by the file and
 /// stays valid until srt_safetensors_close.
+/// The metadata key of a tensor's CRC-32 (zlib's, of its data bytes, as 8
+/// lower-case hex digits): "shardrt.crc32.<tensor name>". The runtime's
+/// writer records one per tensor; loads verify it where it is present.
+#define SRT_CHECKSUM_KEY_PREFIX "shardrt.crc32."
+
+/// zlib's CRC-32 of `n` bytes at `data`.
+uint32_t srt_crc32(const void *data, size_t n);
+
 typedef struct srt_tensor_info {
   const char *name;             // NUL-terminated, e.g. "model.norm.weight"
   srt_dtype dtype;
