@@ -1,7 +1,9 @@
 // Command-line options of the training driver: flags, defaults, and errors
 // that name the flag and the value.
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -43,7 +45,9 @@ static srt_status parse_int(const char *flag, const char *v, int64_t min, int64_
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (!*v || *end || errno == ERANGE)
+  // Digits with an optional '-' only: strtoll alone would take " 5" and "+5".
+  bool digits = isdigit((unsigned char)v[0]) || (v[0] == '-' && isdigit((unsigned char)v[1]));
+  if (!digits || *end || errno == ERANGE)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not an integer", flag, v);
   if (x < min)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %lld is below the minimum %lld", flag, x,

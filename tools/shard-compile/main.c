@@ -20,6 +20,7 @@
 
 #include "config.h"
 #include "diagnostics.h"
+#include "args.h"
 #include "source.h"
 #include "emit.h"
 #include "graph.h"
@@ -68,15 +69,9 @@ static bool value_at(int argc, char **argv, int *i, const char *flag, const char
   return false;
 }
 
+// Mesh sizes and shapes: at most 2^24 (the importer's bound on any size).
 static bool positive(const char *flag, const char *v, int64_t *out) {
-  char *end = NULL;
-  long long n = strtoll(v, &end, 10);
-  if (!*v || *end || n < 1) {
-    fprintf(stderr, "shard-compile: %s expects a positive integer, got '%s'\n", flag, v);
-    return false;
-  }
-  *out = n;
-  return true;
+  return tool_parse_count("shard-compile", flag, v, INT64_C(1) << 24, out);
 }
 
 static int parse(int argc, char **argv, options *o) {

@@ -135,9 +135,21 @@ static bool get_int(parser *p, const json_t *o, const char *opath,
   return true;
 }
 
-// A number (integer or real) that must be > 0 when `positive`.
+// The range a number of the config is meaningful in: (lo, hi] — a value
+// that imports but then trains to NaN (rope_theta 1e-308, eps 1e308) is
+// refused here, naming the key.
+typedef struct range {
+  double lo, hi; // lo excluded, hi included
+} range;
+
+static const range kEps = {0, 1};                // rms_norm_eps, layer_norm_epsilon
+static const range kInitStd = {1e-8, 1};         // initializer_range
+static const range kRopeBase = {1, 1e12};        // rope_theta, rope_local_base_freq
+static const range kScale = {0, 1e6};            // query_pre_attn_scalar, softcaps
+static const range kRopeFactor = {0, 1e4};       // llama3 factor and frequency factors
+
 static bool get_float(parser *p, const json_t *o, const char *opath,
-                      const char *key, bool required, double def, bool positive,
+                      const char *key, bool required, double def, range rg,
                       double *out) {
   key_ref k;
   const json_t *v = lookup(p, &k, o, opath, key);
@@ -152,8 +164,8 @@ static bool get_float(parser *p, const json_t *o, const char *opath,
     return fail(p, k.rel, "key '%s' must be a number, got %s", k.full,
                 type_name(v));
   double x = json_number_value(v);
-  if (positive && !(x > 0 && isfinite(x)))
-    return fail(p, k.rel, "key '%s' must be positive, got %g", k.full, x);
+  if (!(x > rg.lo && x <= rg.hi))
+    return fail(p, k.rel, "key '%s' is %g: it must be in (%g, %g]", k.full, x, rg.lo, rg.hi);
   *out = x;
   return true;
 }
@@ -328,8 +340,8 @@ static bool parse_sizes(parser *p) {
     if (!ok)
       return false;
   }
-  if (!get_float(p, o, "", c->arch->eps_key, false, 1e-6, true, &c->eps) ||
-      !get_float(p, o, "", "initializer_range", false, 0.02, true, &c->initializer_range) ||
+  if (!get_float(p, o, "", c->arch->eps_key, false, 1e-6, kEps, &c->eps) ||
+      !get_float(p, o, "", "initializer_range", false, 0.02, kInitStd, &c->initializer_range) ||
       !get_bool(p, o, "", "tie_word_embeddings", default_tie, &c->tie) ||
       !get_bool(p, o, "", "attention_bias", false, &c->attention_bias) ||
       !get_bool(p, o, "", "mlp_bias", false, &c->mlp_bias))
@@ -348,15 +360,15 @@ static bool parse_sizes(parser *p) {
   if (c->arch->query_scalar) {
     double q;
     if (!get_float(p, o, "", "query_pre_attn_scalar", false,
-                   (double)c->head_dim, true, &q))
+                   (double)c->head_dim, kScale, &q))
       return false;
     c->attn_scale = 1.0 / sqrt(q);
   }
-  if (!get_float(p, o, "", "attn_logit_softcapping", false, 0.0, true,
+  if (!get_float(p, o, "", "attn_logit_softcapping", false, 0.0, kScale,
                  &c->attn_softcap))
     return false;
   double final_softcap;
-  if (!get_float(p, o, "", "final_logit_softcapping", false, 0.0, true,
+  if (!get_float(p, o, "", "final_logit_softcapping", false, 0.0, kScale,
                  &final_softcap))
     return false;
   if (final_softcap != 0.0)
@@ -480,7 +492,7 @@ static bool parse_decoder_layers(parser *p) {
 static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
                             double theta, import_rope *r) {
   const char *type;
-  if (!get_float(p, o, opath, "rope_theta", false, theta, true, &r->theta) ||
+  if (!get_float(p, o, opath, "rope_theta", false, theta, kRopeBase, &r->theta) ||
       !get_str(p, o, opath, "rope_type", NULL, &type) ||
       (!type && !get_str(p, o, opath, "type", "default", &type)))
     return false;
@@ -495,9 +507,9 @@ static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
                           "llama3)",
                 type);
   snprintf(r->type, sizeof r->type, "llama3");
-  if (!get_float(p, o, opath, "factor", true, 0, true, &r->factor) ||
-      !get_float(p, o, opath, "low_freq_factor", true, 0, true, &r->low_freq_factor) ||
-      !get_float(p, o, opath, "high_freq_factor", true, 0, true,
+  if (!get_float(p, o, opath, "factor", true, 0, kRopeFactor, &r->factor) ||
+      !get_float(p, o, opath, "low_freq_factor", true, 0, kRopeFactor, &r->low_freq_factor) ||
+      !get_float(p, o, opath, "high_freq_factor", true, 0, kRopeFactor,
                  &r->high_freq_factor) ||
       !get_int(p, o, opath, "original_max_position_embeddings", true, 0, 1,
                &r->original_max_position_embeddings))
@@ -515,7 +527,7 @@ static bool parse_rope(parser *p) {
   c->rope = (import_rope){.theta = base, .type = "default"};
   c->rope_local = (import_rope){.theta = 10000.0, .type = "default"};
   if (c->arch->local_rope &&
-      !get_float(p, o, "", "rope_local_base_freq", false, 10000.0, true,
+      !get_float(p, o, "", "rope_local_base_freq", false, 10000.0, kRopeBase,
                  &c->rope_local.theta))
     return false;
 
@@ -545,7 +557,7 @@ static bool parse_rope(parser *p) {
   }
   // transformers 4.x
   const json_t *scaling;
-  if (!get_float(p, o, "", "rope_theta", false, base, true, &c->rope.theta) ||
+  if (!get_float(p, o, "", "rope_theta", false, base, kRopeBase, &c->rope.theta) ||
       !get_obj(p, o, "", "rope_scaling", &scaling))
     return false;
   return !scaling ||

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "diagnostics.h"
+#include "args.h"
 #include "source.h"
 #include "graph.h"
 #include "mlir-c/Pass.h"
@@ -59,20 +60,11 @@ static void print_help(void) {
       "  NemotronHForCausalLM\n");
 }
 
-// Parses a positive integer flag value.
+// Parses a positive integer flag value: 2^24 keeps every activation's
+// element count (batch x seq x features) within int64 for any config the
+// parser accepts.
 static bool parse_size(const char *flag, const char *v, int64_t *out) {
-  char *end;
-  errno = 0;
-  long long x = strtoll(v, &end, 10);
-  // 2^24 keeps every activation's element count (batch x seq x features)
-  // within int64 for any config the parser accepts.
-  if (errno || end == v || *end || x < 1 || x > (1LL << 24)) {
-    fprintf(stderr, "shard-import: %s expects a positive integer up to 16777216, got '%s'\n",
-            flag, v);
-    return false;
-  }
-  *out = x;
-  return true;
+  return tool_parse_count("shard-import", flag, v, INT64_C(1) << 24, out);
 }
 
 // `--name VALUE` or `--name=VALUE`; advances *i past a separate value.

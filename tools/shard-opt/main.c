@@ -16,6 +16,7 @@
 #include "nn.h"
 #include "pass.h"
 #include "pipeline.h"
+#include "args.h"
 #include "source.h"
 
 typedef struct options {
@@ -90,14 +91,7 @@ static bool parse_bool(const char *s, bool *out) {
 }
 
 static bool parse_size(const char *flag, const char *v, int64_t *out) {
-  char *end = NULL;
-  long long n = strtoll(v, &end, 10);
-  if (!*v || *end || n < 1 || n > 1 << 20) {
-    fprintf(stderr, "shard-opt: %s expects a positive integer, got '%s'\n", flag, v);
-    return false;
-  }
-  *out = n;
-  return true;
+  return tool_parse_count("shard-opt", flag, v, INT64_C(1) << 20, out);
 }
 
 // Returns 0 on success, 1 on a usage error (reported), -1 for --help.

@@ -285,7 +285,16 @@ static void impossible_sizes(void **state) {
   expect_error(edit("hidden_size", "  \"hidden_size\": 64, \"head_dim\": 15,", buf, sizeof buf),
                "head_dim 15 must be even for rotary embeddings", NULL);
   expect_error(edit("rms_norm_eps", "  \"rms_norm_eps\": 0,", buf, sizeof buf),
-               "key 'rms_norm_eps' must be positive, got 0", NULL);
+               "key 'rms_norm_eps' is 0: it must be in (0, 1]", NULL);
+  // Numbers that import but train to NaN or to nothing are refused, named.
+  expect_error(edit("rms_norm_eps", "  \"rms_norm_eps\": 1e308,", buf, sizeof buf),
+               "t.json:10:3: error: key 'rms_norm_eps' is 1e+308: it must be in (0, 1]", NULL);
+  expect_error(edit("rms_norm_eps", "  \"rms_norm_eps\": 1e-6, \"initializer_range\": 1e308,",
+                    buf, sizeof buf),
+               "key 'initializer_range' is 1e+308: it must be in (1e-08, 1]", NULL);
+  expect_error(edit("rms_norm_eps", "  \"rms_norm_eps\": 1e-6, \"initializer_range\": 1e-308,",
+                    buf, sizeof buf),
+               "key 'initializer_range' is 1e-308: it must be in (1e-08, 1]", NULL);
   // Sizes whose products would overflow, and layer counts no model has.
   expect_error(edit("vocab_size", "  \"vocab_size\": 4294967296,", buf, sizeof buf),
                "t.json:4:3: error: key 'vocab_size' is 4294967296, beyond any real model",
@@ -311,7 +320,9 @@ static void rope_errors(void **state) {
                     buf, sizeof buf),
                "low_freq_factor 4 must be below high_freq_factor 1", NULL);
   expect_error(edit("rope_theta", "  \"rope_theta\": -1,", buf, sizeof buf),
-               "key 'rope_theta' must be positive", NULL);
+               "key 'rope_theta' is -1: it must be in (1, 1e+12]", NULL);
+  expect_error(edit("rope_theta", "  \"rope_theta\": 1e-308,", buf, sizeof buf),
+               "t.json:11:3: error: key 'rope_theta' is 1e-308: it must be in (1, 1e+12]", NULL);
 }
 
 static void layer_kinds(void **state) {
