@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,9 +16,9 @@ static const char kMagic[8] = {'S', 'R', 'T', 'T', 'O', 'K', 'S', '\0'};
 
 struct srt_tokens {
   char *path;
-  const unsigned char *map; // whole file
-  size_t map_bytes;
-  const unsigned char *data; // first token
+  int fd;          // read with pread: a file truncated under the run gives a
+                   // short read (an error), where a mapping gave SIGBUS
+  int64_t bytes;   // the file's size when opened
   int64_t count, vocab;
   int width; // bytes per token
 };
@@ -39,10 +38,33 @@ static void store_le(unsigned char *p, uint64_t v, int bytes) {
 void srt_tokens_close(srt_tokens *t) {
   if (!t)
     return;
-  if (t->map)
-    munmap((void *)t->map, t->map_bytes);
+  if (t->fd >= 0)
+    close(t->fd);
   free(t->path);
   free(t);
+}
+
+// Reads `n` bytes at file offset `at` into buf. Errors: SRT_DATA_LOSS when
+// the file no longer holds them (naming its size now and when opened).
+static srt_status read_at(const srt_tokens *t, void *buf, size_t n, int64_t at) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = pread(t->fd, (char *)buf + got, n - got, (off_t)(at + (int64_t)got));
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r < 0)
+      return SRT_ERROR(SRT_IO, "token file '%s': read failed: %s", t->path, strerror(errno));
+    if (r == 0) {
+      struct stat st;
+      long long now = fstat(t->fd, &st) == 0 ? (long long)st.st_size : -1;
+      return SRT_ERROR(SRT_DATA_LOSS,
+                       "token file '%s' is %lld bytes now, %lld when it was opened: it was "
+                       "truncated or rewritten during the run",
+                       t->path, now, (long long)t->bytes);
+    }
+    got += (size_t)r;
+  }
+  return NULL;
 }
 
 srt_status srt_tokens_open(const char *path, srt_tokens **out) {
@@ -57,6 +79,10 @@ srt_status srt_tokens_open(const char *path, srt_tokens **out) {
     close(fd);
     return SRT_ERROR(SRT_IO, "token file '%s': cannot stat: %s", path, strerror(err));
   }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "token file '%s' is not a regular file", path);
+  }
   size_t size = (size_t)st.st_size;
   if (size < SRT_TOKENS_HEADER_BYTES) {
     close(fd);
@@ -64,25 +90,24 @@ srt_status srt_tokens_open(const char *path, srt_tokens **out) {
                      "token file '%s': %zu bytes, shorter than the %d-byte header", path,
                      size, SRT_TOKENS_HEADER_BYTES);
   }
-  void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
-  close(fd);
-  if (map == MAP_FAILED)
-    return SRT_ERROR(SRT_IO, "token file '%s': cannot map: %s", path, strerror(err));
   srt_tokens *t = calloc(1, sizeof *t);
   char *name = malloc(strlen(path) + 1);
   if (!t || !name) {
-    munmap(map, size);
+    close(fd);
     free(t);
     free(name);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", path);
   }
   strcpy(name, path);
-  *t = (srt_tokens){.path = name, .map = map, .map_bytes = size};
-  const unsigned char *h = map;
+  *t = (srt_tokens){.path = name, .fd = fd, .bytes = (int64_t)size};
+  unsigned char h[SRT_TOKENS_HEADER_BYTES];
+  srt_status s = read_at(t, h, sizeof h, 0);
+  if (s) {
+    srt_tokens_close(t);
+    return s;
+  }
   uint64_t version = load_le(h + 8, 2), width = load_le(h + 10, 2);
   uint64_t count = load_le(h + 16, 8), vocab = load_le(h + 24, 8);
-  srt_status s = NULL;
   if (memcmp(h, kMagic, sizeof kMagic) != 0)
     s = SRT_ERROR(SRT_DATA_LOSS,
                   "token file '%s': not a token file (magic is not \"SRTTOKS\"; make one "
@@ -108,7 +133,6 @@ srt_status srt_tokens_open(const char *path, srt_tokens **out) {
     srt_tokens_close(t);
     return s;
   }
-  t->data = h + SRT_TOKENS_HEADER_BYTES;
   t->count = (int64_t)count;
   t->vocab = (int64_t)vocab;
   t->width = (int)width;
@@ -119,19 +143,36 @@ srt_status srt_tokens_open(const char *path, srt_tokens **out) {
 int64_t srt_tokens_count(const srt_tokens *t) { return t->count; }
 int64_t srt_tokens_vocab(const srt_tokens *t) { return t->vocab; }
 
+// Byte offset of token i.
+static int64_t offset_of(const srt_tokens *t, int64_t i) {
+  return SRT_TOKENS_HEADER_BYTES + i * t->width;
+}
+
 int64_t srt_tokens_at(const srt_tokens *t, int64_t i) {
-  return (int64_t)load_le(t->data + (size_t)i * (size_t)t->width, t->width);
+  unsigned char b[4];
+  srt_status s = read_at(t, b, (size_t)t->width, offset_of(t, i));
+  if (s) {
+    srt_status_free(s);
+    return -1;
+  }
+  return (int64_t)load_le(b, t->width);
 }
 
 srt_status srt_tokens_check_vocab(const srt_tokens *t, int64_t vocab) {
-  for (int64_t i = 0; i < t->count; ++i) {
-    int64_t id = srt_tokens_at(t, i);
-    if (id >= vocab)
-      return SRT_ERROR(SRT_OUT_OF_RANGE,
-                       "token file '%s': token %lld has id %lld, not below the model's "
-                       "vocabulary of %lld (file declares vocabulary %lld)",
-                       t->path, (long long)i, (long long)id, (long long)vocab,
-                       (long long)t->vocab);
+  enum { kChunk = 1 << 16 };
+  unsigned char buf[kChunk * 4];
+  for (int64_t i0 = 0; i0 < t->count; i0 += kChunk) {
+    int64_t n = t->count - i0 < kChunk ? t->count - i0 : kChunk;
+    SRT_RETURN_IF_ERROR(read_at(t, buf, (size_t)(n * t->width), offset_of(t, i0)));
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t id = (int64_t)load_le(buf + i * t->width, t->width);
+      if (id >= vocab)
+        return SRT_ERROR(SRT_OUT_OF_RANGE,
+                         "token file '%s': token %lld has id %lld, not below the model's "
+                         "vocabulary of %lld (file declares vocabulary %lld)",
+                         t->path, (long long)(i0 + i), (long long)id, (long long)vocab,
+                         (long long)t->vocab);
+    }
   }
   return NULL;
 }
@@ -153,12 +194,18 @@ srt_status srt_tokens_batch(const srt_tokens *t, int64_t step, int64_t batch, in
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "token batch: step %lld x batch %lld x seq %lld overflows int64",
                      (long long)step, (long long)batch, (long long)seq);
-  for (int64_t r = 0; r < rows; ++r) {
+  unsigned char *row = malloc((size_t)(seq * t->width));
+  if (!row)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token batch: out of memory");
+  srt_status s = NULL;
+  for (int64_t r = 0; r < rows && !s; ++r) {
     int64_t start = (((step - 1) * batch + row0 + r) * seq) % positions;
-    for (int64_t s = 0; s < seq; ++s)
-      ids[r * seq + s] = srt_tokens_at(t, start + s);
+    s = read_at(t, row, (size_t)(seq * t->width), offset_of(t, start));
+    for (int64_t k = 0; k < seq && !s; ++k)
+      ids[r * seq + k] = (int64_t)load_le(row + k * t->width, t->width);
   }
-  return NULL;
+  free(row);
+  return s;
 }
 
 srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t count,

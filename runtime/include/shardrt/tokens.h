@@ -27,7 +27,7 @@ typedef struct srt_tokens srt_tokens;
 /// SRT_DATA_LOSS for a bad magic, version, token size or length.
 srt_status srt_tokens_open(const char *path, srt_tokens **out);
 
-/// Unmaps and frees `t`; NULL is fine.
+/// Closes and frees `t`; NULL is fine.
 void srt_tokens_close(srt_tokens *t);
 
 /// Number of tokens in the file.
@@ -37,7 +37,7 @@ int64_t srt_tokens_count(const srt_tokens *t);
 /// byte-level files).
 int64_t srt_tokens_vocab(const srt_tokens *t);
 
-/// Token `i` (0 <= i < count).
+/// Token `i` (0 <= i < count), or -1 when the file no longer holds it.
 int64_t srt_tokens_at(const srt_tokens *t, int64_t i);
 
 /// Checks every token id against a model's vocabulary (one pass over the
@@ -52,7 +52,10 @@ srt_status srt_tokens_check_vocab(const srt_tokens *t, int64_t vocab);
 /// steps walk the file and any step can be regenerated from its number.
 /// Errors: SRT_INVALID_ARGUMENT for step < 1, non-positive sizes, rows
 /// outside the batch, or a start position that overflows int64;
-/// SRT_OUT_OF_RANGE when the file has fewer than `seq` tokens (naming both).
+/// SRT_OUT_OF_RANGE when the file has fewer than `seq` tokens (naming both);
+/// SRT_DATA_LOSS when the file was truncated since it was opened (naming
+/// its sizes then and now; tokens are read, not mapped, so this is an error
+/// and no signal).
 srt_status srt_tokens_batch(const srt_tokens *t, int64_t step, int64_t batch, int64_t seq,
                             int64_t row0, int64_t rows, int64_t *ids);
 
