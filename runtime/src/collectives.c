@@ -1,9 +1,17 @@
 // Collectives over MPI: all-reduce, all-gather / reduce-scatter along any
 // dim (pack/unpack through the context's scratch), all-to-all, broadcast.
+// Each is started non-blocking and waited for against the context's
+// deadline (srt_context_options.timeout_s): a peer that stalled or died
+// ends the wait with an error naming the collective, the step and the ranks
+// that never arrived, instead of a hang; while it waits a rank sleeps
+// between polls rather than spinning a core.
 #include "shardrt/collectives.h"
 
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "context_internal.h"
 #include "shardrt/tensor.h"
@@ -82,6 +90,122 @@ static srt_status check_shape(const srt_group *g, const char *what, int ndim,
 }
 
 //===----------------------------------------------------------------------===//
+// Deadlines
+//===----------------------------------------------------------------------===//
+
+enum { kArrivalTag = 0x5EED };
+
+// The message of a collective that timed out on `g`: which of the group's
+// ranks arrived, found by an exchange on the side communicator (every rank
+// that timed out tells every other; those not heard from within a grace
+// period never arrived).
+static srt_status timed_out(srt_group *g, const char *what, double waited) {
+  int n = g->size;
+  int *arrived = calloc((size_t)n, sizeof *arrived);
+  int *world = calloc((size_t)n, sizeof *world);
+  MPI_Request *sends = calloc((size_t)n, sizeof *sends);
+  if (!arrived || !world || !sends) {
+    free(arrived);
+    free(world);
+    free(sends);
+    return SRT_ERROR(SRT_DEADLINE_EXCEEDED, "%s on group '%s' did not complete in %.0f s", what,
+                     g->name, waited);
+  }
+  // Group rank -> world rank, for the message.
+  MPI_Group gg, wg;
+  MPI_Comm_group(g->comm, &gg);
+  MPI_Comm_group(g->ctx->groups[SRT_GROUP_WORLD].comm, &wg);
+  int *ranks = world;
+  for (int r = 0; r < n; ++r)
+    ranks[r] = r;
+  int *mapped = calloc((size_t)n, sizeof *mapped);
+  if (mapped && MPI_Group_translate_ranks(gg, n, ranks, wg, mapped) == MPI_SUCCESS)
+    memcpy(world, mapped, (size_t)n * sizeof *world);
+  free(mapped);
+  MPI_Group_free(&gg);
+  MPI_Group_free(&wg);
+  int me = g->rank;
+  arrived[me] = 1;
+  for (int r = 0; r < n; ++r)
+    sends[r] = MPI_REQUEST_NULL;
+  for (int r = 0; r < n; ++r)
+    if (r != me)
+      MPI_Isend(&me, 1, MPI_INT, r, kArrivalTag, g->side, &sends[r]);
+  double until = MPI_Wtime() + 2.0; // the others time out within this too
+  while (MPI_Wtime() < until) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(MPI_ANY_SOURCE, kArrivalTag, g->side, &flag, &st);
+    if (flag) {
+      int who;
+      MPI_Recv(&who, 1, MPI_INT, st.MPI_SOURCE, kArrivalTag, g->side, MPI_STATUS_IGNORE);
+      if (who >= 0 && who < n)
+        arrived[who] = 1;
+    } else {
+      struct timespec nap = {0, 1000000};
+      nanosleep(&nap, NULL);
+    }
+  }
+  char missing[512] = "";
+  size_t len = 0;
+  for (int r = 0; r < n && len < sizeof missing - 16; ++r)
+    if (!arrived[r])
+      len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%d", len ? ", " : "",
+                              world[r]);
+  srt_status s = SRT_ERROR(SRT_DEADLINE_EXCEEDED,
+                           "%s on group '%s' did not complete in %.0f s at step %lld: world "
+                           "rank(s) %s never arrived (stalled or dead)",
+                           what, g->name, waited, (long long)g->ctx->step,
+                           len ? missing : "(none known)");
+  free(arrived);
+  free(world);
+  free(sends); // the sends stay pending: the caller ends the job
+  return s;
+}
+
+// Waits for the non-blocking collective `req` of `g`: polls it, spinning
+// for the first 20 ms (the collectives of a running step finish within
+// that, and sleeping would add latency to each), then sleeping between
+// polls with a backoff up to 1 ms (a rank waiting on a stalled peer does not
+// burn a core), until it completes or the context's deadline passes. No
+// deadline (timeout <= 0): MPI's own blocking wait.
+static srt_status wait_for(srt_group *g, const char *what, MPI_Request *req) {
+  double timeout = g->ctx->timeout_s, start = MPI_Wtime();
+  if (timeout <= 0) {
+    int rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? NULL : srt_mpi_error(rc, what, g, __FILE__, __LINE__);
+  }
+  long nap_ns = 0;
+  for (unsigned polls = 1;; ++polls) {
+    int done = 0;
+    int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+      return srt_mpi_error(rc, what, g, __FILE__, __LINE__);
+    if (done)
+      return NULL;
+    if (!nap_ns && polls % 256)
+      continue; // spinning: look at the clock now and then
+    double waited = MPI_Wtime() - start;
+    if (timeout > 0 && waited > timeout)
+      return timed_out(g, what, waited);
+    if (waited < 0.02)
+      continue;
+    nap_ns = nap_ns ? (nap_ns * 2 < 1000000 ? nap_ns * 2 : 1000000) : 10000;
+    struct timespec nap = {0, nap_ns};
+    nanosleep(&nap, NULL);
+  }
+}
+
+// Starts `call` (a non-blocking MPI collective writing &req_) on `g` and
+// waits for it against the deadline.
+#define SRT_MPI_WAIT(g, what, call)                                                     \
+  do {                                                                                   \
+    MPI_Request req_ = MPI_REQUEST_NULL;                                                 \
+    SRT_MPI(g, call);                                                                    \
+    SRT_RETURN_IF_ERROR(wait_for(g, what, &req_));                                       \
+  } while (0)
+
+//===----------------------------------------------------------------------===//
 // Packing: a row-major tensor viewed as [outer, size(dim), inner]
 //===----------------------------------------------------------------------===//
 
@@ -133,7 +257,8 @@ srt_status srt_all_reduce(srt_group *g, void *data, int64_t count, srt_dtype dty
   SRT_RETURN_IF_ERROR(check_count(g, what, count));
   if (count == 0 || g->size == 1)
     return NULL;
-  SRT_MPI(g, MPI_Allreduce(MPI_IN_PLACE, data, (int)count, t, mop, g->comm));
+  SRT_MPI_WAIT(g, "all-reduce",
+               MPI_Iallreduce(MPI_IN_PLACE, data, (int)count, t, mop, g->comm, &req_));
   return NULL;
 }
 
@@ -154,12 +279,14 @@ srt_status srt_all_gather(srt_group *g, const void *in, void *out, srt_dtype dty
   }
   layout l = layout_of(ndim, local_shape, dim, elem);
   if (l.outer == 1) { // chunks are already contiguous in the output
-    SRT_MPI(g, MPI_Allgather(in, (int)count, t, out, (int)count, t, g->comm));
+    SRT_MPI_WAIT(g, "all-gather",
+                 MPI_Iallgather(in, (int)count, t, out, (int)count, t, g->comm, &req_));
     return NULL;
   }
   void *scratch;
   SRT_RETURN_IF_ERROR(srt_context_scratch(g->ctx, bytes * (size_t)g->size, &scratch));
-  SRT_MPI(g, MPI_Allgather(in, (int)count, t, scratch, (int)count, t, g->comm));
+  SRT_MPI_WAIT(g, "all-gather",
+               MPI_Iallgather(in, (int)count, t, scratch, (int)count, t, g->comm, &req_));
   unpack_chunks(scratch, l, g->size, out);
   return NULL;
 }
@@ -238,7 +365,8 @@ srt_status srt_all_to_all(srt_group *g, const void *in, void *out, srt_dtype dty
     scratch += bytes;
   }
   void *recv = recv_l.outer != 1 ? (void *)scratch : out;
-  SRT_MPI(g, MPI_Alltoall(send, (int)count, t, recv, (int)count, t, g->comm));
+  SRT_MPI_WAIT(g, "all-to-all",
+               MPI_Ialltoall(send, (int)count, t, recv, (int)count, t, g->comm, &req_));
   if (recv != out)
     unpack_chunks(recv, recv_l, g->size, out);
   return NULL;
@@ -254,7 +382,7 @@ srt_status srt_broadcast(srt_group *g, void *data, int64_t count, srt_dtype dtyp
     return bad_arg(g, what, "root outside the group (root, size)", root, g->size);
   if (count == 0 || g->size == 1)
     return NULL;
-  SRT_MPI(g, MPI_Bcast(data, (int)count, t, root, g->comm));
+  SRT_MPI_WAIT(g, "broadcast", MPI_Ibcast(data, (int)count, t, root, g->comm, &req_));
   return NULL;
 }
 

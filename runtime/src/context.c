@@ -37,6 +37,7 @@ srt_context_options srt_context_default_options(void) {
   o.dp = 0;
   o.tp = 1;
   o.comm = MPI_COMM_NULL;
+  o.timeout_s = 600;
   return o;
 }
 
@@ -46,6 +47,7 @@ static srt_status split_group(srt_context *ctx, srt_group *g, int color, int key
   srt_group *world = &ctx->groups[SRT_GROUP_WORLD];
   SRT_MPI(world, MPI_Comm_split(world->comm, color, key, &g->comm));
   SRT_MPI(g, MPI_Comm_set_errhandler(g->comm, MPI_ERRORS_RETURN));
+  SRT_MPI(g, MPI_Comm_dup(g->comm, &g->side));
   SRT_MPI(g, MPI_Comm_size(g->comm, &g->size));
   SRT_MPI(g, MPI_Comm_rank(g->comm, &g->rank));
   if (g->rank != key)
@@ -61,6 +63,8 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   MPI_Comm parent = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
   SRT_MPI(world, MPI_Comm_dup(parent, &world->comm));
   SRT_MPI(world, MPI_Comm_set_errhandler(world->comm, MPI_ERRORS_RETURN));
+  SRT_MPI(world, MPI_Comm_dup(world->comm, &world->side));
+  ctx->timeout_s = o->timeout_s;
   SRT_MPI(world, MPI_Comm_size(world->comm, &world->size));
   SRT_MPI(world, MPI_Comm_rank(world->comm, &world->rank));
   for (int k = 0; k < SRT_GROUP_COUNT; ++k)
@@ -102,6 +106,8 @@ static srt_status release(srt_context *ctx) {
   srt_status first = NULL;
   for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
     srt_group *g = &ctx->groups[k];
+    if (g->side != MPI_COMM_NULL)
+      MPI_Comm_free(&g->side);
     if (g->comm == MPI_COMM_NULL)
       continue;
     int rc = MPI_Comm_free(&g->comm);
@@ -139,6 +145,7 @@ srt_status srt_context_create(const srt_context_options *options,
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "context: out of memory");
   for (int k = 0; k < SRT_GROUP_COUNT; ++k) {
     ctx->groups[k].comm = MPI_COMM_NULL;
+    ctx->groups[k].side = MPI_COMM_NULL;
     ctx->groups[k].name = kGroupNames[k];
     ctx->groups[k].world_rank = -1; // until MPI_Comm_rank tells
     ctx->groups[k].ctx = ctx;
@@ -231,3 +238,8 @@ int srt_group_size(const srt_group *group) { return group->size; }
 int srt_group_rank(const srt_group *group) { return group->rank; }
 const char *srt_group_name(const srt_group *group) { return group->name; }
 MPI_Comm srt_group_comm(const srt_group *group) { return group->comm; }
+
+void srt_context_set_step(srt_context *ctx, int64_t step) {
+  if (ctx)
+    ctx->step = step;
+}

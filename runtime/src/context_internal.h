@@ -8,6 +8,7 @@
 
 struct srt_group {
   MPI_Comm comm;       // MPI_COMM_NULL until created
+  MPI_Comm side;       // a duplicate, for the arrival exchange of a deadline
   int size;
   int rank;            // rank in the group
   int world_rank;      // for messages
@@ -33,6 +34,8 @@ struct srt_context {
   // first training step), then stays; freed by srt_context_destroy.
   void *op_scratch;
   size_t op_scratch_bytes;
+  double timeout_s; // deadline of each collective (srt_context_options)
+  int64_t step;     // srt_context_set_step, for messages
 };
 
 /// Makes the status for MPI error code `rc` returned by `call` on `group`.

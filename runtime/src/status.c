@@ -48,7 +48,8 @@ const char *srt_status_message(srt_status s) { return s ? s->message : ""; }
 const char *srt_code_name(srt_code code) {
   static const char *const names[] = {
       "OK", "INVALID_ARGUMENT", "OUT_OF_RANGE", "NOT_FOUND", "DATA_LOSS", "IO",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "UNAVAILABLE", "INTERNAL"};
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "UNAVAILABLE", "INTERNAL",
+      "DEADLINE_EXCEEDED"};
   return (unsigned)code < sizeof names / sizeof *names ? names[code] : "UNKNOWN";
 }
 

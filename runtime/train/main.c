@@ -32,6 +32,14 @@ static void report(srt_status s, int rank) {
     fprintf(stderr, "train: rank %d: %s\n", rank, srt_status_message(s));
   else
     fprintf(stderr, "train: %s\n", srt_status_message(s));
+  // A collective past its deadline: a peer is stalled or dead and will not
+  // take part in anything else, so no orderly shutdown can finish. End the
+  // whole job (every rank, exit status 1).
+  if (srt_status_code(s) == SRT_DEADLINE_EXCEEDED) {
+    fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", rank);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
   srt_status_free(s);
 }
 
@@ -175,6 +183,7 @@ int main(int argc, char **argv) {
   srt_context_options co = srt_context_default_options();
   co.dp = (int)p->dp;
   co.tp = (int)p->tp;
+  co.timeout_s = o.timeout_s;
   // On a device backend the host keeps only the persistent region (what it
   // initialises, loads, saves and dumps); the whole arena is on the device.
   const srt_backend *backend = p->backend;
@@ -245,6 +254,7 @@ int main(int argc, char **argv) {
   int64_t skipped = 0, skipped_in_a_row = 0;
   srt_exec exec = {ctx, backend ? device_arena : arena, device, backend};
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
+    srt_context_set_step(ctx, step);
     s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
     if (!s && tokens && backend)
       s = upload_batch(backend, device, p, arena);

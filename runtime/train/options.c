@@ -16,12 +16,17 @@ const char *train_usage(void) {
          "         --max-grad-norm F [--betas B1,B2] [--eps E] [--weight-decay W]\n"
          "         [--norm-type 2|inf|p] [--load CKPT] [--save CKPT] [--save-every N]\n"
          "         [--seed S] [--log-every N] [--dump FILE] [--max-skipped N]\n"
+         "         [--timeout SECONDS]\n"
          "  N must be the program's dp x tp; TOKENS is a token file (shard-tokens);\n"
          "  K is the last step to run (a resumed run continues to K);\n"
          "  --max-grad-norm <= 0 disables clipping.\n"
          "  --max-skipped N: a step whose gradient norm is not finite changes nothing;\n"
          "    after N such steps in a row the run stops with an error and saves\n"
          "    nothing (default 5; 0: never stop).\n"
+         "  --timeout SECONDS: a collective that has not completed after SECONDS (a\n"
+         "    rank stalled or died) ends the whole job with exit 1, naming the\n"
+         "    collective, the step and the ranks that never arrived (default 600;\n"
+         "    0: wait forever).\n"
          "  --batch-file FILE: safetensors with input_ids and labels, I64 [batch, seq]\n"
          "    (labels may hold -100, ignored by the loss), used for every step instead\n"
          "    of token-file batches.\n"
@@ -76,7 +81,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        .max_grad_norm = NAN,
                        .norm_type = 2.0,
                        .log_every = 1,
-                       .max_skipped = 5};
+                       .max_skipped = 5,
+                       .timeout_s = 600};
   for (int i = 1; i < argc; ++i) {
     const char *f = argv[i];
     if (!strcmp(f, "--help") || !strcmp(f, "-h"))
@@ -130,6 +136,10 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       int64_t s;
       SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &s));
       o->seed = (uint64_t)s;
+    } else if (!strcmp(f, "--timeout")) {
+      SRT_RETURN_IF_ERROR(parse_double(f, v, &o->timeout_s));
+      if (!(o->timeout_s >= 0) || !isfinite(o->timeout_s))
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "--timeout must be >= 0 seconds, got '%s'", v);
     } else if (!strcmp(f, "--max-skipped")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &o->max_skipped));
     } else if (!strcmp(f, "--log-every")) {

@@ -33,6 +33,7 @@ typedef struct train_options {
   const char *batch_file; ///< --batch-file FILE: input_ids/labels for every step, or NULL
   const char *dump;      ///< --dump FILE: loss, norms, parameters (+ logits) after the last step
   int64_t max_skipped;   ///< --max-skipped N: stop after N consecutive skipped steps (5; 0: never)
+  double timeout_s;      ///< --timeout SECONDS: deadline of every collective (600; 0: none)
 } train_options;
 
 /// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and

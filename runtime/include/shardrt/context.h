@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shardrt/arena.h"
 #include "shardrt/mesh.h"
@@ -59,9 +60,12 @@ typedef struct srt_context_options {
   MPI_Comm comm;        ///< the processes of the mesh; MPI_COMM_NULL: MPI_COMM_WORLD
   size_t arena_bytes;   ///< size of the per-rank arena (srt_context_arena); 0: none
   size_t scratch_bytes; ///< initial collective scratch (grows on demand if short)
+  double timeout_s;     ///< deadline of every collective, seconds; <= 0: none
 } srt_context_options;
 
-/// dp = 0 (inferred), tp = 1, comm = MPI_COMM_NULL, no arena, no scratch.
+/// dp = 0 (inferred), tp = 1, comm = MPI_COMM_NULL, no arena, no scratch,
+/// collectives time out after 600 s (torch.distributed's default process
+/// group timeout).
 srt_context_options srt_context_default_options(void);
 
 /// Creates a context. Collective over `options->comm`: every rank must call
@@ -101,5 +105,9 @@ srt_group *srt_context_group(srt_context *ctx, srt_group_kind kind);
 
 /// The per-rank arena (owned by ctx), or NULL if options.arena_bytes was 0.
 srt_arena *srt_context_arena(srt_context *ctx);
+
+/// Records the training step the context's collectives belong to (named by
+/// a deadline's error). 0 before the first step.
+void srt_context_set_step(srt_context *ctx, int64_t step);
 
 #endif // SHARDRT_CONTEXT_H

@@ -18,6 +18,7 @@ typedef enum srt_code {
   SRT_FAILED_PRECONDITION, // e.g. world size != dp x tp
   SRT_UNAVAILABLE,       // a collective or communicator failed
   SRT_INTERNAL,          // a bug in the runtime
+  SRT_DEADLINE_EXCEEDED, // a collective did not complete in time (a peer stalled or died)
 } srt_code;
 
 /// NULL = OK. Owned by whoever receives it: free with srt_status_free or
