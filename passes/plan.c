@@ -2,6 +2,8 @@
 // passes/plans/*.json, and Hugging Face module pattern matching.
 #include "plan.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +23,19 @@ bool tp_placement_parse(const char *text, tp_placement *out) {
     *out = TP_P;
     return true;
   }
-  int dim, n = 0;
-  if (sscanf(text, "Shard(%d)%n", &dim, &n) == 1 && text[n] == '\0') {
-    *out = TP_S(dim);
-    return true;
-  }
-  return false;
+  // Shard(d): an integer d (negative counts from the last dim), bounded so
+  // that it never wraps (Shard(2147483648) once read as Shard(-2147483648)).
+  if (strncmp(text, "Shard(", 6) != 0)
+    return false;
+  const char *p = text + 6;
+  char *end;
+  errno = 0;
+  long dim = strtol(p, &end, 10);
+  if (end == p || (*p != '-' && !isdigit((unsigned char)*p)) || errno == ERANGE ||
+      strcmp(end, ")") != 0 || dim < -1000000 || dim > 1000000)
+    return false;
+  *out = TP_S((int)dim);
+  return true;
 }
 
 const char *tp_placement_str(tp_placement p, char *buf, size_t len) {
@@ -40,9 +49,12 @@ const char *tp_placement_str(tp_placement p, char *buf, size_t len) {
 bool tp_placement_normalize(tp_placement *p, int rank) {
   if (p->kind != TP_SHARD)
     return true;
-  if (p->dim < 0)
-    p->dim += rank;
-  return p->dim >= 0 && p->dim < rank;
+  // Out of range: left as written, so that messages show what was given.
+  int dim = p->dim < 0 ? p->dim + rank : p->dim;
+  if (dim < 0 || dim >= rank)
+    return false;
+  p->dim = dim;
+  return true;
 }
 
 bool tp_placement_equal(tp_placement a, tp_placement b) {

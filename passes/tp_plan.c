@@ -182,6 +182,14 @@ static int rank_of(MlirValue v) {
   return mlirTypeIsARankedTensor(t) ? (int)mlirShapedTypeGetRank(t) : 0;
 }
 
+// "rank 3" or "ranks 0-2".
+static void ranks_str(char *buf, size_t len, int64_t lo, int64_t hi) {
+  if (lo == hi)
+    snprintf(buf, len, "rank %lld", (long long)lo);
+  else
+    snprintf(buf, len, "ranks %lld-%lld", (long long)lo, (long long)hi);
+}
+
 // Checks that `layout` splits `v` evenly; reports `what` of `op` otherwise,
 // naming the local shapes the ranks would get.
 static bool check_split(plan_run *r, MlirOperation op, const char *what, MlirValue v,
@@ -204,13 +212,14 @@ static bool check_split(plan_run *r, MlirOperation op, const char *what, MlirVal
       ns += (size_t)snprintf(small + ns, sizeof small - ns, "%s%lld", d ? ", " : "", (long long)lo);
     }
     int64_t rem = s.dims[p.dim] % n;
+    char first[48], rest[48];
+    ranks_str(first, sizeof first, 0, rem - 1);
+    ranks_str(rest, sizeof rest, rem, n - 1);
     report(r, op,
            "tp-plan: '%.*s': %s dim %d (%lld) is not divisible by the %s size %lld: "
-           "the ranks' local shapes would differ ([%s] on ranks 0-%lld, [%s] on ranks "
-           "%lld-%lld)",
+           "the ranks' local shapes would differ ([%s] on %s, [%s] on %s)",
            (int)module.length, module.data, what, p.dim, (long long)s.dims[p.dim],
-           axis == 0 ? "dp" : "tp", (long long)n, big, (long long)(rem - 1), small,
-           (long long)rem, (long long)(n - 1));
+           axis == 0 ? "dp" : "tp", (long long)n, big, first, small, rest);
     return false;
   }
   return true;
@@ -353,7 +362,9 @@ static void apply_entry(plan_run *r, MlirOperation op, tp_plan_entry *e, int ind
       if (eff.has_input)
         annotate_input(r, op, 0, eff.input);
       int nres = (int)mlirOperationGetNumResults(op);
-      for (int i = 0; i < eff.num_outputs && i < nres; ++i)
+      // One refusal per entry (docs/plans.md): an input that does not split
+      // is not followed by the same refusal for the output.
+      for (int i = 0; i < eff.num_outputs && i < nres && r->errors == errors_before; ++i)
         annotate_output(r, op, i, eff.outputs[i]);
     } else {
       want_param(r, op, 1, TP_R);

@@ -246,9 +246,11 @@ int main(int argc, char **argv) {
            p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
            (long long)p->seq, (int)p->num_params, (double)p->arena_bytes / (1 << 20),
            backend ? " on " : "", backend ? backend->name : "",
-           o.load ? "resumed" : "initialised");
-    if (o.load)
+           !o.load ? "initialised" : state.step > 0 ? "resumed" : "loaded (weights only)");
+    if (o.load && state.step > 0)
       printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);
+    else if (o.load) // a Hugging Face checkpoint: weights, a fresh optimizer
+      printf("train: loaded the weights of '%s'; training starts at step 1\n", o.load);
     fflush(stdout);
   }
   int64_t skipped = 0, skipped_in_a_row = 0;

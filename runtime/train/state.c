@@ -2,6 +2,8 @@
 // safetensors file plus the optimizer state (AdamW moments, step counters)
 // in a second file that the weights file names in its metadata, written in
 // an order that keeps the previous checkpoint loadable through any crash.
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -203,11 +205,12 @@ static srt_status check_no_extra(const srt_safetensors *f, const srt_program *p,
 // A decimal metadata value of `f`, or -1 when absent or malformed.
 static int64_t meta_int(const srt_safetensors *f, const char *key) {
   const char *v = srt_safetensors_metadata(f, key);
-  if (!v || !*v)
-    return -1;
+  if (!v)
+    return -1; // missing
   char *end;
-  long long x = strtoll(v, &end, 10);
-  return *end || x < 0 ? -1 : (int64_t)x;
+  errno = 0;
+  long long x = isdigit((unsigned char)*v) ? strtoll(v, &end, 10) : -1;
+  return x < 0 || *end || errno == ERANGE ? -2 : (int64_t)x; // -2: malformed
 }
 
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
@@ -229,8 +232,9 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   const char *optim_base = s ? NULL : srt_safetensors_metadata(f, "shardrt.optimizer");
   int64_t step = meta_int(f, "shardrt.step"), adam = meta_int(f, "shardrt.adam_step");
   if (!s && optim_base && (step < 0 || adam < 0))
-    s = SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': shardrt.step/adam_step metadata missing",
-                  path);
+    s = SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': metadata shardrt.%s is %s", path,
+                  step < 0 ? "step" : "adam_step",
+                  (step < 0 ? step : adam) == -1 ? "missing" : "not a step count");
   // The optimizer file is the checkpoint's sibling, named by a save
   // (basename only): a path out of its directory is refused.
   if (!s && optim_base &&

@@ -195,6 +195,19 @@ edit_checkpoint "$W/flip/$OPT" neg:model.norm.weight.exp_avg_sq
 expect_error "a negative second moment" "tensor 'model.norm.weight.exp_avg_sq' has a negative second moment -1 at element 0" -- \
   run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/flip/model.safetensors"
 
+# A malformed step count in the metadata is named as such (it once read
+# "metadata missing").
+rm -rf "$W/flip" && mkdir -p "$W/flip" && cp "$W"/step3/model.safetensors* "$W/flip/" || fail "copy"
+python3 - "$W/flip/model.safetensors" <<'PY' || fail "cannot edit the header"
+import sys
+path = sys.argv[1]
+data = open(path, 'rb').read()
+assert data.count(b'"shardrt.step":"3"') == 1
+open(path, 'wb').write(data.replace(b'"shardrt.step":"3"', b'"shardrt.step":"x"'))
+PY
+expect_error "a malformed step" "metadata shardrt.step is not a step count" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/flip/model.safetensors"
+
 # Outputs never replace inputs or devices: --save onto the token file, a
 # checkpoint onto a device, a dump onto a FIFO (refused, no hang). A private
 # device node (mknod, as root) stands in for /dev/null.

@@ -51,6 +51,9 @@ for v in "${VARIANTS[@]}"; do
     --max-grad-norm "$MAX_GRAD_NORM" --dump "$W/$name.dump.safetensors" >"$W/$name.log" 2>&1 \
     || { cat "$W/$name.log"; echo "FAIL: $ARCH $name: the step failed"; status=1; continue; }
   verdict=ok
+  # transformers' file has no optimizer state: its weights, step 1 (not a resume).
+  grep -q "loaded the weights of '$G/model.safetensors'; training starts at step 1" "$W/$name.log" \
+    || { cat "$W/$name.log"; echo "FAIL: $ARCH $name: the Hugging Face checkpoint not loaded as weights only"; status=1; }
   "$BIN/golden_compare" "$W/$name.dump.safetensors" "$G/expected.safetensors" \
     >"$W/$name.cmp" 2>&1 || { verdict=FAIL; cat "$W/$name.cmp"; status=1; }
   grep '^step ' "$W/$name.log"

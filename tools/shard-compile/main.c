@@ -74,6 +74,16 @@ static bool positive(const char *flag, const char *v, int64_t *out) {
   return tool_parse_count("shard-compile", flag, v, INT64_C(1) << 24, out);
 }
 
+// The flags that take a value (`--flag VALUE` or `--flag=VALUE`).
+static bool takes_value(const char *a) {
+  static const char *const flags[] = {"-o",    "--tp-plan", "--tp-size", "--dp-size", "--batch",
+                                      "--seq", "--weights", "--emit",    "--backend"};
+  for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
+    if (!strcmp(a, flags[i]))
+      return true;
+  return false;
+}
+
 static int parse(int argc, char **argv, options *o) {
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu"};
   for (int i = 1; i < argc; ++i) {
@@ -107,7 +117,10 @@ static int parse(int argc, char **argv, options *o) {
       o->timing = true;
     else if (!strcmp(a, "--keep-logits"))
       o->keep_logits = true;
-    else if (a[0] == '-') {
+    else if (takes_value(a)) { // the last argument, its value missing
+      fprintf(stderr, "shard-compile: %s needs a value\n", a);
+      return 1;
+    } else if (a[0] == '-') {
       fprintf(stderr, "shard-compile: unknown option '%s' (see --help)\n", a);
       return 1;
     } else if (o->config) {
@@ -188,7 +201,11 @@ static bool write_module(MlirOperation module, const char *path) {
   }
   mlirOperationPrint(module, tool_print_to_file, out);
   fputc('\n', out);
-  return out == stdout ? fflush(out) == 0 : fclose(out) == 0;
+  bool ok = !ferror(out);
+  ok = (out == stdout ? fflush(out) == 0 : fclose(out) == 0) && ok;
+  if (!ok) // e.g. a full disk, /dev/full
+    fprintf(stderr, "shard-compile: cannot write '%s': %s\n", path, strerror(errno));
+  return ok;
 }
 
 static int run(const options *o) {

@@ -147,6 +147,9 @@ static int parse_args(int argc, char **argv, options *o) {
           else if (!parse_size(names[k], argv[++i], k == 1 ? &o->tp_size : &o->dp_size))
             return 1;
         }
+    } else if (!strcmp(a, "--tp-plan") || !strcmp(a, "--tp-size") || !strcmp(a, "--dp-size")) {
+      fprintf(stderr, "shard-opt: %s needs a value\n", a); // the last argument
+      return 1;
     } else if (flag_value(a, "--tp-plan", &v)) {
       o->tp_plan = v;
     } else if (flag_value(a, "--tp-size", &v)) {
