@@ -14,6 +14,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Diagnostics.h"
+#include "diagnostic.h"
 #include "nn.h"
 #include "pass.h"
 #include "plan.h"
@@ -64,14 +65,14 @@ typedef struct plan_run {
   int errors;
 } plan_run;
 
+// An error at `op` through the passes' one formatter ("tp-plan: '<module>':
+// ...").
 __attribute__((format(printf, 3, 4))) static void report(plan_run *r, MlirOperation op,
                                                          const char *fmt, ...) {
-  char msg[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  tp_verror(op, "tp-plan", fmt, ap);
   va_end(ap);
-  mlirEmitError(mlirOperationGetLocation(op), msg);
   ++r->errors;
 }
 
@@ -202,7 +203,6 @@ static bool check_split(plan_run *r, MlirOperation op, const char *what, MlirVal
     int64_t n = r->mesh.size[axis];
     if (p.kind != TP_SHARD || s.dims[p.dim] % n == 0)
       continue;
-    MlirStringRef module = nn_module_of(op);
     char big[256] = "", small[256] = "";
     size_t nb = 0, ns = 0;
     for (int d = 0; d < s.rank; ++d) {
@@ -216,10 +216,10 @@ static bool check_split(plan_run *r, MlirOperation op, const char *what, MlirVal
     ranks_str(first, sizeof first, 0, rem - 1);
     ranks_str(rest, sizeof rest, rem, n - 1);
     report(r, op,
-           "tp-plan: '%.*s': %s dim %d (%lld) is not divisible by the %s size %lld: "
-           "the ranks' local shapes would differ ([%s] on %s, [%s] on %s)",
-           (int)module.length, module.data, what, p.dim, (long long)s.dims[p.dim],
-           axis == 0 ? "dp" : "tp", (long long)n, big, first, small, rest);
+           "%s dim %d (%lld) is not divisible by the %s size %lld: the ranks' local shapes "
+           "would differ ([%s] on %s, [%s] on %s)",
+           what, p.dim, (long long)s.dims[p.dim], axis == 0 ? "dp" : "tp", (long long)n, big,
+           first, small, rest);
     return false;
   }
   return true;
@@ -231,9 +231,8 @@ static bool in_range(plan_run *r, MlirOperation op, const char *what, tp_placeme
                      MlirValue v) {
   if (tp_placement_normalize(p, rank_of(v)))
     return true;
-  MlirStringRef m = nn_module_of(op);
-  report(r, op, "tp-plan: '%.*s': %s placement Shard(%d) is out of range for a rank-%d tensor",
-         (int)m.length, m.data, what, p->dim, rank_of(v));
+  report(r, op, "%s placement Shard(%d) is out of range for a rank-%d tensor", what, p->dim,
+         rank_of(v));
   return false;
 }
 
@@ -285,7 +284,7 @@ static void want_param(plan_run *r, MlirOperation op, int i, tp_placement tp) {
         pname = mlirStringAttrGetValue(a0);
     }
     report(r, op,
-           "tp-plan: parameter '%.*s' is wanted as %s by '%.*s' but as %s by '%.*s' "
+           "parameter '%.*s' is wanted as %s by '%.*s' but as %s by '%.*s' "
            "(a tied parameter needs one placement)",
            (int)pname.length, pname.data, tp_placement_str(w->tp, a, sizeof a),
            (int)w->module.length,
@@ -306,20 +305,18 @@ static bool check_heads(plan_run *r, MlirOperation op, tp_plan_entry *e,
   int64_t tp = r->mesh.size[1];
   if (!role || eff->weight.kind != TP_SHARD || eff->weight.dim != 0 || tp == 1)
     return true;
-  MlirStringRef m = nn_module_of(op);
   if (role->heads % tp == 0)
     return true;
   if (!role->is_kv) {
-    report(r, op, "tp-plan: '%.*s' (%s): num_attention_heads %lld is not divisible by "
-                  "the tp size %lld", (int)m.length, m.data, tp_style_name(e->style),
-           (long long)role->heads, (long long)tp);
+    report(r, op, "num_attention_heads %lld is not divisible by the tp size %lld (style %s)",
+           (long long)role->heads, (long long)tp, tp_style_name(e->style));
     return false;
   }
   if (tp % role->heads != 0) {
-    report(r, op, "tp-plan: '%.*s' (%s): num_key_value_heads %lld is not divisible by "
-                  "the tp size %lld, nor divides it (so KV heads cannot be replicated "
-                  "over ranks either)", (int)m.length, m.data, tp_style_name(e->style),
-           (long long)role->heads, (long long)tp);
+    report(r, op,
+           "num_key_value_heads %lld is not divisible by the tp size %lld, nor divides it "
+           "(so KV heads cannot be replicated over ranks either; style %s)",
+           (long long)role->heads, (long long)tp, tp_style_name(e->style));
     return false;
   }
   // Each KV head is replicated over tp / kv_heads ranks.
@@ -342,12 +339,10 @@ static bool sp_sequence_check(plan_run *r, MlirOperation op) {
 static void apply_entry(plan_run *r, MlirOperation op, tp_plan_entry *e, int index) {
   nn_op_kind kind = nn_op_kind_of(op);
   style_effect eff;
-  MlirStringRef m = nn_module_of(op);
   int errors_before = r->errors;
   if (!style_effect_of(e->style, kind, &eff)) {
-    report(r, op, "tp-plan: plan entry '%s' gives style '%s' to '%.*s', an %s, to "
-                  "which it does not apply", e->pattern, tp_style_name(e->style),
-           (int)m.length, m.data, nn_op_name(kind));
+    report(r, op, "plan entry '%s' gives it style '%s', which does not apply to an %s",
+           e->pattern, tp_style_name(e->style), nn_op_name(kind));
   } else if (check_heads(r, op, e, &eff)) {
     for (int i = 0; i < e->num_outputs && i < 2; ++i)
       eff.outputs[i] = e->outputs[e->num_outputs == 1 ? 0 : i];
@@ -462,7 +457,7 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
   r.mesh = (tp_mesh){{o[kOptDp].i, o[kOptTp].i}};
   r.sp = o[kOptSp].b;
   if (r.mesh.size[0] < 1 || r.mesh.size[1] < 1) {
-    report(&r, func, "tp-plan: tp and dp sizes must be positive, got tp=%lld dp=%lld",
+    report(&r, func, "tp and dp sizes must be positive, got tp=%lld dp=%lld",
            (long long)r.mesh.size[1], (long long)r.mesh.size[0]);
     return mlirLogicalResultFailure();
   }
@@ -470,19 +465,19 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
   for (intptr_t i = 0; !mlirAttributeIsNull(attrs) && i < mlirArrayAttrGetNumElements(attrs); ++i)
     if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(
             mlirArrayAttrGetElement(attrs, i), mlirStringRefCreateFromCString("nn.placements")))) {
-      report(&r, func, "tp-plan: the function is already partitioned (its arguments carry "
+      report(&r, func, "the function is already partitioned (its arguments carry "
                        "nn.placements): plan and partition the global graph once");
       return mlirLogicalResultFailure();
     }
   char err[1024];
   tp_model_facts facts = {model_type, find_prefix, &r};
   if (!tp_plan_load(o[kOptPlan].s, r.sp, &facts, &r.plan, err, sizeof err)) {
-    report(&r, func, "tp-plan: %s", err);
+    report(&r, func, "%s", err);
     return mlirLogicalResultFailure();
   }
   check_family(func, o[kOptPlan].s, model_type);
   if (!tp_ensure_grid(module_of(func), &r.mesh, err, sizeof err)) {
-    report(&r, func, "tp-plan: %s", err);
+    report(&r, func, "%s", err);
     tp_plan_free(&r.plan);
     return mlirLogicalResultFailure();
   }
