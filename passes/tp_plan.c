@@ -476,6 +476,16 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
     return mlirLogicalResultFailure();
   }
   check_family(func, o[kOptPlan].s, model_type);
+  // Only built-in plans have a sequence-parallel variant: a plan file is used
+  // as written (its sequence_parallel styles are its own).
+  if (r.sp && (strchr(o[kOptPlan].s, '/') || strstr(o[kOptPlan].s, ".json"))) {
+    char msg[640];
+    snprintf(msg, sizeof msg,
+             "tp-plan: sequence-parallel has no effect with the plan file '%.400s': a plan "
+             "file is used as written (give its sequence_parallel styles in it)",
+             o[kOptPlan].s);
+    tp_emit_warning(mlirOperationGetLocation(func), msg);
+  }
   if (!tp_ensure_grid(module_of(func), &r.mesh, err, sizeof err)) {
     report(&r, func, "%s", err);
     tp_plan_free(&r.plan);

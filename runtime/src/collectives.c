@@ -154,7 +154,8 @@ static srt_status timed_out(srt_group *g, const char *what, double waited) {
                               world[r]);
   srt_status s = SRT_ERROR(SRT_DEADLINE_EXCEEDED,
                            "%s on group '%s' did not complete in %.0f s at step %lld: world "
-                           "rank(s) %s never arrived (stalled or dead)",
+                           "rank(s) %s never arrived (stalled, dead, or waiting in another "
+                           "collective)",
                            what, g->name, waited, (long long)g->ctx->step,
                            len ? missing : "(none known)");
   free(arrived);

@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
   if (!failed && backend) // the initialised or loaded host copy to the device
     failed = any_failed(ctx, backend->to_device(device, p, arena, 0, p->persistent_bytes));
   if (!failed && rank == 0) {
-    printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameters "
+    printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameter "
            "tensors, arena %.1f MiB per rank%s%s, %s\n",
            p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
            (long long)p->seq, (int)p->num_params, (double)p->arena_bytes / (1 << 20),
@@ -252,6 +252,15 @@ int main(int argc, char **argv) {
     else if (o.load) // a Hugging Face checkpoint: weights, a fresh optimizer
       printf("train: loaded the weights of '%s'; training starts at step 1\n", o.load);
     fflush(stdout);
+  }
+  // --steps is the last step: a checkpoint already there leaves nothing to run.
+  if (!failed && o.load && state.step >= o.steps) {
+    if (rank == 0)
+      fprintf(stderr,
+              "train: '%s' is at step %lld, not before --steps %lld: no step to run "
+              "(--steps is the last step, not a count)\n",
+              o.load, (long long)state.step, (long long)o.steps);
+    failed = 1;
   }
   int64_t skipped = 0, skipped_in_a_row = 0;
   srt_exec exec = {ctx, backend ? device_arena : arena, device, backend};
@@ -305,8 +314,8 @@ int main(int argc, char **argv) {
       if (rank == 0)
         fprintf(stderr,
                 "train: %lld steps in a row skipped (non-finite gradient norm), the last at "
-                "step %lld: stopping without saving (--max-skipped %lld; lower --lr or "
-                "--max-grad-norm)\n",
+                "step %lld: stopping without saving (--max-skipped %lld; lower --lr, or "
+                "clip with --max-grad-norm)\n",
                 (long long)skipped_in_a_row, (long long)step, (long long)o.max_skipped);
       failed = 1;
       break;

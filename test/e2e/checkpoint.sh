@@ -195,6 +195,10 @@ edit_checkpoint "$W/flip/$OPT" neg:model.norm.weight.exp_avg_sq
 expect_error "a negative second moment" "tensor 'model.norm.weight.exp_avg_sq' has a negative second moment -1 at element 0" -- \
   run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/flip/model.safetensors"
 
+# --steps is the last step: resuming a checkpoint already there says so.
+expect_error "--steps before the checkpoint's step" "is at step 3, not before --steps 3: no step to run" -- \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 3 "${TRAIN[@]}" --load "$W/step3/model.safetensors"
+
 # A malformed step count in the metadata is named as such (it once read
 # "metadata missing").
 rm -rf "$W/flip" && mkdir -p "$W/flip" && cp "$W"/step3/model.safetensors* "$W/flip/" || fail "copy"

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "diagnostics.h"
 #include "mlir-c/BuiltinAttributes.h"
@@ -292,7 +293,15 @@ static int run(const options *o) {
   mlirContextSetAllowUnregisteredDialects(ctx, o->allow_unregistered);
   tool_diagnostics diag = {0};
   tool_diagnostics_attach(ctx, &diag);
-  FILE *out = strcmp(o->output, "-") ? fopen(o->output, "w") : stdout;
+  // A file is written to a temporary beside it and renamed over it only
+  // when everything succeeded: a failed run keeps the previous output. A
+  // device (or stdout) is written directly.
+  struct stat st;
+  bool to_file = strcmp(o->output, "-") && !(stat(o->output, &st) == 0 && S_ISCHR(st.st_mode));
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%.4090s.tmp", o->output);
+  const char *target = to_file ? tmp : o->output;
+  FILE *out = strcmp(o->output, "-") ? fopen(target, "w") : stdout;
   if (!out) {
     fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
     mlirContextDestroy(ctx);
@@ -313,6 +322,13 @@ static int run(const options *o) {
   if (!written)
     fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
   ok &= written;
+  if (to_file && ok && rename(tmp, o->output) != 0) {
+    fprintf(stderr, "shard-opt: cannot rename '%s' over '%s': %s\n", tmp, o->output,
+            strerror(errno));
+    ok = false;
+  }
+  if (to_file && !ok)
+    remove(tmp);
   mlirContextDestroy(ctx);
   free(text);
   return ok ? 0 : 1;
