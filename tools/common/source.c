@@ -1,7 +1,6 @@
 // Reading, splitting and parsing MLIR sources for the drivers.
 #include "source.h"
 
-#include "shardrt/output.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -239,20 +238,3 @@ double tool_now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-bool tool_check_output(const char *tool, const char *path, const char *input) {
-  if (!strcmp(path, "-"))
-    return true;
-  srt_output_kind kind;
-  srt_status s = srt_output_kind_of("output", path, &kind);
-  if (s) {
-    fprintf(stderr, "%s: %s\n", tool, srt_status_message(s));
-    srt_status_free(s);
-    return false;
-  }
-  if (input && srt_same_file(path, input)) {
-    fprintf(stderr, "%s: output '%s' is the input '%s': give another file\n", tool, path,
-            input);
-    return false;
-  }
-  return true;
-}

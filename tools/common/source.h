@@ -47,9 +47,4 @@ void tool_print_to_file(MlirStringRef s, void *data);
 /// A monotonic clock in milliseconds, for the tools' --timing.
 double tool_now_ms(void);
 
-/// Checks that `tool` may write `path` ("-" is stdout): a new or regular
-/// file or a character device, and not the file `input` (NULL: none).
-/// Prints "<tool>: ..." naming the path and returns false otherwise.
-bool tool_check_output(const char *tool, const char *path, const char *input);
-
 #endif // SHARD_TOOLS_SOURCE_H

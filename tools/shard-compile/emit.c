@@ -77,8 +77,8 @@ bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
 
 bool shard_link_has_cuda(void) { return kCudaLinkArgs[0] != NULL; }
 
-bool shard_link(const char *object, const char *output, bool cuda, char *err,
-                size_t errlen) {
+bool shard_link(const char *object, const char *output, const char *name, bool cuda,
+                char *err, size_t errlen) {
   const char *const *libs = cuda ? kCudaLinkArgs : kLinkArgs;
   size_t nlibs = 0;
   while (libs[nlibs])
@@ -102,7 +102,7 @@ bool shard_link(const char *object, const char *output, bool cuda, char *err,
   }
   int status = 0;
   if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    snprintf(err, errlen, "linking '%s' failed (the linker's messages are above)", output);
+    snprintf(err, errlen, "linking '%s' failed (the linker's messages are above)", name);
     return false;
   }
   return true;

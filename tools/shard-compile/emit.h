@@ -18,9 +18,10 @@ bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
 /// executable `output` (the C compiler as linker, arguments from
 /// link_config.h); with `cuda`, with libshardrt_cuda and the CUDA libraries
 /// too (the object was lowered with lower-to-runtime{backend=cuda}).
-/// Returns false with err set if the linker fails.
-bool shard_link(const char *object, const char *output, bool cuda, char *err,
-                size_t errlen);
+/// Returns false with err set, naming `name` (the path the user gave, of
+/// which `output` may be the temporary), if the linker fails.
+bool shard_link(const char *object, const char *output, const char *name, bool cuda,
+                char *err, size_t errlen);
 
 /// Whether this build has the CUDA runtime to link --backend=cuda programs.
 bool shard_link_has_cuda(void);

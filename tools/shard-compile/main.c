@@ -21,6 +21,7 @@
 #include "config.h"
 #include "diagnostics.h"
 #include "args.h"
+#include "output.h"
 #include "source.h"
 #include "emit.h"
 #include "graph.h"
@@ -193,8 +194,9 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
   return ok;
 }
 
-static bool write_module(MlirOperation module, const char *path) {
-  FILE *out = strcmp(path, "-") ? fopen(path, "w") : stdout;
+// Prints `module` to `target` (a file, or stdout for "-"); messages name `path`.
+static bool write_module(MlirOperation module, const char *target, const char *path) {
+  FILE *out = strcmp(target, "-") ? fopen(target, "w") : stdout;
   if (!out) {
     fprintf(stderr, "shard-compile: cannot write '%s': %s\n", path, strerror(errno));
     return false;
@@ -235,14 +237,16 @@ static int run(const options *o) {
   bool mlir_only = !strcmp(o->emit, "mlir");
   ok = ok && compile(ctx, module, o, !mlir_only);
   double t2 = tool_now_ms();
+  tool_output output = {0};
+  ok = ok && tool_output_begin("shard-compile", o->output, &output);
   if (ok && mlir_only) {
-    ok = write_module(module, o->output);
+    ok = write_module(module, output.target, o->output);
   } else if (ok) {
     bool exe = !strcmp(o->emit, "exe");
     // An executable's object goes to a private temporary folder (never
     // beside an output that may be a device: no "/dev/null.o").
     char object[4096], dir[4096] = "";
-    snprintf(object, sizeof object, "%s", o->output);
+    snprintf(object, sizeof object, "%s", output.target);
     bool have_dir = false;
     if (exe) {
       const char *tmpdir = getenv("TMPDIR");
@@ -257,7 +261,8 @@ static int run(const options *o) {
     }
     ok = ok && shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
     if (ok && exe)
-      ok = shard_link(object, o->output, !strcmp(o->backend, "cuda"), err, sizeof err);
+      ok = shard_link(object, output.target, o->output, !strcmp(o->backend, "cuda"), err,
+                      sizeof err);
     if (have_dir) {
       unlink(object);
       rmdir(dir);
@@ -265,6 +270,7 @@ static int run(const options *o) {
     if (!ok)
       fprintf(stderr, "shard-compile: %s\n", err);
   }
+  ok = tool_output_finish("shard-compile", &output, ok);
   if (o->timing)
     fprintf(stderr, "shard-compile: import %.1f ms, passes %.1f ms, emit+link %.1f ms\n",
             t1 - t0, t2 - t1, tool_now_ms() - t2);

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "diagnostics.h"
 #include "args.h"
+#include "output.h"
 #include "source.h"
 #include "graph.h"
 #include "mlir-c/Pass.h"
@@ -179,7 +180,10 @@ static bool verify(MlirContext ctx, MlirModule module) {
 
 static bool write_graph(const options *o, MlirModule module) {
   bool to_stdout = !o->output || !strcmp(o->output, "-");
-  FILE *out = to_stdout ? stdout : fopen(o->output, "w");
+  tool_output output;
+  if (!tool_output_begin("shard-import", to_stdout ? "-" : o->output, &output))
+    return false;
+  FILE *out = to_stdout ? stdout : fopen(output.target, "w");
   if (!out) {
     fprintf(stderr, "shard-import: cannot write '%s': %s\n", o->output,
             strerror(errno));
@@ -198,8 +202,9 @@ static bool write_graph(const options *o, MlirModule module) {
   else
     ok = fflush(out) == 0 && ok;
   if (!ok)
-    fprintf(stderr, "shard-import: error writing '%s'\n", to_stdout ? "<stdout>" : o->output);
-  return ok;
+    fprintf(stderr, "shard-import: error writing '%s': %s\n", to_stdout ? "<stdout>" : o->output,
+            strerror(errno));
+  return tool_output_finish("shard-import", &output, ok);
 }
 
 int main(int argc, char **argv) {

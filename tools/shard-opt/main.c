@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "diagnostics.h"
 #include "mlir-c/BuiltinAttributes.h"
@@ -18,6 +17,7 @@
 #include "pass.h"
 #include "pipeline.h"
 #include "args.h"
+#include "output.h"
 #include "source.h"
 
 typedef struct options {
@@ -293,17 +293,14 @@ static int run(const options *o) {
   mlirContextSetAllowUnregisteredDialects(ctx, o->allow_unregistered);
   tool_diagnostics diag = {0};
   tool_diagnostics_attach(ctx, &diag);
-  // A file is written to a temporary beside it and renamed over it only
-  // when everything succeeded: a failed run keeps the previous output. A
-  // device (or stdout) is written directly.
-  struct stat st;
-  bool to_file = strcmp(o->output, "-") && !(stat(o->output, &st) == 0 && S_ISCHR(st.st_mode));
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%.4090s.tmp", o->output);
-  const char *target = to_file ? tmp : o->output;
-  FILE *out = strcmp(o->output, "-") ? fopen(target, "w") : stdout;
+  tool_output output;
+  FILE *out = NULL;
+  if (tool_output_begin("shard-opt", o->output, &output)) {
+    out = strcmp(o->output, "-") ? fopen(output.target, "w") : stdout;
+    if (!out)
+      fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
+  }
   if (!out) {
-    fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
     mlirContextDestroy(ctx);
     free(text);
     return 1;
@@ -322,13 +319,7 @@ static int run(const options *o) {
   if (!written)
     fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
   ok &= written;
-  if (to_file && ok && rename(tmp, o->output) != 0) {
-    fprintf(stderr, "shard-opt: cannot rename '%s' over '%s': %s\n", tmp, o->output,
-            strerror(errno));
-    ok = false;
-  }
-  if (to_file && !ok)
-    remove(tmp);
+  ok = tool_output_finish("shard-opt", &output, ok);
   mlirContextDestroy(ctx);
   free(text);
   return ok ? 0 : 1;

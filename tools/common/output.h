@@ -1,0 +1,32 @@
+// Writing the tools' outputs so that a failed run never clobbers the
+// previous output: a new or regular file is written as "<path>.tmp" beside
+// it and renamed over `path` only when everything succeeded. Stdout ("-")
+// and character devices (/dev/null) are written directly.
+#ifndef SHARD_TOOLS_OUTPUT_H
+#define SHARD_TOOLS_OUTPUT_H
+
+#include <stdbool.h>
+
+/// Checks that `tool` may write `path` ("-" is stdout): a new or regular
+/// file or a character device, and not the file `input` (NULL: none).
+/// Prints "<tool>: ..." naming the path and returns false otherwise.
+bool tool_check_output(const char *tool, const char *path, const char *input);
+
+/// An output being written.
+typedef struct tool_output {
+  const char *path;  ///< the path the user named
+  char target[4096]; ///< where to write now: `path` itself or "<path>.tmp"
+  bool staged;       ///< `target` is the temporary, renamed by tool_output_finish
+} tool_output;
+
+/// Chooses where `path` is written (fills `out`; `path` must outlive it).
+/// Returns false after printing "<tool>: ..." when the temporary's name
+/// would not fit in `target`.
+bool tool_output_begin(const char *tool, const char *path, tool_output *out);
+
+/// Ends the write: when `ok`, renames the temporary over `path`; otherwise
+/// removes it, leaving `path` as it was. Returns `ok` and whether the rename
+/// succeeded (a failed rename is printed as "<tool>: cannot rename ...").
+bool tool_output_finish(const char *tool, tool_output *out, bool ok);
+
+#endif // SHARD_TOOLS_OUTPUT_H
