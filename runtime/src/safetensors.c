@@ -155,14 +155,28 @@ static srt_status check_overlaps(const srt_safetensors *f) {
   return status;
 }
 
+// The 8 bytes of the length field as text, non-printing bytes as \xNN, so
+// that a file of another format shows what it is ("SRTTOKS\x00": a token file).
+static void length_field_text(const uint8_t *b, char out[33]) {
+  char *p = out;
+  for (int i = 0; i < 8; ++i) {
+    bool plain = b[i] >= 0x20 && b[i] < 0x7f && b[i] != '"' && b[i] != '\\';
+    p += snprintf(p, 5, plain ? "%c" : "\\x%02x", b[i]);
+  }
+}
+
 // Parses and validates the header of the mapped file.
 static srt_status parse_header(srt_safetensors *f) {
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i)
     header_len = (header_len << 8) | f->map[i];
-  if (header_len > SRT_SAFETENSORS_MAX_HEADER)
-    return BAD("%s: header length %llu exceeds the %u-byte limit", f->path,
-               (unsigned long long)header_len, SRT_SAFETENSORS_MAX_HEADER);
+  if (header_len > SRT_SAFETENSORS_MAX_HEADER) {
+    char text[33];
+    length_field_text(f->map, text);
+    return BAD("%s: header length %llu exceeds the %u-byte limit: not a safetensors file? "
+               "(its first 8 bytes read \"%s\")",
+               f->path, (unsigned long long)header_len, SRT_SAFETENSORS_MAX_HEADER, text);
+  }
   if (header_len > f->map_size - 8)
     return BAD("%s: header length %llu runs past the end of the file (%zu "
                   "bytes, %zu after the length field)",
