@@ -2,6 +2,8 @@
 // float32), per-rank and consolidated saves through the atomic writer.
 #include "shardrt/checkpoint.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -182,6 +184,54 @@ srt_status srt_checkpoint_load_local(const srt_safetensors *file,
   const srt_tensor_info *in;
   SRT_RETURN_IF_ERROR(prepare_load(file, coord, t, t->local_shape, "local", &in));
   return srt_convert_to_f32(in->data, in->dtype, srt_tensor_local_numel(t), t->data);
+}
+
+// Step count `key` of `file` into *out: -1 when absent; false when written
+// but not decimal digits within int64_t.
+static bool meta_step(const srt_safetensors *file, const char *key, int64_t *out) {
+  const char *v = srt_safetensors_metadata(file, key);
+  *out = -1;
+  if (!v)
+    return true;
+  if (!isdigit((unsigned char)*v))
+    return false;
+  char *end;
+  errno = 0;
+  long long x = strtoll(v, &end, 10);
+  if (*end || errno == ERANGE)
+    return false;
+  *out = (int64_t)x;
+  return true;
+}
+
+srt_status srt_checkpoint_read_meta(const srt_safetensors *file,
+                                    srt_checkpoint_meta *out) {
+  const char *path = srt_safetensors_path(file);
+  *out = (srt_checkpoint_meta){NULL, -1, -1};
+  static const char *const keys[2] = {"shardrt.step", "shardrt.adam_step"};
+  int64_t *slots[2] = {&out->step, &out->adam_step};
+  for (int i = 0; i < 2; ++i)
+    if (!meta_step(file, keys[i], slots[i]))
+      return SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': metadata %s is not a step count: '%s'",
+                       path, keys[i], srt_safetensors_metadata(file, keys[i]));
+  const char *optim = srt_safetensors_metadata(file, "shardrt.optimizer");
+  if (!optim)
+    return NULL;
+  for (int i = 0; i < 2; ++i)
+    if (*slots[i] < 0)
+      return SRT_ERROR(SRT_DATA_LOSS,
+                       "checkpoint '%s': metadata %s is missing (the file names optimizer "
+                       "state '%s')",
+                       path, keys[i], optim);
+  // The optimizer file is the checkpoint's sibling, named by a save
+  // (basename only): a path out of its directory is refused.
+  if (!*optim || strchr(optim, '/') || !strcmp(optim, ".") || !strcmp(optim, ".."))
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "checkpoint '%s': shardrt.optimizer '%s' is not a file name in the "
+                     "checkpoint's directory",
+                     path, optim);
+  out->optimizer = optim;
+  return NULL;
 }
 
 srt_status srt_checkpoint_shard_path(char *buf, size_t len, const char *prefix,

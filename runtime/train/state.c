@@ -202,17 +202,6 @@ static srt_status check_no_extra(const srt_safetensors *f, const srt_program *p,
   return NULL;
 }
 
-// A decimal metadata value of `f`, or -1 when absent or malformed.
-static int64_t meta_int(const srt_safetensors *f, const char *key) {
-  const char *v = srt_safetensors_metadata(f, key);
-  if (!v)
-    return -1; // missing
-  char *end;
-  errno = 0;
-  long long x = isdigit((unsigned char)*v) ? strtoll(v, &end, 10) : -1;
-  return x < 0 || *end || errno == ERANGE ? -2 : (int64_t)x; // -2: malformed
-}
-
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, train_state *state, char *prev_optim) {
   const srt_mesh *mesh = srt_context_mesh(ctx);
@@ -229,39 +218,30 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   }
   if (!s)
     s = check_no_extra(f, p, NULL);
-  const char *optim_base = s ? NULL : srt_safetensors_metadata(f, "shardrt.optimizer");
-  int64_t step = meta_int(f, "shardrt.step"), adam = meta_int(f, "shardrt.adam_step");
-  if (!s && optim_base && (step < 0 || adam < 0))
-    s = SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': metadata shardrt.%s is %s", path,
-                  step < 0 ? "step" : "adam_step",
-                  (step < 0 ? step : adam) == -1 ? "missing" : "not a step count");
-  // The optimizer file is the checkpoint's sibling, named by a save
-  // (basename only): a path out of its directory is refused.
-  if (!s && optim_base &&
-      (!*optim_base || strchr(optim_base, '/') || !strcmp(optim_base, ".") ||
-       !strcmp(optim_base, "..")))
-    s = SRT_ERROR(SRT_DATA_LOSS,
-                  "checkpoint '%s': shardrt.optimizer '%s' is not a file name in the "
-                  "checkpoint's directory",
-                  path, optim_base);
-  if (s || !optim_base) {
+  srt_checkpoint_meta meta = {NULL, -1, -1};
+  if (!s)
+    s = srt_checkpoint_read_meta(f, &meta);
+  if (s || !meta.optimizer) {
     srt_safetensors_close(f);
     return s; // weights only: a fresh optimizer at step 0
   }
+  int64_t step = meta.step, adam = meta.adam_step;
   char optim[PATH_MAX_LEN], dir[PATH_MAX_LEN];
   dir_of(path, dir, sizeof dir);
-  snprintf(optim, sizeof optim, "%s%s", dir, optim_base);
+  snprintf(optim, sizeof optim, "%s%s", dir, meta.optimizer);
   srt_safetensors_close(f);
 
   srt_safetensors *o = NULL;
   SRT_RETURN_IF_ERROR(srt_safetensors_open(optim, &o));
-  int64_t optim_step = meta_int(o, "shardrt.step");
-  if (optim_step != step || meta_int(o, "shardrt.adam_step") != adam) {
+  srt_checkpoint_meta optim_meta;
+  srt_status ms = srt_checkpoint_read_meta(o, &optim_meta);
+  if (ms || optim_meta.step != step || optim_meta.adam_step != adam) {
     srt_safetensors_close(o);
-    return SRT_ERROR(SRT_DATA_LOSS,
-                     "checkpoint '%s' is at step %lld but its optimizer file '%s' is at "
-                     "step %lld",
-                     path, (long long)step, optim, (long long)optim_step);
+    return ms ? ms
+              : SRT_ERROR(SRT_DATA_LOSS,
+                          "checkpoint '%s' is at step %lld but its optimizer file '%s' is "
+                          "at step %lld",
+                          path, (long long)step, optim, (long long)optim_meta.step);
   }
   int32_t n = p->num_params;
   srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);

@@ -44,6 +44,27 @@ srt_status srt_checkpoint_load_local(const srt_safetensors *file,
                                      const int coord[SRT_MESH_NDIMS],
                                      srt_tensor *t);
 
+/// What a training checkpoint's metadata says about its optimizer state.
+typedef struct srt_checkpoint_meta {
+  /// "shardrt.optimizer": the optimizer file's name, a plain file name in
+  /// the checkpoint's directory (points into `file`'s metadata, valid while
+  /// it is open); NULL for a file without optimizer state (a Hugging Face
+  /// checkpoint, or the optimizer file itself).
+  const char *optimizer;
+  int64_t step;      ///< "shardrt.step": steps trained; -1 when absent
+  int64_t adam_step; ///< "shardrt.adam_step": AdamW's step count; -1 when absent
+} srt_checkpoint_meta;
+
+/// Reads the training metadata of `file` (a checkpoint's weights file or
+/// its optimizer file) into `out`. Step counts are decimal digits only
+/// (no sign, no space, at most INT64_MAX). Errors: SRT_DATA_LOSS, naming
+/// the file, the key and the value, when a step count is written but is
+/// not a step count, when `file` names an optimizer file but lacks either
+/// step count, or when that name is not a plain file name ("", ".", "..",
+/// or anything with a '/': a checkpoint never leads out of its directory).
+srt_status srt_checkpoint_read_meta(const srt_safetensors *file,
+                                    srt_checkpoint_meta *out);
+
 //===----------------------------------------------------------------------===//
 // Saving
 //===----------------------------------------------------------------------===//

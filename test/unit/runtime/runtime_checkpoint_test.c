@@ -239,10 +239,78 @@ static void test_load_save(void **state) {
   release(a);
 }
 
+// One tensor and `meta` (alternating keys and values) written to a file of
+// this rank, reopened, and its training metadata read.
+static srt_status read_meta(const char *const *meta, size_t n, srt_checkpoint_meta *out,
+                            srt_safetensors **file) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/meta-%d.safetensors", g_dir, srt_context_rank(g_ctx));
+  float x = 1;
+  int64_t shape[1] = {1};
+  srt_safetensors_entry e = {"w", SRT_F32, 1, shape, &x};
+  srt_status s = srt_safetensors_write(path, &e, 1, meta, n);
+  assert_null(s);
+  s = srt_safetensors_open(path, file);
+  assert_null(s);
+  return srt_checkpoint_read_meta(*file, out);
+}
+
+// Step counts are digits only; the optimizer file is named only with both
+// step counts and only as a plain file name.
+static void test_read_meta(void **state) {
+  (void)state;
+  struct {
+    const char *step, *optim, *want; // want: NULL accepted, else message text
+  } cases[] = {
+      {"7", "o.safetensors", NULL},
+      {"0", NULL, NULL},
+      {NULL, NULL, NULL},
+      {NULL, "o.safetensors", "metadata shardrt.step is missing"},
+      {" 7", "o.safetensors", "shardrt.step is not a step count: ' 7'"},
+      {"+7", NULL, "shardrt.step is not a step count: '+7'"},
+      {"-1", NULL, "not a step count: '-1'"},
+      {"7x", NULL, "not a step count: '7x'"},
+      {"99999999999999999999", NULL, "not a step count: '99999999999999999999'"},
+      {"7", "../o.safetensors", "shardrt.optimizer '../o.safetensors' is not a file name"},
+      {"7", "/etc/passwd", "'/etc/passwd' is not a file name"},
+      {"7", "..", "'..' is not a file name"},
+      {"7", "", "'' is not a file name"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+    const char *meta[6];
+    size_t n = 0;
+    if (cases[i].step) {
+      meta[2 * n] = "shardrt.step", meta[2 * n + 1] = cases[i].step, ++n;
+      meta[2 * n] = "shardrt.adam_step", meta[2 * n + 1] = "3", ++n;
+    }
+    if (cases[i].optim)
+      meta[2 * n] = "shardrt.optimizer", meta[2 * n + 1] = cases[i].optim, ++n;
+    srt_checkpoint_meta m;
+    srt_safetensors *file = NULL;
+    srt_status s = read_meta(meta, n, &m, &file);
+    if (!cases[i].want) {
+      assert_null(s);
+      assert_int_equal(m.step, cases[i].step ? atoll(cases[i].step) : -1);
+      assert_int_equal(m.adam_step, cases[i].step ? 3 : -1);
+      if (cases[i].optim)
+        assert_string_equal(m.optimizer, cases[i].optim);
+      else
+        assert_null(m.optimizer);
+    } else {
+      assert_non_null(s);
+      if (!strstr(srt_status_message(s), cases[i].want))
+        fail_msg("case %zu: '%s' lacks '%s'", i, srt_status_message(s), cases[i].want);
+      srt_status_free(s);
+    }
+    srt_safetensors_close(file);
+  }
+}
+
 int main(void) {
   MPI_Init(NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_load_save),
+      cmocka_unit_test(test_read_meta),
   };
   int failed = cmocka_run_group_tests(tests, setup, teardown);
   MPI_Finalize();
