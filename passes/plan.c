@@ -252,8 +252,10 @@ bool tp_plan_parse(const char *text, size_t len, const char *source, tp_plan *ou
                    char *err, size_t errlen) {
   *out = (tp_plan){.source = strdup(source)};
   json_t *root = load_json(text, len, source, err, errlen);
-  if (!root)
+  if (!root) {
+    tp_plan_free(out);
     return false;
+  }
   const char *key;
   json_t *value;
   bool ok = true;
@@ -266,6 +268,8 @@ bool tp_plan_parse(const char *text, size_t len, const char *source, tp_plan *ou
     snprintf(err, errlen, "%s: the plan is empty: use --tp-size=1 or give entries", source);
     ok = false;
   }
+  if (!ok)
+    tp_plan_free(out); // nothing half-built is handed back
   return ok;
 }
 

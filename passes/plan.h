@@ -109,7 +109,8 @@ bool tp_plan_load(const char *spec, bool sequence_parallel,
 
 /// Parses a custom plan: a JSON object mapping module patterns to a style
 /// string or {"style", "input_layouts", "output_layouts", "use_local_output"}.
-/// `source` names the text in messages.
+/// `source` names the text in messages. On failure writes the message to
+/// `err` and returns false with `out` empty (nothing to free).
 bool tp_plan_parse(const char *text, size_t len, const char *source,
                    tp_plan *out, char *err, size_t errlen);
 

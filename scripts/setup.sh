@@ -11,6 +11,7 @@ PACKAGES=(
   libjansson-dev                                           # JSON: configs, plans, safetensors headers
   zlib1g-dev                                               # CRC-32 of checkpoint tensors
   libcmocka-dev                                            # C unit tests
+  clang libclang-rt-14-dev libomp-14-dev                   # libFuzzer targets (test/fuzz)
 )
 
 missing=()

@@ -5,7 +5,9 @@
 # UndefinedBehaviorSanitizer and runs the suite again. Exits non-zero on any
 # failure. Where nvcc is installed the CUDA backend must build (every kernel,
 # sm_90) and its GPU tests run, or skip without a GPU; the sanitizer build
-# leaves it out (its GPU tests could only skip again).
+# leaves it out (its GPU tests could only skip again). Last, the libFuzzer
+# targets (test/fuzz, clang) replay their seed corpora and fuzz for a
+# bounded time each.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 jobs=$(nproc)
@@ -32,3 +34,10 @@ echo "== sanitizer build (ASan + UBSan) =="
 "$root/scripts/build.sh" build-asan -DSHARD_SANITIZE=ON -DSHARD_CUDA=OFF
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd "$root/build-asan" && ctest --output-on-failure -j "$jobs")
+
+echo "== fuzzing (libFuzzer + ASan + UBSan, clang) =="
+cmake -G Ninja -S "$root" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSHARD_CUDA=OFF -DSHARD_FUZZ=ON >/dev/null
+ninja -C "$root/build-fuzz" fuzz
+(cd "$root/build-fuzz" && ctest -L fuzz --output-on-failure -j "$jobs")
+grep -h "executions in" "$root/build-fuzz/Testing/Temporary/LastTest.log" || true

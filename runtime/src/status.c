@@ -10,14 +10,12 @@ struct srt_status_object {
   srt_code code;
   const char *file;
   int line;
-  char message[];
+  const char *message; // the text after the object, or a literal (oom_status)
 };
 
 // Returned when allocating a status fails; never freed.
-static struct {
-  struct srt_status_object head;
-  char text[32];
-} oom_status = {{SRT_RESOURCE_EXHAUSTED, __FILE__, __LINE__}, "out of memory"};
+static struct srt_status_object oom_status = {SRT_RESOURCE_EXHAUSTED, __FILE__, __LINE__,
+                                              "out of memory"};
 
 srt_status srt_status_make(srt_code code, const char *file, int line,
                            const char *fmt, ...) {
@@ -31,12 +29,14 @@ srt_status srt_status_make(srt_code code, const char *file, int line,
     n = 0;
   struct srt_status_object *s = malloc(sizeof *s + (size_t)n + 1);
   if (!s)
-    return &oom_status.head;
+    return &oom_status;
   s->code = code;
   s->file = file;
   s->line = line;
+  char *text = (char *)(s + 1);
+  s->message = text;
   va_start(ap, fmt);
-  vsnprintf(s->message, (size_t)n + 1, fmt, ap);
+  vsnprintf(text, (size_t)n + 1, fmt, ap);
   va_end(ap);
   return s;
 }
@@ -63,6 +63,6 @@ const char *srt_status_format(srt_status s, char *buf, unsigned long len) {
 }
 
 void srt_status_free(srt_status s) {
-  if (s && s != &oom_status.head)
+  if (s && s != &oom_status)
     free(s);
 }

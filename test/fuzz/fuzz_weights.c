@@ -1,0 +1,55 @@
+// libFuzzer target: the --weights loader (tools/shard-import/weights.c)
+// on a sharded checkpoint directory. The input is the directory's
+// model.safetensors.index.json, then the separator line "\n--shard--\n",
+// then the bytes of the one shard file "a.safetensors" (absent when the
+// input has no separator), checked against a fixed tiny model: a tied
+// embedding [8, 4] and a norm [4], both F32.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz_file.h"
+#include "weights.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char kSeparator[] = "\n--shard--\n";
+
+// The first occurrence of the separator in data[0, size), or NULL.
+static const uint8_t *find_separator(const uint8_t *data, size_t size) {
+  size_t n = sizeof kSeparator - 1;
+  for (size_t i = 0; i + n <= size; ++i)
+    if (data[i] == '\n' && !memcmp(data + i, kSeparator, n))
+      return data + i;
+  return NULL;
+}
+
+static import_param g_params[] = {
+    {"model.embed_tokens.weight", IMPORT_PARAM_EMBEDDING, 2, {8, 4, 0}},
+    {"model.norm.weight", IMPORT_PARAM_NORM, 1, {4, 0, 0}},
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", fuzz_path("model"));
+  mkdir(dir, 0700);
+  const uint8_t *sep = find_separator(data, size);
+  size_t index_len = sep ? (size_t)(sep - data) : size;
+  fuzz_write_file("model/model.safetensors.index.json", data, index_len);
+  const char *shard = fuzz_path("model/a.safetensors");
+  if (sep) {
+    const uint8_t *bytes = sep + sizeof kSeparator - 1;
+    fuzz_write_file("model/a.safetensors", bytes, size - (size_t)(bytes - data));
+  } else {
+    unlink(shard);
+  }
+  import_model m = {.params = g_params, .num_params = 2, .tied_name = "lm_head.weight",
+                    .tied_to = 0};
+  char err[2048] = "";
+  if (!import_check_weights(dir, &m, SRT_F32, err, sizeof err) && !err[0])
+    abort(); // a refusal says why
+  return 0;
+}
