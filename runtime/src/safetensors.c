@@ -234,7 +234,9 @@ static srt_status parse_header(srt_safetensors *f) {
 
 // Maps `path` into f->map; the descriptor is closed before returning.
 static srt_status map_file(srt_safetensors *f) {
-  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
+  // waiting for a writer.
+  int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return SRT_ERROR(errno == ENOENT ? SRT_NOT_FOUND : SRT_IO,
                      "%s: cannot open: %s", f->path, strerror(errno));

@@ -69,7 +69,7 @@ static srt_status read_at(const srt_tokens *t, void *buf, size_t n, int64_t at) 
 
 srt_status srt_tokens_open(const char *path, srt_tokens **out) {
   *out = NULL;
-  int fd = open(path, O_RDONLY);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); // a FIFO: refused, not waited on
   if (fd < 0)
     return SRT_ERROR(errno == ENOENT ? SRT_NOT_FOUND : SRT_IO,
                      "token file '%s': cannot open: %s", path, strerror(errno));

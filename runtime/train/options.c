@@ -2,6 +2,7 @@
 // that name the flag and the value.
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@ static srt_status parse_double(const char *flag, const char *v, double *out) {
   char *end;
   errno = 0;
   double d = strtod(v, &end);
-  if (!*v || *end || errno == ERANGE)
+  // strtod alone would skip leading spaces (" 0.1").
+  if (!*v || isspace((unsigned char)*v) || *end || errno == ERANGE)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not a number", flag, v);
   *out = d;
   return NULL;
@@ -89,6 +91,11 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "help requested");
     if (i + 1 >= argc)
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: missing value (or unknown flag)", f);
+    // A second value would silently replace the first.
+    for (int j = 1; j < i; j += 2)
+      if (!strcmp(argv[j], f))
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s given twice ('%s' and '%s')", f,
+                         argv[j + 1], argv[i + 1]);
     const char *v = argv[++i];
     if (!strcmp(f, "--data")) {
       o->data = v;
@@ -151,6 +158,19 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     } else {
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "unknown flag '%s'", f);
     }
+  }
+  // File names: none empty or beyond the system's limit.
+  const char *paths[][2] = {{"--data", o->data},       {"--batch-file", o->batch_file},
+                            {"--load", o->load},       {"--save", o->save},
+                            {"--dump", o->dump}};
+  for (size_t k = 0; k < sizeof paths / sizeof *paths; ++k) {
+    const char *p = paths[k][1];
+    if (p && !*p)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: empty path", paths[k][0]);
+    if (p && strlen(p) >= PATH_MAX)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "%s: a path of %zu bytes is longer than the system allows (PATH_MAX %d)",
+                       paths[k][0], strlen(p), PATH_MAX);
   }
   if (o->data && o->batch_file)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,

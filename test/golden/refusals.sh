@@ -56,8 +56,8 @@ grep -q '^MISSING logits:' "$W/plain.cmp" && grep -q '^MISSING logits.checksum:'
   || { cat "$W/plain.cmp"; fail "the plain program's dump: expected everything but the logits"; }
 echo "ok: without --keep-logits the dump has no logits and everything else matches"
 expect_error dump-no-step "--dump" "no step to run (loaded at step 1, --steps 1)" -- \
-  run 1 "$W/plain" --batch-file "$G/batch.safetensors" "${STEP[@]}" --load "$W/ckpt.safetensors" \
-    --dump "$W/never.safetensors"
+  run 1 "$W/plain" --batch-file "$G/batch.safetensors" "${STEP[@]:0:12}" \
+    --load "$W/ckpt.safetensors" --dump "$W/never.safetensors"
 [ ! -e "$W/never.safetensors" ] || fail "dump-no-step wrote a dump"
 
 # Hyper-parameters AdamW is not defined for, or that overflow a float, are

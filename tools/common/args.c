@@ -4,7 +4,9 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool tool_parse_count(const char *tool, const char *flag, const char *v, int64_t max,
                       int64_t *out) {
@@ -19,4 +21,43 @@ bool tool_parse_count(const char *tool, const char *flag, const char *v, int64_t
   }
   *out = x;
   return true;
+}
+
+// Does `arg` (up to its '=', if any) spell one of the
+// '|'-separated names of `entry`?
+static bool spells(const char *entry, const char *arg) {
+  size_t n = strlen(arg);
+  const char *eq = arg[0] == '-' ? strchr(arg, '=') : NULL;
+  if (eq)
+    n = (size_t)(eq - arg);
+  for (const char *p = entry; *p;) {
+    size_t m = strcspn(p, "|");
+    if (m == n && !strncmp(p, arg, n))
+      return true;
+    p += m + (p[m] == '|');
+  }
+  return false;
+}
+
+bool tool_seen_once(tool_seen *seen, const char *tool, const char *const *flags,
+                    const char *arg) {
+  for (int i = 0; flags[i] && i < 64; ++i)
+    if (spells(flags[i], arg)) {
+      if (seen->count[i]++ == 0)
+        return true;
+      fprintf(stderr, "%s: %s given twice (a flag takes one value)\n", tool, arg);
+      return false;
+    }
+  return true;
+}
+
+bool tool_check_path(const char *tool, const char *what, const char *path) {
+  size_t n = strlen(path);
+  if (n == 0)
+    fprintf(stderr, "%s: %s: empty path\n", tool, what);
+  else if (n >= PATH_MAX)
+    fprintf(stderr, "%s: %s: a path of %zu bytes is longer than the system allows "
+                    "(PATH_MAX %d)\n",
+            tool, what, n, PATH_MAX);
+  return n > 0 && n < PATH_MAX;
 }

@@ -4,12 +4,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
                      size_t errlen) {
@@ -19,9 +21,12 @@ char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
     snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
     return NULL;
   }
-  if (!is_stdin && (S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))) {
+  if (!is_stdin && !S_ISREG(st.st_mode)) {
     snprintf(err, errlen, "cannot read '%s': it is a %s, not a file", path,
-             S_ISDIR(st.st_mode) ? "directory" : "device");
+             S_ISDIR(st.st_mode)                          ? "directory"
+             : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device"
+             : S_ISFIFO(st.st_mode)                       ? "FIFO"
+                                                          : "socket");
     return NULL;
   }
   if (!is_stdin && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
@@ -29,7 +34,17 @@ char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
              (long long)st.st_size, max_bytes);
     return NULL;
   }
-  FILE *f = is_stdin ? stdin : fopen(path, "rb");
+  // O_NONBLOCK: should the path have become a FIFO since the stat, the
+  // open does not wait for a writer (fstat then refuses it).
+  int fd = is_stdin ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+    errno = EINVAL;
+  }
+  FILE *f = is_stdin ? stdin : fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f && fd >= 0)
+    close(fd);
   if (!f) {
     snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
     return NULL;

@@ -86,9 +86,16 @@ static bool takes_value(const char *a) {
 }
 
 static int parse(int argc, char **argv, options *o) {
+  static const char *const kFlags[] = {"-o", "--tp-plan", "--tp-size", "--dp-size",
+                                       "--batch", "--seq", "--weights", "--emit",
+                                       "--backend", "--sequence-parallel", "--timing",
+                                       "--keep-logits", NULL};
+  tool_seen seen = {{0}};
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu"};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
+    if (!tool_seen_once(&seen, "shard-compile", kFlags, a))
+      return 1;
 #define value(arg, flag, out) value_at(argc, argv, &i, flag, out)
     bool ok = true;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -139,6 +146,11 @@ static int parse(int argc, char **argv, options *o) {
     fprintf(stderr, "shard-compile: missing %s (see --help)\n", missing);
     return 1;
   }
+  if (!tool_check_path("shard-compile", "CONFIG.json", o->config) ||
+      !tool_check_path("shard-compile", "--tp-plan", o->plan) ||
+      !tool_check_path("shard-compile", "-o", o->output) ||
+      (o->weights && !tool_check_path("shard-compile", "--weights", o->weights)))
+    return 1;
   if (strcmp(o->emit, "exe") && strcmp(o->emit, "obj") && strcmp(o->emit, "llvm") &&
       strcmp(o->emit, "mlir")) {
     fprintf(stderr, "shard-compile: --emit expects exe, obj, llvm or mlir, got '%s'\n", o->emit);

@@ -302,6 +302,11 @@ static bool parse_sizes(parser *p) {
       !get_int(p, o, "", "num_attention_heads", true, 0, 1, &c->heads) ||
       !get_int(p, o, "", "num_key_value_heads", false, c->heads, 1, &c->kv_heads))
     return false;
+  // Not used by the graph (RoPE takes positions as they come), but a config
+  // with no positions at all is broken: checked where written.
+  int64_t max_positions;
+  if (!get_int(p, o, "", "max_position_embeddings", false, 1, 1, &max_positions))
+    return false;
   if (c->layers > kMaxLayers)
     return fail(p, "num_hidden_layers", "num_hidden_layers %lld is beyond any real "
                                         "model (limit %lld)",

@@ -91,11 +91,18 @@ static bool flag_arg(int argc, char **argv, int *i, const char *name,
 
 // 0: ok, 1: usage error (reported), -1: --help.
 static int parse_args(int argc, char **argv, options *o) {
+  static const char *const kFlags[] = {"--batch", "--seq", "--dtype", "--weights",
+                                       "-o|--output", "--logits", "--summary",
+                                       "--print-locations", "--no-verify", "--timing",
+                                       NULL};
+  tool_seen seen = {{0}};
   *o = (options){.verify = true};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return -1;
+    if (!tool_seen_once(&seen, "shard-import", kFlags, a))
+      return 1;
     bool ok = true;
     if (flag_arg(argc, argv, &i, "--batch", &v))
       ok = v && parse_size("--batch", v, &o->batch);
@@ -143,6 +150,10 @@ static int parse_args(int argc, char **argv, options *o) {
     fprintf(stderr, "shard-import: no config.json given (see --help)\n");
     return 1;
   }
+  if (!tool_check_path("shard-import", "CONFIG.json", o->config) ||
+      (o->weights && !tool_check_path("shard-import", "--weights", o->weights)) ||
+      (o->output && !tool_check_path("shard-import", "-o", o->output)))
+    return 1;
   bool graph_out = !o->summary || o->output;
   if (graph_out && (!o->batch || !o->seq)) {
     fprintf(stderr, "shard-import: --batch and --seq are required to write a graph\n");

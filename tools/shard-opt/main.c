@@ -101,10 +101,21 @@ static int parse_args(int argc, char **argv, options *o) {
                  .dp_size = 1};
   o->pass_flags = calloc((size_t)argc, sizeof(char *));
   bool have_input = false;
+  // shard-opt's own flags; pass flags may repeat (a pipeline can run a
+  // pass twice).
+  static const char *const kFlags[] = {
+      "-o", "--pass-pipeline|-pass-pipeline", "--split-input-file",
+      "--mlir-print-ir-before-all", "--mlir-print-ir-after-all",
+      "--mlir-print-ir-after-failure", "--mlir-print-debuginfo", "--mlir-print-op-generic",
+      "--allow-unregistered-dialect", "--verify-each", "--tp-plan", "--tp-size", "--dp-size",
+      "--sequence-parallel", "--report", NULL};
+  tool_seen seen = {{0}};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
     if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return -1;
+    if (!tool_seen_once(&seen, "shard-opt", kFlags, a))
+      return 1;
     if (!strcmp(a, "-o")) {
       if (i + 1 >= argc) {
         fprintf(stderr, "shard-opt: -o needs a file name\n");
@@ -183,6 +194,10 @@ static int parse_args(int argc, char **argv, options *o) {
                     "need --tp-plan=NAME|FILE\n");
     return 1;
   }
+  if (!tool_check_path("shard-opt", "input", o->input) ||
+      !tool_check_path("shard-opt", "-o", o->output) ||
+      (o->tp_plan && !tool_check_path("shard-opt", "--tp-plan", o->tp_plan)))
+    return 1;
   if (o->pipeline && o->tp_plan) {
     fprintf(stderr, "shard-opt: --pass-pipeline cannot be combined with --tp-plan\n");
     return 1;

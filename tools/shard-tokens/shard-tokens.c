@@ -22,6 +22,8 @@ static int usage(const char *problem, const char *word) {
 int main(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "-o") && out)
+      return usage("a second output:", argv[i]);
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
     else if (!strcmp(argv[i], "-o"))
@@ -33,8 +35,12 @@ int main(int argc, char **argv) {
     else
       return usage("a second input", argv[i]);
   }
-  if (!in || !out)
-    return usage(NULL, NULL);
+  if (!in)
+    return usage("no input given: expected", "INPUT");
+  if (!out)
+    return usage("no output given: expected", "-o OUTPUT");
+  if (!*in || !*out)
+    return usage("empty path for", !*in ? "INPUT" : "-o");
   // The input is read whole: a regular file only (a FIFO or a device such
   // as /dev/zero would never end); the output must not be the input.
   struct stat st;
@@ -44,6 +50,10 @@ int main(int argc, char **argv) {
   }
   if (!S_ISREG(st.st_mode)) {
     fprintf(stderr, "shard-tokens: input '%s' is not a regular file\n", in);
+    return 1;
+  }
+  if (st.st_size == 0) { // no model trains on it: a wrong file, not a corpus
+    fprintf(stderr, "shard-tokens: input '%s' is empty: no tokens to write\n", in);
     return 1;
   }
   if (srt_same_file(in, out)) {

@@ -1,0 +1,408 @@
+#!/usr/bin/env bash
+# The command-line abuse battery: every tool and the training driver given
+# missing, duplicated, unknown and odd flags, huge, negative and malformed
+# numbers, directories, device files, FIFOs, empty and truncated files,
+# hostile configs, plans and IR. Each case must
+#   - exit non-zero, and not by a signal, a sanitizer report or a hang;
+#   - print a message holding one of the case's expected strings (the flag,
+#     the value or the file at fault);
+#   - leave every input file and device node as it was (contents, type,
+#     mode, size, mtime), checked after each case.
+# Prints the counts and every failing case; exits 1 if any case fails.
+# BATTERY_LOG=FILE also writes each case's command and message there.
+# usage: battery.sh BIN_DIR SOURCE_DIR [TRAIN_EXE]
+set -u
+BIN=$1 SRC=$2 TRAIN=${3:-$1/train_tiny_dp1_tp1}
+SI=$BIN/shard-import SO=$BIN/shard-opt SC=$BIN/shard-compile ST=$BIN/shard-tokens TR=$TRAIN
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+F=$T/in O=$T/out
+mkdir -p "$F" "$O"
+die() { echo "battery: setup: $*" >&2; exit 1; }
+
+#===------------------------------------------------------------------===#
+# Fixtures (inputs that must not change)
+#===------------------------------------------------------------------===#
+cp "$SRC/examples/tiny-qwen2-bytes.json" "$F/config.json"
+"$SI" "$F/config.json" --batch 1 --seq 8 -o "$F/model.mlir" || die "shard-import"
+cp "$SRC/examples/data/shard-tales.txt" "$F/text.txt"
+"$ST" "$F/text.txt" -o "$F/data.tokens" >/dev/null || die "shard-tokens"
+mkdir -p "$F/ck"
+ASAN_OPTIONS=detect_leaks=0 "$TR" --data "$F/data.tokens" --steps 2 --lr 1e-3 --max-grad-norm 1 \
+  --save "$F/ck/model.safetensors" >/dev/null || die "train --save"
+printf '{"model.layers.*.mlp.up_proj": "colwise", "model.layers.*.mlp.down_proj": "rowwise"}\n' \
+  >"$F/plan.json"
+: >"$F/empty"
+mkdir -p "$F/dir"
+head -c 100 "$F/ck/model.safetensors" >"$F/trunc.safetensors"
+head -c 20 "$F/data.tokens" >"$F/trunc.tokens"
+head -c 37 "$F/config.json" >"$F/trunc.json"
+head -c 2048 "$F/data.tokens" | tail -c 1024 >"$F/garbage"
+mkfifo "$F/fifo"
+ln -s "$F/dir" "$F/dirlink"
+# A token file declaring vocabulary 65536 with ids the byte-level model lacks.
+{ printf 'SRTTOKS\0\001\000\002\000\000\000\000\000\040\000\000\000\000\000\000\000'
+  printf '\000\000\001\000\000\000\000\000'
+  for _ in $(seq 32); do printf '\377\377'; done; } >"$F/big-vocab.tokens"
+# A checkpoint with one flipped bit in its tensor data (the last byte).
+cp "$F/ck/model.safetensors" "$F/flipped.safetensors"
+size=$(stat -c %s "$F/flipped.safetensors")
+last=$(tail -c 1 "$F/flipped.safetensors" | od -An -tu1 | tr -d ' ')
+printf "$(printf '\\%03o' $((last ^ 1)))" |
+  dd of="$F/flipped.safetensors" bs=1 seek=$((size - 1)) conv=notrunc status=none
+# Configs with one hostile value each (name -> JSON edit of the tiny config).
+hostile_config() { # NAME KEY VALUE: config.json with "KEY": VALUE
+  sed -E "s/^(  \"$2\": )[^,]*(,?)\$/\1$3\2/" "$F/config.json" >"$F/cfg-$1.json"
+  grep -qF "\"$2\": $3" "$F/cfg-$1.json" || die "hostile config $1"
+}
+hostile_config rope-tiny rope_theta 1e-308
+hostile_config rope-nan rope_theta NaN
+hostile_config rope-neg rope_theta -10000
+hostile_config init-huge initializer_range 1e308
+hostile_config init-tiny initializer_range 1e-308
+hostile_config init-neg initializer_range -0.02
+hostile_config eps-huge rms_norm_eps 1e308
+hostile_config eps-zero rms_norm_eps 0
+hostile_config eps-neg rms_norm_eps -1e-6
+hostile_config hidden-neg hidden_size -128
+hostile_config hidden-zero hidden_size 0
+hostile_config hidden-huge hidden_size 99999999999999999999
+hostile_config hidden-float hidden_size 128.5
+hostile_config hidden-string hidden_size '"128"'
+hostile_config hidden-space hidden_size '" 128"'
+hostile_config hidden-bool hidden_size true
+hostile_config hidden-null hidden_size null
+hostile_config heads-zero num_attention_heads 0
+hostile_config heads-odd num_attention_heads 3
+hostile_config kv-heads-odd num_key_value_heads 3
+hostile_config kv-heads-more num_key_value_heads 8
+hostile_config layers-neg num_hidden_layers -2
+hostile_config layers-huge num_hidden_layers 1000000000
+hostile_config inter-zero intermediate_size 0
+hostile_config vocab-zero vocab_size 0
+hostile_config vocab-huge vocab_size 1e30
+hostile_config act-unknown hidden_act '"gelu_new_made_up"'
+hostile_config arch-unknown architectures '["MadeUpForCausalLM"]'
+hostile_config arch-empty architectures '[]'
+hostile_config tie-string tie_word_embeddings '"yes"'
+hostile_config maxpos-zero max_position_embeddings 0
+printf '{"architectures": ["Qwen2ForCausalLM"], "hidden_size": 128, "hidden_size": 64}\n' \
+  >"$F/cfg-duplicate-key.json"
+printf '%*s' 100000 '' | tr ' ' '[' >"$F/cfg-deep.json"
+printf '[1, 2, 3]\n' >"$F/cfg-array.json"
+printf '\xff\xfe{}\n' >"$F/cfg-not-utf8.json"
+printf '{"architectures": ["Qwen2ForCausalLM"]}\n' >"$F/cfg-sparse.json"
+# Plans with one hostile entry each (a plan entry that matches no module is
+# only a warning, as in the reference, so it is not among them).
+PLAN_EXPECT=()
+plan() { printf '%s\n' "$3" >"$F/plan-$1.json"; PLAN_EXPECT+=("plan-$1.json|$2"); }
+plan style-unknown "diagonalwise" '{"model.layers.*.mlp.up_proj": "diagonalwise"}'
+plan shard-neg "Shard(-99)" '{"lm_head": {"style": "colwise", "output_layouts": "Shard(-99)"}}'
+plan shard-huge "Shard(2147483648)" '{"lm_head": {"style": "colwise", "output_layouts": "Shard(2147483648)"}}'
+plan shard-text "Shard(x)" '{"lm_head": {"style": "colwise", "output_layouts": "Shard(x)"}}'
+plan key-unknown "outputs" '{"lm_head": {"style": "colwise", "outputs": "Replicate"}}'
+plan empty "empty" '{}'
+plan array "JSON object" '["colwise"]'
+plan number "lm_head" '{"lm_head": 7}'
+plan local-output "use_local_output" '{"lm_head": {"style": "colwise", "use_local_output": "yes"}}'
+plan layouts-many "input_layouts" '{"lm_head": {"style": "colwise", "input_layouts": ["Replicate","Replicate","Replicate","Replicate","Replicate","Replicate","Replicate","Replicate","Replicate"]}}'
+plan duplicate "lm_head" '{"lm_head": "colwise", "lm_head": "rowwise"}'
+plan malformed "malformed" '{"lm_head": "colwise",'
+plan rowwise-on-norm "model.norm" '{"model.norm": "rowwise"}'
+# IR that parses but is not a model, or does not parse.
+printf 'module {\n  func.func @forward(%%a: tensor<2xf32>) -> tensor<2xf32> {\n    %%c = arith.constant dense<1.0> : tensor<2xf32>\n    return %%c : tensor<2xf32>\n  }\n}\n' \
+  >"$F/ir-constant.mlir"
+printf 'module {\n  "made.up"() : () -> ()\n}\n' >"$F/ir-unregistered.mlir"
+printf 'module {\n  func.func @forward( {\n' >"$F/ir-malformed.mlir"
+head -c 300 "$F/model.mlir" >"$F/ir-truncated.mlir"
+printf '\x00\x01\x02MLIR' >"$F/ir-binary.mlir"
+if [ "$(id -u)" -eq 0 ]; then
+  # Private device nodes (never the machine's own /dev/null).
+  mknod "$F/null" c 1 3 && mknod "$F/full" c 1 7 && mknod "$F/zero" c 1 5 || die "mknod"
+  DEVICES=1
+else
+  DEVICES=0
+fi
+LONG=$F/$(printf 'x%.0s' $(seq 5000))
+
+snapshot() {
+  (cd "$F" && find . -printf '%p %y %m %s %T@\n' | sort &&
+     find . -type f -exec sha256sum {} + | sort)
+}
+BEFORE=$(snapshot)
+
+#===------------------------------------------------------------------===#
+# Cases: case EXPECTED -- COMMAND...  (EXPECTED: fixed strings, '|'-separated,
+# at least one of which the message must hold)
+#===------------------------------------------------------------------===#
+NAMES=() EXPECTS=() CMDS=()
+case_() {
+  local expect=$1; shift
+  [ "$1" = "--" ] && shift
+  EXPECTS+=("$expect")
+  CMDS+=("$(printf '%q ' "$@")")
+}
+
+# Valid base commands; each case breaks one thing.
+SI_OK=("$SI" "$F/config.json" --batch 1 --seq 8 -o "$O/m.mlir")
+SC_OK=("$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir")
+SO_OK=("$SO" "$F/model.mlir" --tp-plan=qwen2 --tp-size=2 -o "$O/o.mlir")
+TR_OK=("$TR" --data "$F/data.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1)
+
+# Numbers that no count accepts.
+BAD_COUNTS=("" "0" "-1" "abc" "1.5" "99999999999999999999" "-99999999999999999999" " 5" "5 "
+            "5x" "0x10" "1e3" "nan" "+-1")
+# Numbers that no real-valued option accepts.
+BAD_REALS=("" "abc" "nan" "NaN" "inf" "-inf" "1e999" "1e39" " 0.1" "0.1x" "0.1.2" "--")
+
+# shard-import: counts, given as the only broken value.
+for v in "${BAD_COUNTS[@]}"; do
+  case_ "--batch|$v" -- "$SI" "$F/config.json" --batch "$v" --seq 8 -o "$O/m.mlir"
+  case_ "--seq|$v" -- "$SI" "$F/config.json" --batch 1 --seq "$v" -o "$O/m.mlir"
+done
+case_ "--seq" -- "$SI" "$F/config.json" --batch 1 --seq 1 -o "$O/m.mlir"
+# shard-compile: counts.
+for v in "${BAD_COUNTS[@]}"; do
+  case_ "--tp-size|$v" -- "$SC" "$F/config.json" --tp-plan=qwen2 "--tp-size=$v" --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+  case_ "--dp-size|$v" -- "${SC_OK[@]}" "--dp-size=$v"
+  case_ "--batch|$v" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --batch "$v" --seq 8 --emit=mlir -o "$O/c.mlir"
+done
+for v in "" "0" "-1" "abc" "99999999999999999999" " 2" "2x"; do
+  case_ "--tp-size|$v" -- "$SO" "$F/model.mlir" --tp-plan=qwen2 "--tp-size=$v" -o "$O/o.mlir"
+  case_ "--dp-size|$v" -- "${SO_OK[@]}" "--dp-size=$v"
+done
+# The driver: counts and reals.
+for v in "${BAD_COUNTS[@]}"; do
+  case_ "--steps|$v" -- "$TR" --data "$F/data.tokens" --steps "$v" --lr 1e-3 --max-grad-norm 1
+  case_ "--log-every|$v" -- "${TR_OK[@]}" --log-every "$v"
+done
+for v in "-1" "abc" "99999999999999999999" " 5" "5x" "1.5"; do
+  case_ "--save-every|$v" -- "${TR_OK[@]}" --save-every "$v"
+  case_ "--max-skipped|$v" -- "${TR_OK[@]}" --max-skipped "$v"
+  case_ "--seed|$v" -- "${TR_OK[@]}" --seed "$v"
+done
+for v in "${BAD_REALS[@]}" "-1"; do
+  case_ "--lr|$v" -- "$TR" --data "$F/data.tokens" --steps 1 --lr "$v" --max-grad-norm 1
+  case_ "--eps|$v" -- "${TR_OK[@]}" --eps "$v"
+  case_ "--weight-decay|$v" -- "${TR_OK[@]}" --weight-decay "$v"
+  # A timeout is a double: 1e39 s is a (very long) valid deadline.
+  [ "$v" = 1e39 ] || case_ "--timeout|$v" -- "${TR_OK[@]}" --timeout "$v"
+done
+for v in "${BAD_REALS[@]}"; do
+  case_ "--max-grad-norm|$v" -- "$TR" --data "$F/data.tokens" --steps 1 --lr 1e-3 --max-grad-norm "$v"
+done
+case_ "--eps" -- "${TR_OK[@]}" --eps 0
+for v in "0" "-2" "abc" "nan" "1e999" "-inf"; do
+  case_ "--norm-type|$v" -- "${TR_OK[@]}" --norm-type "$v"
+done
+for v in "0.9" "0.9," ",0.999" "1,0.999" "0.9,1" "-0.1,0.9" "a,b" "0.9,0.999,0.5" "nan,0.9" ""; do
+  case_ "--betas|$v" -- "${TR_OK[@]}" --betas "$v"
+done
+
+# Missing values: each value flag given last.
+for f in --batch --seq --dtype --weights -o; do case_ "$f" -- "$SI" "$F/config.json" "$f"; done
+for f in --batch --seq --weights -o --tp-plan --tp-size --dp-size --emit --backend; do
+  case_ "$f" -- "$SC" "$F/config.json" "$f"
+done
+for f in -o --tp-plan --tp-size --dp-size --pass-pipeline; do case_ "$f" -- "$SO" "$F/model.mlir" "$f"; done
+case_ "-o" -- "$ST" "$F/text.txt" -o
+for f in --data --steps --lr --max-grad-norm --betas --eps --weight-decay --norm-type --load \
+         --save --save-every --seed --log-every --dump --max-skipped --timeout --batch-file; do
+  case_ "$f" -- "${TR_OK[@]}" "$f"
+done
+# Required flags left out.
+case_ "--batch" -- "$SI" "$F/config.json" --seq 8
+case_ "--seq" -- "$SI" "$F/config.json" --batch 1
+case_ "CONFIG|config" -- "$SI" --batch 1 --seq 8
+case_ "--tp-plan" -- "$SC" "$F/config.json" --tp-size=1 --batch 1 --seq 8 -o "$O/c"
+case_ "-o|output" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8
+case_ "--batch" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --seq 8 -o "$O/c"
+case_ "--data" -- "$TR" --steps 1 --lr 1e-3 --max-grad-norm 1
+case_ "--steps" -- "$TR" --data "$F/data.tokens" --lr 1e-3 --max-grad-norm 1
+case_ "--lr" -- "$TR" --data "$F/data.tokens" --steps 1 --max-grad-norm 1
+case_ "--max-grad-norm" -- "$TR" --data "$F/data.tokens" --steps 1 --lr 1e-3
+case_ "-o|output" -- "$ST" "$F/text.txt"
+case_ "input|INPUT" -- "$ST" -o "$O/t.tokens"
+# Duplicated flags.
+case_ "--batch" -- "${SI_OK[@]}" --batch 2
+case_ "--seq" -- "${SI_OK[@]}" --seq 4
+case_ "-o" -- "${SI_OK[@]}" -o "$O/m2.mlir"
+case_ "--dtype" -- "${SI_OK[@]}" --dtype f32 --dtype bf16
+case_ "--tp-size" -- "${SC_OK[@]}" --tp-size=2
+case_ "--tp-plan" -- "${SC_OK[@]}" --tp-plan=llama
+case_ "--batch" -- "${SC_OK[@]}" --batch 2
+case_ "--emit" -- "${SC_OK[@]}" --emit=llvm
+case_ "-o" -- "${SC_OK[@]}" -o "$O/c2.mlir"
+case_ "--tp-size" -- "${SO_OK[@]}" --tp-size=4
+case_ "--tp-plan" -- "${SO_OK[@]}" --tp-plan=llama
+case_ "-o" -- "${SO_OK[@]}" -o "$O/o2.mlir"
+case_ "-o" -- "$ST" "$F/text.txt" -o "$O/a.tokens" -o "$O/b.tokens"
+for f in "--steps 2" "--lr 1e-2" "--max-grad-norm 2" "--data $F/data.tokens" "--seed 3 --seed 4" \
+         "--save $O/a.st --save $O/b.st" "--eps 1e-8 --eps 1e-6" "--timeout 5 --timeout 6"; do
+  # shellcheck disable=SC2086
+  case_ "${f%% *}" -- "${TR_OK[@]}" $f
+done
+# Unknown and odd flags.
+for f in --bogus -x --BATCH ---batch --batch= - --; do
+  case_ "${f%=}" -- "${SI_OK[@]}" "$f"
+done
+for f in --bogus --tp_size=2 --tp-size --emit=exe2 --backend=tpu --emit= --backend=; do
+  case_ "${f%%=*}|${f#*=}" -- "${SC_OK[@]}" "$f"
+done
+for f in --bogus-pass --tp-size=2=3 --sequence-parallel=maybe; do case_ "${f%%=*}" -- "${SO_OK[@]}" "$f"; done
+for f in --bogus -x --help2; do case_ "$f" -- "$ST" "$F/text.txt" -o "$O/t.tokens" "$f"; done
+case_ "second input|$F/config.json" -- "$ST" "$F/text.txt" "$F/config.json" -o "$O/t.tokens"
+for f in --bogus --steps=1 -s --data=x; do case_ "$f" -- "${TR_OK[@]}" "$f" 1; done
+case_ "--dtype|f16" -- "${SI_OK[@]}" --dtype f16
+case_ "--dtype|bf32" -- "${SI_OK[@]}" --dtype bf32
+case_ "second|$F/config.json" -- "${SI_OK[@]}" "$F/config.json"
+case_ "--data|--batch-file" -- "${TR_OK[@]}" --batch-file "$F/ck/model.safetensors"
+
+# Paths: missing, directories, FIFOs, symlinks to directories, empty,
+# truncated, garbage, too long, devices.
+BAD_PATHS=("$F/no-such-file" "$F/dir" "$F/dirlink" "$F/fifo" "$F/empty" "$F/garbage" "$LONG" "")
+((DEVICES)) && BAD_PATHS+=("$F/null" "$F/zero")
+for p in "${BAD_PATHS[@]}"; do
+  want=${p:+${p##*/}}
+  want=${want:-empty path}
+  [ "$p" = "$LONG" ] && want="longer than the system allows|File name too long"
+  case_ "$want" -- "$SI" "$p" --batch 1 --seq 8 -o "$O/m.mlir"
+  case_ "$want" -- "${SI_OK[@]}" --weights "$p"
+  case_ "$want" -- "$SC" "$p" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+  case_ "$want" -- "${SC_OK[@]}" --weights "$p"
+  case_ "$want|--tp-plan" -- "$SC" "$F/config.json" "--tp-plan=$p" --tp-size=2 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+  case_ "$want|--tp-plan" -- "$SO" "$F/model.mlir" "--tp-plan=$p" --tp-size=2 -o "$O/o.mlir"
+  [ "$p" = "$F/garbage" ] || case_ "$want" -- "$ST" "$p" -o "$O/t.tokens" # bytes are its input
+  case_ "$want" -- "$TR" --data "$p" --steps 1 --lr 1e-3 --max-grad-norm 1
+  case_ "$want" -- "${TR_OK[@]}" --load "$p"
+  case_ "$want" -- "$TR" --batch-file "$p" --steps 1 --lr 1e-3 --max-grad-norm 1
+done
+# (An empty file is an empty module, as for mlir-opt.)
+for p in "$F/no-such-file" "$F/dir" "$F/fifo" "$F/garbage" "$F/ir-binary.mlir" \
+         "$F/ir-truncated.mlir" "$F/ir-malformed.mlir"; do
+  case_ "${p##*/}" -- "$SO" "$p" --nn-verify -o "$O/o.mlir"
+done
+((DEVICES)) && case_ "zero" -- "$SO" "$F/zero" --nn-verify -o "$O/o.mlir"
+# Files of the wrong kind.
+case_ "trunc.tokens" -- "$TR" --data "$F/trunc.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1
+case_ "config.json" -- "$TR" --data "$F/config.json" --steps 1 --lr 1e-3 --max-grad-norm 1
+case_ "big-vocab.tokens" -- "$TR" --data "$F/big-vocab.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1
+case_ "trunc.safetensors" -- "${TR_OK[@]}" --load "$F/trunc.safetensors"
+case_ "data.tokens|SRTTOKS" -- "${TR_OK[@]}" --load "$F/data.tokens"
+case_ "flipped.safetensors|checksum" -- "${TR_OK[@]}" --load "$F/flipped.safetensors"
+case_ "at step 2|--steps" -- "${TR_OK[@]}" --load "$F/ck/model.safetensors"
+case_ "trunc.safetensors" -- "${SI_OK[@]}" --weights "$F/trunc.safetensors"
+case_ "99999999999999999999" -- "$SI" "$F/cfg-hidden-huge.json" --batch 1 --seq 8 --weights "$F/ck/model.safetensors"
+case_ "trunc.json" -- "$SI" "$F/trunc.json" --batch 1 --seq 8
+case_ "text.txt" -- "$SI" "$F/text.txt" --batch 1 --seq 8
+case_ "model.mlir" -- "$SI" "$F/model.mlir" --batch 1 --seq 8
+case_ "data.tokens" -- "$SC" "$F/data.tokens" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 -o "$O/c"
+case_ "config.json" -- "$SO" "$F/config.json" --nn-verify
+case_ "trunc.json|--tp-plan" -- "$SO" "$F/model.mlir" "--tp-plan=$F/trunc.json" --tp-size=2
+# Outputs that must not be written: directories, FIFOs, the inputs, paths
+# in missing folders or too long, a device that fails writes.
+BAD_OUTS=("$F/dir" "$F/fifo" "$F/dirlink" "$O/no-such-dir/x" "$LONG" "")
+((DEVICES)) && BAD_OUTS+=("$F/full")
+for p in "${BAD_OUTS[@]}"; do
+  want=${p:+${p##*/}|-o}
+  want=${want:-empty path}
+  [ "$p" = "$LONG" ] && want="longer than the system allows|File name too long"
+  case_ "$want" -- "$SI" "$F/config.json" --batch 1 --seq 8 -o "$p"
+  case_ "$want" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$p"
+  case_ "$want" -- "$SO" "$F/model.mlir" --nn-verify -o "$p"
+  case_ "$want" -- "$ST" "$F/text.txt" -o "$p"
+  case_ "$want|--save" -- "${TR_OK[@]}" --save "$p"
+  case_ "$want|--dump" -- "${TR_OK[@]}" --dump "$p"
+done
+case_ "config.json" -- "$SI" "$F/config.json" --batch 1 --seq 8 -o "$F/config.json"
+case_ "text.txt" -- "$ST" "$F/text.txt" -o "$F/text.txt"
+case_ "model.mlir" -- "$SO" "$F/model.mlir" --nn-verify -o "$F/model.mlir"
+case_ "config.json" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$F/config.json"
+case_ "data.tokens|--data" -- "${TR_OK[@]}" --save "$F/data.tokens"
+case_ "data.tokens|--data" -- "${TR_OK[@]}" --dump "$F/data.tokens"
+case_ "model.safetensors|--load" -- "$TR" --data "$F/data.tokens" --steps 3 --lr 1e-3 --max-grad-norm 1 --load "$F/ck/model.safetensors" --dump "$F/ck/model.safetensors"
+
+# Hostile configs, plans and IR.
+for c in "$F"/cfg-*.json; do
+  key=$(basename "$c" .json); key=${key#cfg-}
+  case_ "${c##*/}" -- "$SI" "$c" --batch 1 --seq 8 -o "$O/m.mlir"
+done
+for c in rope-tiny init-huge eps-huge heads-odd; do
+  case_ "cfg-$c.json" -- "$SC" "$F/cfg-$c.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+done
+for e in "${PLAN_EXPECT[@]}"; do
+  p=$F/${e%%|*}
+  case_ "$e" -- "$SO" "$F/model.mlir" "--tp-plan=$p" --tp-size=2 -o "$O/o.mlir"
+  case_ "$e" -- "$SC" "$F/config.json" "--tp-plan=$p" --tp-size=2 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+done
+for n in 'qwen2" tp=2}, canonicalize, tp-plan{plan="qwen2' "madeup" "QWEN2" "qwen2 " "../qwen2" \
+         "qwen2;rm" '$(id)' "qwen2}" "*"; do
+  case_ "--tp-plan|$n" -- "$SO" "$F/model.mlir" "--tp-plan=$n" --tp-size=2 -o "$O/o.mlir"
+  case_ "--tp-plan|$n" -- "$SC" "$F/config.json" "--tp-plan=$n" --tp-size=2 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+done
+case_ "divide|divisible|3" -- "$SO" "$F/model.mlir" --tp-plan=qwen2 --tp-size=3 -o "$O/o.mlir"
+case_ "divide|divisible|64" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=64 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+case_ "--dp-size|batch|3" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --dp-size=3 --batch 4 --seq 8 --emit=mlir -o "$O/c.mlir"
+for ir in constant unregistered malformed truncated binary; do
+  case_ "ir-$ir.mlir|made.up|arith.constant" -- "$SO" "$F/ir-$ir.mlir" --lower-to-runtime -o "$O/o.mlir"
+done
+case_ "arith.constant|ir-constant.mlir" -- "$SO" "$F/ir-constant.mlir" --nn-autodiff -o "$O/o.mlir"
+case_ "nope|pipeline" -- "$SO" "$F/model.mlir" "--pass-pipeline=builtin.module(nope)"
+case_ "pipeline|(" -- "$SO" "$F/model.mlir" "--pass-pipeline=builtin.module(("
+case_ "max-grad-norm|abc" -- "$SO" "$F/model.mlir" "--nn-optimizer=max-grad-norm=abc"
+case_ "lr|-1" -- "$SO" "$F/model.mlir" --nn-autodiff "--nn-optimizer=lr=-1"
+case_ "betas|2" -- "$SO" "$F/model.mlir" --nn-autodiff "--nn-optimizer=betas=2,0.9"
+case_ "backend|tpu" -- "$SO" "$F/model.mlir" "--lower-to-runtime=backend=tpu"
+case_ "tp|-4" -- "$SO" "$F/model.mlir" "--tp-plan=plan=qwen2 tp=-4"
+
+#===------------------------------------------------------------------===#
+# Run
+#===------------------------------------------------------------------===#
+LIMIT=30 # seconds: the slowest clean refusal (shard-compile under ASan) takes ~3
+total=${#CMDS[@]} clean=0 exit0=0 signals=0 hangs=0 silent=0 changed=0 failed=()
+for i in "${!CMDS[@]}"; do
+  rm -rf "${O:?}"/* 2>/dev/null
+  # The driver's MPI library keeps allocations to the end: no leak report
+  # for it under ASan (the tools keep leak checking).
+  leaks=""
+  [[ ${CMDS[$i]} == "$(printf '%q' "$TR") "* ]] && leaks="env ASAN_OPTIONS=detect_leaks=0"
+  eval "$leaks timeout -s KILL $LIMIT ${CMDS[$i]}" </dev/null >"$T/stdout" 2>"$T/stderr"
+  rc=$?
+  msg=$(cat "$T/stderr" "$T/stdout")
+  why=""
+  if ((rc == 0)); then
+    why="exit 0"; ((exit0++))
+  elif ((rc == 137)); then
+    why="hang (killed after $LIMIT s)"; ((hangs++))
+  elif ((rc > 128)) || grep -qE "Sanitizer|runtime error:|Segmentation|core dumped" <<<"$msg"; then
+    why="signal or sanitizer report (exit $rc)"; ((signals++))
+  else
+    found=0
+    IFS='|' read -r -a alts <<<"${EXPECTS[$i]}"
+    for a in "${alts[@]}"; do
+      [ -n "$a" ] && grep -qF -e "$a" <<<"$msg" && { found=1; break; }
+    done
+    ((found)) || { why="message names none of: ${EXPECTS[$i]}"; ((silent++)); }
+  fi
+  AFTER=$(snapshot)
+  if [ "$AFTER" != "$BEFORE" ]; then
+    why="${why:+$why; }an input changed: $(diff <(echo "$BEFORE") <(echo "$AFTER") | grep '^[<>]' | head -3 | tr '\n' ' ')"
+    ((changed++))
+    BEFORE=$AFTER
+  fi
+  [ -n "${BATTERY_LOG:-}" ] &&
+    printf 'case %d (exit %d): %s\n    %s\n' "$i" "$rc" "${CMDS[$i]:0:300}" \
+      "$(grep -v '^ \|^usage' <<<"$msg" | head -2 | cut -c1-300 | tr '\n' ' ')" >>"$BATTERY_LOG"
+  if [ -n "$why" ]; then
+    failed+=("case $i: $why
+    command: ${CMDS[$i]:0:400}
+    output:  $(head -c 400 <<<"$msg" | tr '\n' ' ')")
+  else
+    ((clean++))
+  fi
+done
+for f in "${failed[@]}"; do echo "FAIL $f"; done
+echo "battery: $total cases: $clean refused cleanly; $exit0 exited 0; $signals crashed (signal or" \
+     "sanitizer); $hangs hung; $silent without a message naming the problem; $changed changed an" \
+     "input; device cases $([ "$DEVICES" = 1 ] && echo run || echo skipped: not root)"
+((${#failed[@]} == 0))
