@@ -40,8 +40,8 @@ srt_status srt_cuda_launched(cudaError_t e, const char *kernel, const char *file
 static srt_status grow(srt_cuda_device *d, void **buf, size_t *size, size_t bytes) {
   if (bytes > *size) {
     // Work already enqueued may still use the old buffer.
-    SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
-    SRT_CUDA_CHECK(cudaStreamSynchronize(d->comm));
+    SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "growing the scratch (compute stream)"));
+    SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->comm, "growing the scratch (comm stream)"));
     SRT_CUDA_CHECK(cudaFree(*buf));
     *buf = NULL;
     *size = 0;
@@ -213,11 +213,8 @@ static srt_status close_device(void *device) {
   srt_cuda_device *d = device;
   if (!d)
     return NULL;
-  srt_status first = NULL;
-  cudaError_t e = d->compute ? cudaStreamSynchronize(d->compute) : cudaSuccess;
-  if (e != cudaSuccess)
-    first = SRT_ERROR(SRT_UNAVAILABLE, "cuda backend: the last step failed on the device: %s",
-                      cudaGetErrorString(e));
+  // The wait aborts the communicators if the last collectives never end.
+  srt_status first = d->compute ? srt_cuda_wait(d, d->compute, "closing the device") : NULL;
   for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
     if (d->has_comms[axis])
       ncclCommDestroy(d->comms[axis]);
@@ -303,12 +300,12 @@ static srt_status to_device(void *device, const srt_program *p, const uint8_t *h
   // (the last step's inputs), and waited for: `host` is pageable.
   SRT_CUDA_CHECK(cudaMemcpyAsync(d->arena + offset, host + offset, (size_t)bytes,
                                  cudaMemcpyHostToDevice, d->compute));
-  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the copy to the device"));
   if (touches_params(p, offset, bytes)) {
     SRT_RETURN_IF_ERROR(srt_cuda_launched(
         srt_cuda_refresh_compute(d->slots, d->num_slots, d->total_numel, d->compute),
         "srt_cuda_refresh_compute", __FILE__, __LINE__));
-    SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+    SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "refreshing the bf16 weights"));
   }
   return NULL;
 }
@@ -322,8 +319,7 @@ static srt_status to_host(void *device, const srt_program *p, uint8_t *host, int
                      (long long)offset, (long long)(offset + bytes));
   SRT_CUDA_CHECK(cudaMemcpyAsync(host + offset, d->arena + offset, (size_t)bytes,
                                  cudaMemcpyDeviceToHost, d->compute));
-  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
-  return NULL;
+  return srt_cuda_wait(d, d->compute, "the copy to the host");
 }
 
 const srt_backend srt_cuda_backend = {

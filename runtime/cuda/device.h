@@ -38,6 +38,9 @@ typedef struct srt_cuda_device {
   /// One communicator per mesh axis (0 = dp, 1 = tp), created once.
   ncclComm_t comms[SRT_MESH_NDIMS];
   bool has_comms[SRT_MESH_NDIMS];
+  /// The op that enqueued the last collective on each axis (for a
+  /// deadline's message); NULL before the first.
+  const char *last_collective[SRT_MESH_NDIMS];
   uint8_t *arena;
   int64_t arena_bytes;
   /// Scratch for ops and collectives (grown on demand, synchronously).
@@ -65,6 +68,20 @@ typedef struct srt_cuda_device {
   int8_t checked_ok[16][2]; // [forward, backward]: 0 unchecked, 1 agrees, -1 disabled
   int num_checked;
 } srt_cuda_device;
+
+/// Waits until the work enqueued on `stream` has finished, against the
+/// deadline of the context's collectives (srt_context_timeout, the
+/// driver's --timeout): polls the stream, spinning for the first 20 ms and
+/// then sleeping between polls with a backoff up to 1 ms (a rank waiting on
+/// a stalled peer does not burn a core), and checks every communicator for
+/// an asynchronous NCCL error. On such an error, or when the deadline
+/// passes, every communicator is aborted (ncclCommAbort, which also ends
+/// NCCL kernels still waiting for a peer; torch's NCCL watchdog does the
+/// same) and marked gone. `what` names the wait in messages (e.g. "the
+/// step's read-back"). Errors: SRT_DEADLINE_EXCEEDED naming `what`, the
+/// step, the seconds waited and the last collective enqueued on each axis;
+/// SRT_UNAVAILABLE for a CUDA or NCCL error.
+srt_status srt_cuda_wait(srt_cuda_device *d, cudaStream_t stream, const char *what);
 
 /// The device of an exec, or an error naming `op` when the exec has none.
 srt_status srt_cuda_device_of(const srt_exec *e, const char *op, srt_cuda_device **out);

@@ -78,12 +78,11 @@ static float host_value(const uint8_t *p, int64_t i, size_t width) {
 static srt_status rel_err(srt_cuda_device *d, const void *a, const void *b, int64_t n,
                           size_t width, bool absolute, double *err) {
   size_t bytes = (size_t)n * width;
+  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the attention check"));
   uint8_t *h = malloc(2 * bytes + 1);
   if (!h)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "attention check: no host memory");
-  cudaError_t e = cudaStreamSynchronize(d->compute);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(h, a, bytes, cudaMemcpyDeviceToHost);
+  cudaError_t e = cudaMemcpy(h, a, bytes, cudaMemcpyDeviceToHost);
   if (e == cudaSuccess)
     e = cudaMemcpy(h + bytes, b, bytes, cudaMemcpyDeviceToHost);
   double diff = 0, scale = 1e-30;

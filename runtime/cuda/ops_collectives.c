@@ -44,6 +44,7 @@ static srt_status begin(srt_exec *e, const char *op, int64_t in, int64_t out, in
   c->type = dtype == SRT_OP_F32 ? ncclFloat32 : ncclBfloat16;
   c->v = view_of(dims, rank, dim, dtype == SRT_OP_F32 ? 4 : 2);
   c->comm = c->d->comms[axis];
+  c->d->last_collective[axis] = op;
   int64_t index, size;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, axis, &index, &size));
   c->parts = (int)size;

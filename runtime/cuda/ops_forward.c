@@ -83,7 +83,7 @@ srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, i
   SRT_CUDA_CHECK(cudaMemcpyAsync(dev_freq, inv_freq, (size_t)(head_dim / 2) * sizeof(float),
                                  cudaMemcpyHostToDevice, d->compute));
   // inv_freq lives on this stack frame: the copy must finish before return.
-  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the rotary frequencies' copy"));
   return CU_LAUNCH(srt_cuda_rotary_tables(cu_f32(e, cos), cu_f32(e, sin), dev_freq, batch, seq,
                                           head_dim, d->compute));
 }

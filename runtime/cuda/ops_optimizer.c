@@ -13,6 +13,7 @@
 
 // The value (sum or max) and the NaN flag (max) of the pair over one axis.
 static srt_status reduce_pair(srt_cuda_device *d, int axis, bool is_inf) {
+  d->last_collective[axis] = "the grad norm's all-reduce";
   SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc, d->norm_acc, 1, ncclFloat64,
                                is_inf ? ncclMax : ncclSum, d->comms[axis], d->comm));
   SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc + 1, d->norm_acc + 1, 1, ncclFloat64, ncclMax,
@@ -58,7 +59,7 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
                                  d->compute));
   SRT_CUDA_CHECK(cudaMemcpyAsync(&loss, cu_f32(e, loss_offset), sizeof loss,
                                  cudaMemcpyDeviceToHost, d->compute));
-  SRT_CUDA_CHECK(cudaStreamSynchronize(d->compute));
+  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the step's read-back (loss, grad norm)"));
   if (bad[0]) {
     SRT_CUDA_CHECK(cudaMemsetAsync(d->bad_label, 0, 2 * sizeof(int64_t), d->compute));
     return SRT_ERROR(SRT_OUT_OF_RANGE,

@@ -243,3 +243,7 @@ void srt_context_set_step(srt_context *ctx, int64_t step) {
   if (ctx)
     ctx->step = step;
 }
+
+int64_t srt_context_step(const srt_context *ctx) { return ctx ? ctx->step : 0; }
+
+double srt_context_timeout(const srt_context *ctx) { return ctx ? ctx->timeout_s : 0; }

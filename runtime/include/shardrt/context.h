@@ -110,4 +110,12 @@ srt_arena *srt_context_arena(srt_context *ctx);
 /// a deadline's error). 0 before the first step.
 void srt_context_set_step(srt_context *ctx, int64_t step);
 
+/// The step srt_context_set_step recorded last (0 before the first).
+int64_t srt_context_step(const srt_context *ctx);
+
+/// The deadline of every collective in seconds (srt_context_options.
+/// timeout_s; <= 0: none), which other collective layers (the cuda
+/// backend's NCCL waits) apply too.
+double srt_context_timeout(const srt_context *ctx);
+
 #endif // SHARDRT_CONTEXT_H
