@@ -78,8 +78,9 @@ bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
 bool shard_link_has_cuda(void) { return kCudaLinkArgs[0] != NULL; }
 
 bool shard_link(const char *object, const char *output, const char *name, bool cuda,
-                char *err, size_t errlen) {
-  const char *const *libs = cuda ? kCudaLinkArgs : kLinkArgs;
+                bool serial, char *err, size_t errlen) {
+  const char *const *libs = cuda ? (serial ? kCudaSerialLinkArgs : kCudaLinkArgs)
+                                 : (serial ? kSerialLinkArgs : kLinkArgs);
   size_t nlibs = 0;
   while (libs[nlibs])
     ++nlibs;

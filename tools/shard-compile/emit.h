@@ -17,11 +17,14 @@ bool shard_emit(MlirOperation module, const char *path, bool as_ir, char *err,
 /// Links `object` with the runtime and its training driver into the
 /// executable `output` (the C compiler as linker, arguments from
 /// link_config.h); with `cuda`, with libshardrt_cuda and the CUDA libraries
-/// too (the object was lowered with lower-to-runtime{backend=cuda}).
-/// Returns false with err set, naming `name` (the path the user gave, of
-/// which `output` may be the temporary), if the linker fails.
+/// too (the object was lowered with lower-to-runtime{backend=cuda}). With
+/// `serial` (a program of one rank: dp x tp = 1) the serial runtime
+/// (libshardrt_serial, runtime/mpi_serial): the executable needs no MPI
+/// library or launcher. Returns false with err set, naming `name` (the path
+/// the user gave, of which `output` may be the temporary), if the linker
+/// fails.
 bool shard_link(const char *object, const char *output, const char *name, bool cuda,
-                char *err, size_t errlen);
+                bool serial, char *err, size_t errlen);
 
 /// Whether this build has the CUDA runtime to link --backend=cuda programs.
 bool shard_link_has_cuda(void);

@@ -50,7 +50,8 @@ static void usage(FILE *out) {
           "is not reused) so that the driver's --dump can write the logits.\n"
           "--backend=cuda runs the step on an NVIDIA GPU (bf16 compute, fp32 master\n"
           "weights; one GPU per rank); the default cpu backend runs it in fp32.\n"
-          "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n");
+          "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
+          "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
 }
 
 // `--flag=V` or `--flag V` (advancing *i past V).
@@ -273,8 +274,8 @@ static int run(const options *o) {
     }
     ok = ok && shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
     if (ok && exe)
-      ok = shard_link(object, output.target, o->output, !strcmp(o->backend, "cuda"), err,
-                      sizeof err);
+      ok = shard_link(object, output.target, o->output, !strcmp(o->backend, "cuda"),
+                      o->tp * o->dp == 1, err, sizeof err);
     if (have_dir) {
       unlink(object);
       rmdir(dir);
