@@ -38,9 +38,12 @@ static srt_status begin(srt_exec *e, const char *op, int64_t in, int64_t out, in
                         int64_t dtype, int64_t dim, int64_t rank, const int64_t dims[4],
                         collective *c) {
   SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &c->d));
-  if (axis < 0 || axis >= SRT_MESH_NDIMS || !c->d->has_comms[axis])
+  if (axis < 0 || axis >= SRT_MESH_NDIMS)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: mesh axis %lld is not 0 (dp) or 1 (tp)", op,
                      (long long)axis);
+  if (!c->d->has_comms[axis])
+    return SRT_ERROR(SRT_UNAVAILABLE, "%s: the NCCL communicators were aborted after an "
+                     "earlier failure", op);
   c->type = dtype == SRT_OP_F32 ? ncclFloat32 : ncclBfloat16;
   c->v = view_of(dims, rank, dim, dtype == SRT_OP_F32 ? 4 : 2);
   c->comm = c->d->comms[axis];

@@ -13,6 +13,9 @@
 
 // The value (sum or max) and the NaN flag (max) of the pair over one axis.
 static srt_status reduce_pair(srt_cuda_device *d, int axis, bool is_inf) {
+  if (!d->has_comms[axis])
+    return SRT_ERROR(SRT_UNAVAILABLE, "cuda backend: the grad norm's all-reduce: the NCCL "
+                     "communicators were aborted after an earlier failure");
   d->last_collective[axis] = "the grad norm's all-reduce";
   SRT_NCCL_CHECK(ncclAllReduce(d->norm_acc, d->norm_acc, 1, ncclFloat64,
                                is_inf ? ncclMax : ncclSum, d->comms[axis], d->comm));

@@ -3,7 +3,10 @@
 // non-blocking requests against the same deadline (src/collectives.c); on
 // the GPU the collectives are NCCL kernels, so a stalled peer shows as a
 // stream that never drains: the wait polls it, and on the deadline aborts
-// the communicators so that those kernels end and the rank can exit.
+// the communicators so that those kernels end and the rank can exit. The
+// deadline bounds each host wait, which includes the compute queued before
+// it (a whole step, at the step's read-back): --timeout must exceed a
+// step's time, as it does by far at its default of 600 s.
 #include <stdio.h>
 #include <time.h>
 
@@ -22,6 +25,7 @@ static void abort_comms(srt_cuda_device *d) {
     if (d->has_comms[axis]) {
       ncclCommAbort(d->comms[axis]);
       d->has_comms[axis] = false;
+      d->comms[axis] = NULL;
     }
 }
 
@@ -49,7 +53,7 @@ static srt_status timed_out(srt_cuda_device *d, const char *what, double waited)
   const char *dp = d->last_collective[0], *tp = d->last_collective[1];
   srt_status s = SRT_ERROR(
       SRT_DEADLINE_EXCEEDED,
-      "cuda backend: %s at step %lld did not complete within the %.0f s collective timeout "
+      "cuda backend: %s at step %lld did not complete within the %g s collective timeout "
       "(waited %.1f s; last collectives enqueued: dp %s, tp %s): a peer rank stalled or "
       "died; the NCCL communicators were aborted",
       what, (long long)srt_context_step(d->ctx), srt_context_timeout(d->ctx), waited,
@@ -65,10 +69,14 @@ srt_status srt_cuda_wait(srt_cuda_device *d, cudaStream_t stream, const char *wh
     cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaSuccess)
       return NULL;
-    if (e != cudaErrorNotReady)
+    if (e != cudaErrorNotReady) {
+      // The device is unusable: peers waiting in a collective with this
+      // rank must not be waited for either.
+      abort_comms(d);
       return SRT_ERROR(SRT_UNAVAILABLE, "cuda backend: %s at step %lld failed on the device: "
                        "%s (%s)", what, (long long)srt_context_step(d->ctx),
                        cudaGetErrorName(e), cudaGetErrorString(e));
+    }
     if (!nap_ns && polls % 256)
       continue; // spinning: look at the clock and NCCL now and then
     SRT_RETURN_IF_ERROR(async_error(d, what));

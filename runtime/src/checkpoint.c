@@ -198,7 +198,7 @@ static bool meta_step(const srt_safetensors *file, const char *key, int64_t *out
   char *end;
   errno = 0;
   long long x = strtoll(v, &end, 10);
-  if (*end || errno == ERANGE)
+  if (*end || errno == ERANGE || x > SRT_CHECKPOINT_MAX_STEP)
     return false;
   *out = (int64_t)x;
   return true;
@@ -212,8 +212,16 @@ srt_status srt_checkpoint_read_meta(const srt_safetensors *file,
   int64_t *slots[2] = {&out->step, &out->adam_step};
   for (int i = 0; i < 2; ++i)
     if (!meta_step(file, keys[i], slots[i]))
-      return SRT_ERROR(SRT_DATA_LOSS, "checkpoint '%s': metadata %s is not a step count: '%s'",
-                       path, keys[i], srt_safetensors_metadata(file, keys[i]));
+      return SRT_ERROR(SRT_DATA_LOSS,
+                       "checkpoint '%s': metadata %s is not a step count in [0, %lld]: "
+                       "'%.64s'",
+                       path, keys[i], (long long)SRT_CHECKPOINT_MAX_STEP,
+                       srt_safetensors_metadata(file, keys[i]));
+  if (out->adam_step > out->step && out->step >= 0)
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "checkpoint '%s': metadata shardrt.adam_step %lld is above shardrt.step "
+                     "%lld (AdamW steps at most once per training step)",
+                     path, (long long)out->adam_step, (long long)out->step);
   const char *optim = srt_safetensors_metadata(file, "shardrt.optimizer");
   if (!optim)
     return NULL;
@@ -221,13 +229,14 @@ srt_status srt_checkpoint_read_meta(const srt_safetensors *file,
     if (*slots[i] < 0)
       return SRT_ERROR(SRT_DATA_LOSS,
                        "checkpoint '%s': metadata %s is missing (the file names optimizer "
-                       "state '%s')",
+                       "state '%.256s')",
                        path, keys[i], optim);
   // The optimizer file is the checkpoint's sibling, named by a save
   // (basename only): a path out of its directory is refused.
-  if (!*optim || strchr(optim, '/') || !strcmp(optim, ".") || !strcmp(optim, ".."))
+  if (!*optim || strchr(optim, '/') || !strcmp(optim, ".") || !strcmp(optim, "..") ||
+      strlen(optim) > 255)
     return SRT_ERROR(SRT_DATA_LOSS,
-                     "checkpoint '%s': shardrt.optimizer '%s' is not a file name in the "
+                     "checkpoint '%s': shardrt.optimizer '%.256s' is not a file name in the "
                      "checkpoint's directory",
                      path, optim);
   out->optimizer = optim;

@@ -2,6 +2,7 @@
 #include "shardrt/output.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -33,4 +34,21 @@ bool srt_same_file(const char *a, const char *b) {
   struct stat sa, sb;
   return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
          sa.st_ino == sb.st_ino;
+}
+
+srt_status srt_output_check_name(const char *what, const char *path, size_t suffix_bytes) {
+  const char *slash = strrchr(path, '/');
+  size_t name = strlen(slash ? slash + 1 : path), whole = strlen(path);
+  if (name + suffix_bytes > NAME_MAX)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s '%.64s...': its file name has %zu bytes, and with the %zu this output "
+                     "appends for the files it writes beside it that passes the system's limit "
+                     "of %d (NAME_MAX)",
+                     what, path, name, suffix_bytes, NAME_MAX);
+  if (whole + suffix_bytes >= PATH_MAX)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s '%.64s...': a path of %zu bytes, with the %zu this output appends, "
+                     "passes the system's limit of %d (PATH_MAX)",
+                     what, path, whole, suffix_bytes, PATH_MAX);
+  return NULL;
 }

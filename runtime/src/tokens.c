@@ -224,6 +224,7 @@ srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t cou
   // path; a character device (/dev/null) in place.
   srt_output_kind kind;
   SRT_RETURN_IF_ERROR(srt_output_kind_of("token file", path, &kind));
+  SRT_RETURN_IF_ERROR(srt_output_check_name("token file", path, strlen(".tmp")));
   bool device = kind == SRT_OUTPUT_DEVICE;
   size_t len = strlen(path) + 5;
   char *tmp = malloc(len);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "shardrt/checkpoint.h"
 #include "shardrt/output.h"
 #include "train_internal.h"
 
@@ -42,8 +43,11 @@ static srt_status parse_double(const char *flag, const char *v, double *out) {
   errno = 0;
   double d = strtod(v, &end);
   // strtod alone would skip leading spaces (" 0.1").
-  if (!*v || isspace((unsigned char)*v) || *end || errno == ERANGE)
+  if (!*v || isspace((unsigned char)*v) || *end)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not a number", flag, v);
+  if (errno == ERANGE)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is out of the range of a double", flag,
+                     v);
   *out = d;
   return NULL;
 }
@@ -66,9 +70,12 @@ static srt_status parse_int(const char *flag, const char *v, int64_t min, int64_
 static srt_status parse_float(const char *flag, const char *v, float *out) {
   double d;
   SRT_RETURN_IF_ERROR(parse_double(flag, v, &d));
-  // Finite as a float too: 1e39 is a finite double but an infinite float.
+  // Finite as a float too: 1e39 is a finite double but an infinite float;
+  // and not so small that it rounds to 0 (1e-46).
   if (!isfinite(d) || !isfinite((float)d))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' is not a finite float", flag, v);
+  if (d != 0 && (float)d == 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: '%s' rounds to 0 as a float", flag, v);
   *out = (float)d;
   return NULL;
 }
@@ -101,6 +108,9 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       o->data = v;
     } else if (!strcmp(f, "--steps")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->steps));
+      if (o->steps > SRT_CHECKPOINT_MAX_STEP)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "--steps: %lld is above the largest step %lld",
+                         (long long)o->steps, (long long)SRT_CHECKPOINT_MAX_STEP);
     } else if (!strcmp(f, "--lr")) {
       SRT_RETURN_IF_ERROR(parse_float(f, v, &o->lr));
     } else if (!strcmp(f, "--betas")) {
@@ -172,6 +182,12 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        "%s: a path of %zu bytes is longer than the system allows (PATH_MAX %d)",
                        paths[k][0], strlen(p), PATH_MAX);
   }
+  // A save writes "<save>.optim-<step, up to 16 digits>-<n>.tmp" beside
+  // it, a dump "<dump>.tmp": names that must fit before any step runs.
+  if (o->save)
+    SRT_RETURN_IF_ERROR(srt_output_check_name("--save", o->save, strlen(".optim--999.tmp") + 16));
+  if (o->dump)
+    SRT_RETURN_IF_ERROR(srt_output_check_name("--dump", o->dump, strlen(".tmp")));
   if (o->data && o->batch_file)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "--data '%s' and --batch-file '%s': give one source of batches", o->data,

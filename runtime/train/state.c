@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,8 +229,11 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   int64_t step = meta.step, adam = meta.adam_step;
   char optim[PATH_MAX_LEN], dir[PATH_MAX_LEN];
   dir_of(path, dir, sizeof dir);
-  snprintf(optim, sizeof optim, "%s%s", dir, meta.optimizer);
+  int len = snprintf(optim, sizeof optim, "%s%s", dir, meta.optimizer);
   srt_safetensors_close(f);
+  if (len < 0 || (size_t)len >= sizeof optim)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "checkpoint '%s': its optimizer file's path is "
+                     "longer than %zu bytes", path, sizeof optim - 1);
 
   srt_safetensors *o = NULL;
   SRT_RETURN_IF_ERROR(srt_safetensors_open(optim, &o));
@@ -237,11 +241,18 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   srt_status ms = srt_checkpoint_read_meta(o, &optim_meta);
   if (ms || optim_meta.step != step || optim_meta.adam_step != adam) {
     srt_safetensors_close(o);
+    bool steps = optim_meta.step != step;
+    int64_t theirs = steps ? optim_meta.step : optim_meta.adam_step;
     return ms ? ms
-              : SRT_ERROR(SRT_DATA_LOSS,
-                          "checkpoint '%s' is at step %lld but its optimizer file '%s' is "
-                          "at step %lld",
-                          path, (long long)step, optim, (long long)optim_meta.step);
+              : theirs < 0
+                  ? SRT_ERROR(SRT_DATA_LOSS,
+                              "checkpoint '%s': its optimizer file '%s' has no shardrt.%s",
+                              path, optim, steps ? "step" : "adam_step")
+                  : SRT_ERROR(SRT_DATA_LOSS,
+                              "checkpoint '%s' has shardrt.%s %lld but its optimizer file "
+                              "'%s' has %lld",
+                              path, steps ? "step" : "adam_step",
+                              (long long)(steps ? step : adam), optim, (long long)theirs);
   }
   int32_t n = p->num_params;
   srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);

@@ -7,7 +7,7 @@
 #   - print a message holding one of the case's expected strings (the flag,
 #     the value or the file at fault);
 #   - leave every input file and device node as it was (contents, type,
-#     mode, size, mtime), checked after each case.
+#     mode, size, mtime), checked after each case, and write no output.
 # Prints the counts and every failing case; exits 1 if any case fails.
 # BATTERY_LOG=FILE also writes each case's command and message there.
 # usage: battery.sh BIN_DIR SOURCE_DIR [TRAIN_EXE]
@@ -116,6 +116,32 @@ printf 'module {\n  "made.up"() : () -> ()\n}\n' >"$F/ir-unregistered.mlir"
 printf 'module {\n  func.func @forward( {\n' >"$F/ir-malformed.mlir"
 head -c 300 "$F/model.mlir" >"$F/ir-truncated.mlir"
 printf '\x00\x01\x02MLIR' >"$F/ir-binary.mlir"
+# A --weights directory whose index is a FIFO.
+mkdir -p "$F/wfifo" && mkfifo "$F/wfifo/model.safetensors.index.json"
+# Checkpoints whose metadata lies (the header rewritten, the data kept).
+remeta() { # SRC DST KEY=VALUE...
+  python3 - "$@" <<'PY' || die "remeta $2"
+import json, struct, sys
+src, dst, edits = sys.argv[1], sys.argv[2], sys.argv[3:]
+data = open(src, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+for e in edits:
+    k, v = e.split("=", 1)
+    header["__metadata__"][k] = v
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(dst, "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
+}
+optim=$(ls "$F/ck/" | grep optim)
+mkdir -p "$F/ck-adam" "$F/ck-huge"
+remeta "$F/ck/model.safetensors" "$F/ck-adam/model.safetensors" shardrt.adam_step=9
+cp "$F/ck/$optim" "$F/ck-adam/$optim"
+remeta "$F/ck/model.safetensors" "$F/ck-huge/model.safetensors" \
+  shardrt.step=9223372036854775806 shardrt.adam_step=9223372036854775806
+remeta "$F/ck/$optim" "$F/ck-huge/$optim" \
+  shardrt.step=9223372036854775806 shardrt.adam_step=9223372036854775806
 if [ "$(id -u)" -eq 0 ]; then
   # Private device nodes (never the machine's own /dev/null).
   mknod "$F/null" c 1 3 && mknod "$F/full" c 1 7 && mknod "$F/zero" c 1 5 || die "mknod"
@@ -243,9 +269,11 @@ for f in "--steps 2" "--lr 1e-2" "--max-grad-norm 2" "--data $F/data.tokens" "--
   case_ "${f%% *}" -- "${TR_OK[@]}" $f
 done
 # Unknown and odd flags.
-for f in --bogus -x --BATCH ---batch --batch= - --; do
+for f in --bogus -x --BATCH ---batch --batch=; do
   case_ "${f%=}" -- "${SI_OK[@]}" "$f"
 done
+case_ "more than one config: '$F/config.json' and '-'" -- "${SI_OK[@]}" -
+case_ "unknown option '--'" -- "${SI_OK[@]}" --
 for f in --bogus --tp_size=2 --tp-size --emit=exe2 --backend=tpu --emit= --backend=; do
   case_ "${f%%=*}|${f#*=}" -- "${SC_OK[@]}" "$f"
 done
@@ -299,6 +327,21 @@ case_ "model.mlir" -- "$SI" "$F/model.mlir" --batch 1 --seq 8
 case_ "data.tokens" -- "$SC" "$F/data.tokens" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 -o "$O/c"
 case_ "config.json" -- "$SO" "$F/config.json" --nn-verify
 case_ "trunc.json|--tp-plan" -- "$SO" "$F/model.mlir" "--tp-plan=$F/trunc.json" --tp-size=2
+case_ "FIFO" -- "${SI_OK[@]}" --weights "$F/wfifo"
+case_ "FIFO" -- "${SC_OK[@]}" --weights "$F/wfifo"
+case_ "adam_step 9 is above shardrt.step 2" -- "$TR" --data "$F/data.tokens" --steps 4 --lr 1e-3 --max-grad-norm 1 --load "$F/ck-adam/model.safetensors"
+case_ "not a step count" -- "$TR" --data "$F/data.tokens" --steps 4 --lr 1e-3 --max-grad-norm 1 --load "$F/ck-huge/model.safetensors"
+case_ "--steps" -- "$TR" --data "$F/data.tokens" --steps 9223372036854775807 --lr 1e-3 --max-grad-norm 1
+case_ "--lr|rounds to 0" -- "$TR" --data "$F/data.tokens" --steps 1 --lr 1e-46 --max-grad-norm 1
+case_ "--eps|out of the range" -- "${TR_OK[@]}" --eps 1e-320
+NAME240=$O/$(printf 'n%.0s' $(seq 240)) NAME253=$O/$(printf 'n%.0s' $(seq 253))
+case_ "NAME_MAX" -- "${TR_OK[@]}" --save "$NAME240"
+case_ "NAME_MAX" -- "${TR_OK[@]}" --dump "$NAME253"
+case_ "NAME_MAX" -- "$SI" "$F/config.json" --batch 1 --seq 8 -o "$NAME253"
+case_ "NAME_MAX" -- "$SO" "$F/model.mlir" --nn-verify -o "$NAME253"
+case_ "NAME_MAX" -- "$SC" "$F/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$NAME253"
+case_ "NAME_MAX" -- "$ST" "$F/text.txt" -o "$NAME253"
+case_ "-o" -- "$SO" "$F/model.mlir" --nn-verify -o "$O/a.mlir" "-o$O/b.mlir"
 # Outputs that must not be written: directories, FIFOs, the inputs, paths
 # in missing folders or too long, a device that fails writes.
 BAD_OUTS=("$F/dir" "$F/fifo" "$F/dirlink" "$O/no-such-dir/x" "$LONG" "")
@@ -359,7 +402,7 @@ case_ "tp|-4" -- "$SO" "$F/model.mlir" "--tp-plan=plan=qwen2 tp=-4"
 # Run
 #===------------------------------------------------------------------===#
 LIMIT=30 # seconds: the slowest clean refusal (shard-compile under ASan) takes ~3
-total=${#CMDS[@]} clean=0 exit0=0 signals=0 hangs=0 silent=0 changed=0 failed=()
+total=${#CMDS[@]} clean=0 exit0=0 signals=0 hangs=0 silent=0 changed=0 leftover=0 failed=()
 for i in "${!CMDS[@]}"; do
   rm -rf "${O:?}"/* 2>/dev/null
   # The driver's MPI library keeps allocations to the end: no leak report
@@ -369,6 +412,9 @@ for i in "${!CMDS[@]}"; do
   eval "$leaks timeout -s KILL $LIMIT ${CMDS[$i]}" </dev/null >"$T/stdout" 2>"$T/stderr"
   rc=$?
   msg=$(cat "$T/stderr" "$T/stdout")
+  # The expected strings must be in the message itself, not in the usage
+  # text some tools print after it (which names every flag).
+  said=$(grep -v '^ \|^usage' <<<"$msg")
   why=""
   if ((rc == 0)); then
     why="exit 0"; ((exit0++))
@@ -380,9 +426,13 @@ for i in "${!CMDS[@]}"; do
     found=0
     IFS='|' read -r -a alts <<<"${EXPECTS[$i]}"
     for a in "${alts[@]}"; do
-      [ -n "$a" ] && grep -qF -e "$a" <<<"$msg" && { found=1; break; }
+      [ -n "$a" ] && grep -qF -e "$a" <<<"$said" && { found=1; break; }
     done
     ((found)) || { why="message names none of: ${EXPECTS[$i]}"; ((silent++)); }
+  fi
+  left=$(cd "$O" && find . -mindepth 1 | head -3 | tr '\n' ' ')
+  if [ -n "$left" ] && ((rc != 0)); then
+    why="${why:+$why; }the refused command left output: $left"; ((leftover++))
   fi
   AFTER=$(snapshot)
   if [ "$AFTER" != "$BEFORE" ]; then
@@ -404,5 +454,5 @@ done
 for f in "${failed[@]}"; do echo "FAIL $f"; done
 echo "battery: $total cases: $clean refused cleanly; $exit0 exited 0; $signals crashed (signal or" \
      "sanitizer); $hangs hung; $silent without a message naming the problem; $changed changed an" \
-     "input; device cases $([ "$DEVICES" = 1 ] && echo run || echo skipped: not root)"
+     "input; $leftover left output; device cases $([ "$DEVICES" = 1 ] && echo run || echo skipped: not root)"
 ((${#failed[@]} == 0))

@@ -128,7 +128,7 @@ expect_error "qwen2 checkpoint into llama" "$W/step3/model.safetensors" \
 mkdir -p "$W/mixed" && cp "$W"/step3/model.safetensors "$W/mixed/" \
   && cp "$W"/straight/model.safetensors.optim-00000005-0 "$W/mixed/model.safetensors.optim-00000003-0" \
   || fail "copy"
-expect_error "optimizer file of another step" "is at step 3" "optimizer file" "is at step 5" -- \
+expect_error "optimizer file of another step" "has shardrt.step 3 but its optimizer file" "has 5" -- \
   run 2 "$W/q_tp2sp" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$W/mixed/model.safetensors"
 # The optimizer file a checkpoint names must be its sibling: a name made a
 # path out of its directory (absolute, or up) is refused, not followed.

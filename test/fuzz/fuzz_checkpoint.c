@@ -2,7 +2,9 @@
 // its shardrt.* metadata (step counts, the optimizer file's name, the
 // per-rank mesh and coordinate) and every tensor it holds, loaded whole and
 // as the half a rank of a 1 x 2 mesh holds, with the CRC-32 and finiteness
-// checks a load makes. An accepted optimizer name must be a plain file name.
+// checks a load makes. An accepted optimizer name must be a plain file name
+// and accepted step counts in range. (Pairing the weights file with its
+// optimizer file is the driver's train_load, tested by e2e/checkpoint.)
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +56,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   srt_checkpoint_meta meta;
   s = srt_checkpoint_read_meta(f, &meta);
+  // What an accepted file promises (checkpoint.h).
   if (!s && meta.optimizer &&
-      (strchr(meta.optimizer, '/') || !strcmp(meta.optimizer, "..") || meta.step < 0 ||
-       meta.adam_step < 0))
+      (!*meta.optimizer || strchr(meta.optimizer, '/') || !strcmp(meta.optimizer, ".") ||
+       !strcmp(meta.optimizer, "..") || meta.step < 0 || meta.adam_step < 0))
+    abort();
+  if (!s && (meta.step > SRT_CHECKPOINT_MAX_STEP || meta.adam_step > SRT_CHECKPOINT_MAX_STEP ||
+             (meta.step >= 0 && meta.adam_step > meta.step)))
     abort();
   srt_status_free(s);
   static float buf[kMaxElements];

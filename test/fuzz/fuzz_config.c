@@ -10,7 +10,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   import_config cfg;
-  char err[2048];
+  char err[2048] = "";
   if (!import_config_parse("fuzz/config.json", (const char *)data, size, &cfg, err,
                            sizeof err)) {
     if (!err[0])

@@ -16,7 +16,7 @@ static const char *const kModules[] = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tp_plan plan;
-  char err[1024];
+  char err[1024] = "";
   if (tp_plan_parse((const char *)data, size, "fuzz-plan.json", &plan, err, sizeof err)) {
     for (size_t i = 0; i < sizeof kModules / sizeof *kModules; ++i)
       (void)tp_plan_match(&plan, kModules[i], strlen(kModules[i]));

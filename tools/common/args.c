@@ -34,6 +34,8 @@ static bool spells(const char *entry, const char *arg) {
     size_t m = strcspn(p, "|");
     if (m == n && !strncmp(p, arg, n))
       return true;
+    if (m == 2 && p[1] != '-' && !strncmp(p, arg, 2) && arg[1] != '-')
+      return true; // a short flag with its value attached: "-ofile"
     p += m + (p[m] == '|');
   }
   return false;

@@ -19,7 +19,7 @@ typedef struct tool_seen {
 } tool_seen;
 
 /// Looks up argument `arg` (a flag position: "--name", "--name=value" or
-/// "-o"; compared up to its '=') in `flags`, a NULL-terminated table whose entries list a flag's
+/// "-o", "-oFILE"; compared up to its '=') in `flags`, a NULL-terminated table whose entries list a flag's
 /// spellings separated by '|' (e.g. "-o|--output"); at most 64 entries.
 /// Records it in `seen`. Returns false, printing "<tool>: <arg> given
 /// twice (a flag takes one value)", when the entry was met before; true

@@ -13,6 +13,8 @@ bool tool_check_output(const char *tool, const char *path, const char *input) {
     return true;
   srt_output_kind kind;
   srt_status s = srt_output_kind_of("output", path, &kind);
+  if (!s)
+    s = srt_output_check_name("output", path, strlen(".tmp"));
   if (s) {
     fprintf(stderr, "%s: %s\n", tool, srt_status_message(s));
     srt_status_free(s);

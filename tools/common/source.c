@@ -22,11 +22,12 @@ char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
     return NULL;
   }
   if (!is_stdin && !S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "cannot read '%s': it is a %s, not a file", path,
+    snprintf(err, errlen, "cannot read '%s': it is a %s, not a file%s", path,
              S_ISDIR(st.st_mode)                          ? "directory"
              : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device"
              : S_ISFIFO(st.st_mode)                       ? "FIFO"
-                                                          : "socket");
+                                                          : "socket",
+             S_ISFIFO(st.st_mode) ? " (give '-' to read standard input)" : "");
     return NULL;
   }
   if (!is_stdin && S_ISREG(st.st_mode) && (uint64_t)st.st_size > max_bytes) {
@@ -39,8 +40,9 @@ char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
   int fd = is_stdin ? -1 : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
     close(fd);
-    fd = -1;
-    errno = EINVAL;
+    snprintf(err, errlen, "cannot read '%s': it stopped being a regular file while opened",
+             path);
+    return NULL;
   }
   FILE *f = is_stdin ? stdin : fd >= 0 ? fdopen(fd, "rb") : NULL;
   if (!f && fd >= 0)

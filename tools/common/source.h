@@ -18,10 +18,10 @@ typedef struct tool_chunk {
 } tool_chunk;
 
 /// Reads all of `path` ("-" = stdin) into a NUL-terminated buffer the caller
-/// frees; sets *len to its size in bytes. A directory or a device (which
-/// could never end: /dev/zero) is refused before reading, and so is more
-/// than `max_bytes` (checked before reading a regular file, while reading a
-/// pipe). Returns NULL with a message naming the path and the sizes in
+/// frees; sets *len to its size in bytes. Anything but a regular file (a
+/// directory, a device such as /dev/zero that would never end, a FIFO that
+/// could block) is refused before reading, and so is more than `max_bytes`
+/// (checked before reading a regular file, while reading stdin). Returns NULL with a message naming the path and the sizes in
 /// `err` on failure.
 char *tool_read_file(const char *path, size_t max_bytes, size_t *len, char *err,
                      size_t errlen);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "shardrt/safetensors.h"
+#include "source.h"
 
 typedef struct checker {
   const import_model *m;
@@ -171,8 +172,16 @@ static bool check_single(checker *c, const char *path) {
 
 // Shards listed by model.safetensors.index.json in `dir`.
 static bool check_index(checker *c, const char *dir, const char *index_path) {
+  // Read as every other input: a regular file only (a FIFO would block),
+  // of bounded size (a real index is under 100 KiB).
+  char why[1024];
+  size_t len = 0;
+  char *text = tool_read_file(index_path, (size_t)64 << 20, &len, why, sizeof why);
+  if (!text)
+    return fail(c, index_path, "%s", why);
   json_error_t jerr;
-  json_t *index = json_load_file(index_path, JSON_REJECT_DUPLICATES, &jerr);
+  json_t *index = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+  free(text);
   if (!index)
     return fail(c, index_path, "malformed JSON at line %d, column %d: %s",
                 jerr.line, jerr.column, jerr.text);
@@ -192,7 +201,8 @@ static bool check_index(checker *c, const char *dir, const char *index_path) {
       return fail(c, index_path,
                   "weight_map entry '%s' must be a file name in the same directory",
                   name);
-    snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path)
+      return fail(c, index_path, "the path of shard '%s' is too long", file);
     int fi;
     if (!add_file(c, path, file, &fi))
       return false;
@@ -240,9 +250,13 @@ bool import_check_weights(const char *path, const import_model *m,
   bool ok;
   if (is_dir(path)) {
     char index[4096], single[4096];
-    snprintf(index, sizeof index, "%s/model.safetensors.index.json", path);
-    snprintf(single, sizeof single, "%s/model.safetensors", path);
-    if (exists(index))
+    bool fits =
+        snprintf(index, sizeof index, "%s/model.safetensors.index.json", path) <
+            (int)sizeof index &&
+        snprintf(single, sizeof single, "%s/model.safetensors", path) < (int)sizeof single;
+    if (!fits)
+      ok = fail(&c, path, "the directory's path is too long to name its files");
+    else if (exists(index))
       ok = check_index(&c, path, index);
     else if (exists(single))
       ok = check_single(&c, single);

@@ -2,10 +2,12 @@
 // per byte, vocabulary 256) in the runtime's token format (docs/data.md).
 //   shard-tokens INPUT -o OUTPUT
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "shardrt/output.h"
 #include "shardrt/tokens.h"
@@ -22,8 +24,11 @@ static int usage(const char *problem, const char *word) {
 int main(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "-o") && out)
-      return usage("a second output:", argv[i]);
+    if (!strcmp(argv[i], "-o") && out) {
+      fprintf(stderr, "shard-tokens: -o given twice ('%s' and '%s')\n", out,
+              i + 1 < argc ? argv[i + 1] : "");
+      return 1;
+    }
     if (!strcmp(argv[i], "-o") && i + 1 < argc)
       out = argv[++i];
     else if (!strcmp(argv[i], "-o"))
@@ -60,9 +65,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", out);
     return 1;
   }
-  FILE *f = fopen(in, "rb");
+  // Non-blocking: should the input have become a FIFO since the stat, the
+  // open does not wait for a writer (and the fstat refuses it).
+  int fd = open(in, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  FILE *f = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "rb") : NULL;
   if (!f) {
-    perror(in);
+    fprintf(stderr, "shard-tokens: cannot read '%s': %s\n", in,
+            fd < 0 ? strerror(errno) : "not a regular file");
+    if (fd >= 0)
+      close(fd);
     return 1;
   }
   size_t cap = 1 << 16, n = 0;

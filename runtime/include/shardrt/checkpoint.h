@@ -7,6 +7,7 @@
 #define SHARDRT_CHECKPOINT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shardrt/context.h"
 #include "shardrt/mesh.h"
@@ -55,13 +56,19 @@ typedef struct srt_checkpoint_meta {
   int64_t adam_step; ///< "shardrt.adam_step": AdamW's step count; -1 when absent
 } srt_checkpoint_meta;
 
+/// The largest step count a checkpoint may record (and --steps may ask
+/// for): 2^50, so that step arithmetic never nears int64 overflow.
+#define SRT_CHECKPOINT_MAX_STEP (INT64_C(1) << 50)
+
 /// Reads the training metadata of `file` (a checkpoint's weights file or
 /// its optimizer file) into `out`. Step counts are decimal digits only
-/// (no sign, no space, at most INT64_MAX). Errors: SRT_DATA_LOSS, naming
-/// the file, the key and the value, when a step count is written but is
-/// not a step count, when `file` names an optimizer file but lacks either
-/// step count, or when that name is not a plain file name ("", ".", "..",
-/// or anything with a '/': a checkpoint never leads out of its directory).
+/// (no sign, no space; leading zeros allowed), at most
+/// SRT_CHECKPOINT_MAX_STEP, and adam_step <= step. Errors: SRT_DATA_LOSS,
+/// naming the file, the key and the value (its first 64 bytes), when a
+/// step count is written but is not one, when adam_step exceeds step, when
+/// `file` names an optimizer file but lacks either step count, or when that
+/// name is not a plain file name ("", ".", "..", anything with a '/', more
+/// than 255 bytes: a checkpoint never leads out of its directory).
 srt_status srt_checkpoint_read_meta(const srt_safetensors *file,
                                     srt_checkpoint_meta *out);
 

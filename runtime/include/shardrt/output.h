@@ -25,6 +25,15 @@ typedef enum srt_output_kind {
 /// examined (other than not existing).
 srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kind *kind);
 
+/// Checks that the files written for output `path` fit the system's name
+/// limits: `path` itself and the names made by appending up to
+/// `suffix_bytes` to it (a temporary "<path>.tmp", a checkpoint's optimizer
+/// file "<path>.optim-<step>-<n>.tmp"). Errors: SRT_INVALID_ARGUMENT naming
+/// `what` and the lengths, when the last component would exceed NAME_MAX
+/// (255) or the whole path PATH_MAX (4096) - checked before any work, so a
+/// run does not fail only when it saves.
+srt_status srt_output_check_name(const char *what, const char *path, size_t suffix_bytes);
+
 /// True when `a` and `b` both exist and are the same file (device and inode:
 /// other spellings and hard links included).
 bool srt_same_file(const char *a, const char *b);

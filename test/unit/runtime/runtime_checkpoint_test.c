@@ -261,27 +261,35 @@ static void test_read_meta(void **state) {
   (void)state;
   struct {
     const char *step, *optim, *want; // want: NULL accepted, else message text
+    const char *adam;                // NULL: "3"
   } cases[] = {
-      {"7", "o.safetensors", NULL},
-      {"0", NULL, NULL},
-      {NULL, NULL, NULL},
-      {NULL, "o.safetensors", "metadata shardrt.step is missing"},
-      {" 7", "o.safetensors", "shardrt.step is not a step count: ' 7'"},
-      {"+7", NULL, "shardrt.step is not a step count: '+7'"},
-      {"-1", NULL, "not a step count: '-1'"},
-      {"7x", NULL, "not a step count: '7x'"},
-      {"99999999999999999999", NULL, "not a step count: '99999999999999999999'"},
-      {"7", "../o.safetensors", "shardrt.optimizer '../o.safetensors' is not a file name"},
-      {"7", "/etc/passwd", "'/etc/passwd' is not a file name"},
-      {"7", "..", "'..' is not a file name"},
-      {"7", "", "'' is not a file name"},
+      {"7", "o.safetensors", NULL, NULL},
+      {"3", NULL, NULL, NULL},
+      {NULL, NULL, NULL, NULL},
+      {"0007", NULL, NULL, NULL},
+      {"1125899906842624", NULL, NULL, NULL}, // 2^50, the largest
+      {NULL, "o.safetensors", "metadata shardrt.step is missing", NULL},
+      {" 7", "o.safetensors", "shardrt.step is not a step count in [0, 1125899906842624]: ' 7'",
+       NULL},
+      {"+7", NULL, "not a step count in [0, 1125899906842624]: '+7'", NULL},
+      {"-1", NULL, "not a step count in [0, 1125899906842624]: '-1'", NULL},
+      {"7x", NULL, "not a step count in [0, 1125899906842624]: '7x'", NULL},
+      {"1125899906842625", NULL, "not a step count", NULL},
+      {"99999999999999999999", NULL, "not a step count", NULL},
+      {"2", NULL, "shardrt.adam_step 3 is above shardrt.step 2", NULL},
+      {"7", NULL, "shardrt.adam_step is not a step count", "x"},
+      {"7", "../o.safetensors", "shardrt.optimizer '../o.safetensors' is not a file name", NULL},
+      {"7", "/etc/passwd", "'/etc/passwd' is not a file name", NULL},
+      {"7", "..", "'..' is not a file name", NULL},
+      {"7", "", "'' is not a file name", NULL},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
     const char *meta[6];
     size_t n = 0;
     if (cases[i].step) {
       meta[2 * n] = "shardrt.step", meta[2 * n + 1] = cases[i].step, ++n;
-      meta[2 * n] = "shardrt.adam_step", meta[2 * n + 1] = "3", ++n;
+      meta[2 * n] = "shardrt.adam_step", meta[2 * n + 1] = cases[i].adam ? cases[i].adam : "3";
+      ++n;
     }
     if (cases[i].optim)
       meta[2 * n] = "shardrt.optimizer", meta[2 * n + 1] = cases[i].optim, ++n;
