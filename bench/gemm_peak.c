@@ -2,7 +2,9 @@
 // bench/gpu.sh's MFU): 8192^3 bf16 x bf16 -> bf16 with fp32 accumulation
 // through the cuda backend's own GEMM path (srt_cuda_gemm) on random
 // operands (zeros draw less power and clock higher), 5 warm-up calls then 20
-// timed with CUDA events. Prints "TFLOPS <value>".
+// timed with CUDA events. Prints "TFLOPS <value>"; then the device-to-device
+// copy bandwidth of a 128 MiB cudaMemcpyAsync, 2 warm-up and 20 timed, as
+// "COPY_GBPS <value>" counting bytes read plus written (STREAM's convention).
 // Without a CUDA device prints "SKIP: no CUDA device" and exits 77.
 #include <mpi.h>
 #include <stdio.h>
@@ -36,7 +38,35 @@ static srt_status fill_random(uint8_t *arena, int64_t bytes) {
   return NULL;
 }
 
-static srt_status run(srt_context *ctx, double *tflops) {
+// Seconds per call of `n` timed calls of cudaMemcpyAsync(dst, src, bytes) on
+// `stream`, after 2 untimed ones.
+static srt_status time_copy(void *dst, const void *src, size_t bytes, cudaStream_t stream,
+                            double *seconds) {
+  cudaEvent_t start, stop;
+  SRT_CUDA_CHECK(cudaEventCreate(&start));
+  SRT_CUDA_CHECK(cudaEventCreate(&stop));
+  cudaError_t e = cudaSuccess;
+  for (int i = 0; i < 22 && e == cudaSuccess; ++i) {
+    if (i == 2)
+      e = cudaEventRecord(start, stream);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream);
+  }
+  float ms = 0;
+  if (e == cudaSuccess)
+    e = cudaEventRecord(stop, stream);
+  if (e == cudaSuccess)
+    e = cudaEventSynchronize(stop);
+  if (e == cudaSuccess)
+    e = cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  SRT_CUDA_CHECK(e);
+  *seconds = ms * 1e-3 / 20;
+  return NULL;
+}
+
+static srt_status run(srt_context *ctx, double *tflops, double *copy_gbps) {
   int64_t bytes = (int64_t)M * M * 2;
   srt_program p = {.abi = SRT_PROGRAM_ABI, .model = "gemm_peak", .dp = 1, .tp = 1, .batch = 1,
                    .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = 3 * bytes,
@@ -62,6 +92,11 @@ static srt_status run(srt_context *ctx, double *tflops) {
     *tflops = 20 * 2.0 * M * (double)M * M / (ms * 1e-3) / 1e12;
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
+  double seconds = 0;
+  if (!s)
+    s = time_copy(arena + 2 * bytes, arena, (size_t)bytes, d->compute, &seconds);
+  if (!s)
+    *copy_gbps = 2.0 * (double)bytes / seconds / 1e9;
   srt_status c = srt_cuda_backend.close(device);
   if (!s)
     return c;
@@ -79,15 +114,15 @@ int main(int argc, char **argv) {
   co.arena_bytes = 4096;
   srt_context *ctx = NULL;
   srt_status s = srt_context_create(&co, &ctx);
-  double tflops = 0;
+  double tflops = 0, copy_gbps = 0;
   if (!s)
-    s = run(ctx, &tflops);
+    s = run(ctx, &tflops, &copy_gbps);
   if (s) {
     char buf[1024];
     fprintf(stderr, "gemm_peak: %s\n", srt_status_format(s, buf, sizeof buf));
     srt_status_free(s);
   } else {
-    printf("TFLOPS %.1f\n", tflops);
+    printf("TFLOPS %.1f\nCOPY_GBPS %.0f\n", tflops, copy_gbps);
   }
   if (ctx)
     srt_status_free(srt_context_destroy(ctx));

@@ -82,6 +82,7 @@ bench() {
   mfu=$(awk -v t="$ours" -v n="$n" -v l="$layers" -v h="$heads" -v d="$hd" -v s="$seq" -v p="$peak" \
         'BEGIN { printf "%.1f", 100 * t * (6 * n + 6 * l * h * d * s) / (p * 1e12) }')
   if torch=$(python3 "$root/bench/gpu_torch.py" "$config" "$batch" "$seq" "$steps" 2>/dev/null); then
+    torch=${torch%% *} # tokens/s (then the peak GiB)
     ratio=$(awk -v a="$ours" -v b="$torch" 'BEGIN { printf "%.2fx", a / b }')
   else
     torch="n/a (torch+transformers with CUDA not installed)" ratio="n/a"

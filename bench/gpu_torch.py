@@ -2,7 +2,8 @@
 transformers on one GPU: a randomly initialised model from the config with
 fp32 master weights under bf16 autocast (the mixed-precision policy of the
 cuda backend), SDPA attention, clipping by total norm and AdamW, batch x seq
-random tokens. Prints tokens/s (the mean of the steps after the first two).
+random tokens. Prints tokens/s (the mean of the steps after the first two)
+and the peak GPU memory allocated, in GiB.
 Usage: gpu_torch.py CONFIG BATCH SEQ STEPS"""
 import sys
 import time
@@ -29,4 +30,4 @@ for _ in range(steps):
     torch.cuda.synchronize()
     times.append(time.perf_counter() - start)
 rate = batch * seq / (sum(times[2:]) / len(times[2:]))
-print(f"{rate:.0f}")
+print(f"{rate:.0f} {torch.cuda.max_memory_allocated() / 2**30:.1f}")
