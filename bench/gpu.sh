@@ -40,18 +40,8 @@ echo "bf16 GEMM peak (cuBLASLt 8192^3, this run): $peak TFLOP/s"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# random_tokens VOCAB FILE: 2M random ids in the SRTTOKS v1 format (docs/data.md).
-random_tokens() {
-  python3 - "$1" "$2" <<'PY'
-import array, random, struct, sys
-vocab, path = int(sys.argv[1]), sys.argv[2]
-n = 2 << 20
-random.seed(0)
-with open(path, "wb") as f:
-    f.write(b"SRTTOKS\0" + struct.pack("<HHIQQ", 1, 4, 0, n, vocab))
-    array.array("I", (random.randrange(vocab) for _ in range(n))).tofile(f)
-PY
-}
+# random_tokens VOCAB FILE: 2M random ids (bench/random_tokens.py).
+random_tokens() { python3 "$root/bench/random_tokens.py" "$1" "$2"; }
 
 # bench NAME CONFIG PLAN BATCH SEQ
 bench() {

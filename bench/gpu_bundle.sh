@@ -84,7 +84,7 @@ bench llama-3.2-1b-4x4096 "$models/llama-3.2-1b.json" llama 4 4096
 for p in "$stage"/programs/*; do
   [ -x "$p" ] && [ ! -d "$p" ] && strip "$p"
 done
-cp "$root/bench/gpu_torch.py" "$stage/configs/"
+cp "$root/bench/gpu_torch.py" "$root/bench/random_tokens.py" "$stage/configs/"
 
 # Libraries: what ldd resolves here, minus the C library and the five the
 # device's PyTorch carries (and the driver).

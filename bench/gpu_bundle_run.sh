@@ -81,18 +81,8 @@ bin/gemm_peak >peak.log 2>&1 || { cat peak.log; echo "FAIL gemm_peak"; exit 1; }
 peak=$(awk '/^TFLOPS/ {print $2}' peak.log) copy=$(awk '/^COPY_GBPS/ {print $2}' peak.log)
 echo "bf16 GEMM peak (cuBLASLt 8192^3): $peak TFLOP/s; device-to-device copy: $copy GB/s (read + write)"
 
-# random_tokens VOCAB FILE: 2M random ids, SRTTOKS v1 (docs/data.md).
-random_tokens() {
-  python3 - "$1" "$2" <<'PY'
-import array, random, struct, sys
-vocab, path = int(sys.argv[1]), sys.argv[2]
-n = 2 << 20
-random.seed(0)
-with open(path, "wb") as f:
-    f.write(b"SRTTOKS\0" + struct.pack("<HHIQQ", 1, 4, 0, n, vocab))
-    array.array("I", (random.randrange(vocab) for _ in range(n))).tofile(f)
-PY
-}
+# random_tokens VOCAB FILE: 2M random ids (bench/random_tokens.py).
+random_tokens() { python3 configs/random_tokens.py "$1" "$2"; }
 
 echo "== training step, one GPU, bf16 compute / fp32 master weights =="
 printf "%-22s %10s %7s %12s %7s %13s %11s\n" model "tok/s" MFU "eager tok/s" ratio "our arena GiB" "eager GiB"
