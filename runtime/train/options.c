@@ -68,7 +68,7 @@ static srt_status parse_int(const char *flag, const char *v, int64_t min, int64_
 }
 
 static srt_status parse_float(const char *flag, const char *v, float *out) {
-  double d;
+  double d = 0;
   SRT_RETURN_IF_ERROR(parse_double(flag, v, &d));
   // Finite as a float too: 1e39 is a finite double but an infinite float;
   // and not so small that it rounds to 0 (1e-46).
