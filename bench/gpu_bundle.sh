@@ -118,5 +118,12 @@ size=$(du -sb "$out" | cut -f1)
 ((size <= 64 << 20)) || { echo "gpu_bundle: $out is $size bytes, over 64 MiB" >&2; exit 1; }
 echo "gpu_bundle: $out: $((size >> 20)) MiB ($(du -sb "$stage" | cut -f1 | awk '{printf "%d", $1 / 2^20}') MiB unpacked):" \
      "$(ls "$stage/bin" "$stage/programs" | grep -vc ':$\|^$\|bench.txt') executables, $(ls "$stage/lib" | wc -l) libraries"
-echo "gpu_bundle: run it with: bash $out/run.sh   (here:)"
-bash "$out/run.sh"
+echo "gpu_bundle: copy $out/ (payload.tar.gz, run.sh) to the GPU machine and run: bash run.sh"
+echo "gpu_bundle: here:"
+log=$(bash "$out/run.sh" 2>&1) || { echo "$log"; echo "gpu_bundle: run.sh failed" >&2; exit 1; }
+echo "$log"
+# Without a device the run script must say so (and has run nothing).
+if [ "$("$bin/cuda_devices" 2>/dev/null || echo 0)" = 0 ] && ! grep -q "^no CUDA device" <<<"$log"; then
+  echo "gpu_bundle: run.sh did not say 'no CUDA device' on a machine without one" >&2
+  exit 1
+fi

@@ -40,7 +40,7 @@ cd "$work"
 
 devices=$(bin/cuda_devices 2>&1) || devices=0
 if ! [ "$devices" -gt 0 ] 2>/dev/null; then
-  echo "no CUDA device ($devices): the bundle unpacked; nothing was run on a GPU"
+  echo "no CUDA device (cuda_devices: $devices): the bundle unpacked; nothing was run on a GPU"
   exit 0
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true

@@ -146,8 +146,8 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0)
     return SRT_ERROR(SRT_UNAVAILABLE,
-                     "cuda backend: no CUDA device (cudaGetDeviceCount: %s); this program "
-                     "was compiled with --backend=cuda",
+                     "cuda backend: no CUDA device (cudaGetDeviceCount: %s: no NVIDIA driver "
+                     "or GPU?); this program was compiled with --backend=cuda",
                      e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
   d->ordinal = pick_ordinal(d->ctx, count);
   SRT_CUDA_CHECK(cudaSetDevice(d->ordinal));

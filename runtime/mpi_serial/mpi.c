@@ -34,9 +34,9 @@ int MPI_Init(int *argc, char ***argv) {
     // copies of the same job.
     fprintf(stderr,
             "shardrt: this program was built with the serial runtime (no MPI): it runs as "
-            "one process, but %s=%ld processes were launched; use a build linked with MPI "
-            "for several ranks\n",
-            var, size);
+            "one process, but %s=%ld processes were launched; run it as one process, or "
+            "recompile with shard-compile --tp-size/--dp-size whose product is %ld\n",
+            var, size, size);
     exit(1);
   }
   g_initialized = 1;

@@ -20,7 +20,8 @@ srt_status srt_mesh_init(srt_mesh *mesh, int world_size, int dp, int tp) {
   if ((long long)dp * tp != world_size)
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
                      "mesh: world size %d != dp (%d) x tp (%d) = %lld; launch "
-                     "with -np %lld or change the mesh",
+                     "with -np %lld, or recompile with shard-compile --tp-size/--dp-size "
+                     "matching the launch",
                      world_size, dp, tp, (long long)dp * tp, (long long)dp * tp);
   mesh->shape[SRT_MESH_DP] = dp;
   mesh->shape[SRT_MESH_TP] = tp;

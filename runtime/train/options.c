@@ -14,12 +14,13 @@
 #include "train_internal.h"
 
 const char *train_usage(void) {
-  return "usage: mpirun -np N ./train (--data TOKENS | --batch-file FILE) --steps K --lr F\n"
+  return "usage: [mpirun -np N] ./train (--data TOKENS | --batch-file FILE) --steps K --lr F\n"
          "         --max-grad-norm F [--betas B1,B2] [--eps E] [--weight-decay W]\n"
          "         [--norm-type 2|inf|p] [--load CKPT] [--save CKPT] [--save-every N]\n"
          "         [--seed S] [--log-every N] [--dump FILE] [--max-skipped N]\n"
          "         [--timeout SECONDS]\n"
-         "  N must be the program's dp x tp; TOKENS is a token file (shard-tokens);\n"
+         "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
+         "  TOKENS is a token file (shard-tokens);\n"
          "  K is the last step to run (a resumed run continues to K);\n"
          "  --max-grad-norm <= 0 disables clipping.\n"
          "  --max-skipped N: a step whose gradient norm is not finite changes nothing;\n"

@@ -24,6 +24,11 @@ static int usage(const char *problem, const char *word) {
 int main(int argc, char **argv) {
   const char *in = NULL, *out = NULL;
   for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: shard-tokens INPUT -o OUTPUT\n"
+             "  writes one token per byte of INPUT (vocabulary 256); docs/data.md\n");
+      return 0;
+    }
     if (!strcmp(argv[i], "-o") && out) {
       fprintf(stderr, "shard-tokens: -o given twice ('%s' and '%s')\n", out,
               i + 1 < argc ? argv[i + 1] : "");
