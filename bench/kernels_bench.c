@@ -1,24 +1,27 @@
 // Benchmark of the CPU kernels (runtime/cpu/): each kernel's GFLOP/s and
-// GB/s beside OpenBLAS sgemm's GFLOP/s measured in the same run, as a ratio.
+// GB/s beside two limits measured in the same run, as ratios: the sgemm's
+// GFLOP/s (srt_cpu_gemm, the library printed) and a threaded copy's GB/s.
 //
-// Usage: kernels_bench [--quick]. Prints a table; asserts nothing.
+// Usage: kernels_bench [--quick] [--threads N]. Prints a table; asserts
+// nothing. Threads default to the cores online (srt_cpu_set_threads).
 // FLOP counts are the useful arithmetic of each op (stated per row below);
 // bytes are the compulsory traffic (each input read once, each output written
-// once). Elementwise kernels are single-threaded and memory-bound: their
-// GB/s is the number to read, their sgemm ratio shows how far from the
-// compute limit they are by nature. OpenBLAS uses its own threads.
-#include <cblas.h>
+// once). Elementwise kernels are memory-bound: their /copy ratio is the
+// number to read; their sgemm ratio shows how far from the compute limit
+// they are by nature.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shardrt/kernels.h"
 
 typedef struct bench {
   double min_seconds; // keep repeating a kernel until this much time passed
   double sgemm_gflops;
+  double copy_gbps;
 } bench;
 
 static double now(void) {
@@ -58,9 +61,10 @@ static double time_best(const bench *b, bench_fn fn, void *ctx) {
 
 static void report(const bench *b, const char *name, const char *shape,
                    double seconds, double flops, double bytes) {
-  double gflops = flops / seconds * 1e-9;
-  printf("%-24s %-30s %9.3f %9.2f %7.3f %8.2f\n", name, shape, seconds * 1e3,
-         gflops, gflops / b->sgemm_gflops, bytes / seconds * 1e-9);
+  double gflops = flops / seconds * 1e-9, gbps = bytes / seconds * 1e-9;
+  printf("%-24s %-30s %9.3f %9.2f %7.3f %8.2f %6.2f\n", name, shape,
+         seconds * 1e3, gflops, gflops / b->sgemm_gflops, gbps,
+         gbps / b->copy_gbps);
 }
 
 static void check(srt_status s) {
@@ -82,8 +86,23 @@ typedef struct gemm_ctx {
 
 static void run_sgemm(void *p) {
   gemm_ctx *g = p;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g->n, g->n, g->n, 1.0f,
-              g->a, g->n, g->b, g->n, 0.0f, g->c, g->n);
+  check(srt_cpu_gemm(false, true, g->n, g->n, g->n, 1.0f, g->a, g->n, g->b,
+                     g->n, 0.0f, g->c, g->n));
+}
+
+// The copy probe: n floats from a to b, threads over contiguous chunks.
+typedef struct copy_ctx {
+  int64_t n;
+  float *a, *b;
+} copy_ctx;
+
+static void run_copy(void *p) {
+  copy_ctx *c = p;
+  int64_t chunk = 1 << 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < c->n; i += chunk)
+    memcpy(c->b + i, c->a + i,
+           (size_t)(i + chunk < c->n ? chunk : c->n - i) * sizeof(float));
 }
 
 //===----------------------------------------------------------------------===//
@@ -133,7 +152,7 @@ static double visible_pairs(int64_t s, int64_t w) {
 
 typedef struct ew_ctx { // elementwise and row-wise kernels
   int64_t n, rows, features;
-  float *a, *b, *c, *d, *e, *w;
+  float *a, *b, *c, *d, *e, *w, *rstd;
   int64_t *ids;
   int variant;
 } ew_ctx;
@@ -145,7 +164,7 @@ static void run_rms_fwd(void *p) {
 static void run_rms_bwd(void *p) {
   ew_ctx *c = p;
   srt_cpu_rms_norm_backward(c->d, c->e, c->c, c->a, c->w, c->rows, c->features,
-                            0, 1e-6f, 0);
+                            0, 1e-6f, 0, c->rstd);
 }
 static void run_rope_fwd(void *p) {
   ew_ctx *c = p; // a: x [rows, features], d/e: cos/sin [rows, 128]
@@ -198,22 +217,46 @@ static void run_ce_bwd(void *p) {
 }
 
 int main(int argc, char **argv) {
-  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc &&
+               atoi(argv[i + 1]) > 0) {
+      threads = atoi(argv[++i]);
+    } else {
+      fprintf(stderr, "kernels_bench: unknown or bad argument '%s' (usage: "
+              "kernels_bench [--quick] [--threads N], N > 0)\n", argv[i]);
+      return 2;
+    }
+  }
+  srt_cpu_set_threads(threads);
   bench b = {.min_seconds = quick ? 0.05 : 0.3};
   char shape[64];
 
-  // sgemm reference: square, large enough to reach OpenBLAS's peak.
+  // sgemm reference: square, large enough to reach the library's peak.
   {
     gemm_ctx g = {.n = quick ? 512 : 1024};
     int64_t nn = (int64_t)g.n * g.n;
     g.a = alloc_random(nn, 1), g.b = alloc_random(nn, 2), g.c = alloc_random(nn, 3);
     double t = time_best(&b, run_sgemm, &g);
     b.sgemm_gflops = 2.0 * g.n * g.n * (double)g.n / t * 1e-9;
-    printf("OpenBLAS sgemm %dx%dx%d: %.2f GFLOP/s (the ratio column's "
-           "denominator)\n\n", g.n, g.n, g.n, b.sgemm_gflops);
-    printf("%-24s %-30s %9s %9s %7s %8s\n", "kernel", "shape", "ms", "GFLOP/s",
-           "/sgemm", "GB/s");
+    char lib[128];
+    srt_cpu_gemm_library(lib, sizeof lib);
+    printf("GEMM library: %s; threads: %d\n", lib, srt_cpu_threads());
+    printf("sgemm %dx%dx%d: %.2f GFLOP/s (the /sgemm column's denominator)\n",
+           g.n, g.n, g.n, b.sgemm_gflops);
     free(g.a), free(g.b), free(g.c);
+    // Copy probe: 64 MiB, far past the caches; read + write bytes counted.
+    copy_ctx cp = {.n = 16 << 20};
+    cp.a = alloc_random(cp.n, 1), cp.b = alloc_random(cp.n, 2);
+    b.copy_gbps = 8.0 * cp.n / time_best(&b, run_copy, &cp) * 1e-9;
+    printf("copy 64 MiB: %.2f GB/s (the /copy column's denominator)\n\n",
+           b.copy_gbps);
+    free(cp.a), free(cp.b);
+    printf("%-24s %-30s %9s %9s %7s %8s %6s\n", "kernel", "shape", "ms",
+           "GFLOP/s", "/sgemm", "GB/s", "/copy");
   }
 
   { // linear: 2 n in out FLOPs forward, 4 n in out backward (dx and dW)
@@ -235,31 +278,34 @@ int main(int argc, char **argv) {
 
   { // attention: 2 hd FLOPs per visible pair per matmul; forward 2 matmuls
     // (QK^T, PV), backward 5 (QK^T recomputed, dO V^T, P^T dO, dS K, dS^T Q)
-    int64_t S = quick ? 256 : 1024;
-    attn_ctx c = {.cfg = {.batch = 1, .seq = S, .heads = 8, .kv_heads = 2,
-                   .head_dim = 64, .causal = true, .scale = 0.125f}};
-    int64_t qn = S * 8 * 64, kvn = S * 2 * 64;
-    c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
-    c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
-    c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
-    c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
-    c.dv = alloc_random(kvn, 20);
-    c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
-    double bytes = 4.0 * (2 * qn + 2 * kvn);
-    for (int variant = 0; variant < 3; variant++) {
-      c.cfg.sliding_window = variant == 1 ? S / 4 : 0;
-      c.cfg.softcap = variant == 2 ? 50.0f : 0.0f;
-      double pairs = visible_pairs(S, c.cfg.sliding_window);
-      snprintf(shape, sizeof shape, "S=%lld H=8 KV=2 hd=64%s", (long long)S,
-               variant == 1 ? " W=S/4" : variant == 2 ? " cap" : "");
-      report(&b, "attention fwd causal", shape,
-             time_best(&b, run_attn_fwd, &c), 2 * 2.0 * 64 * pairs * 8, bytes);
-      report(&b, "attention bwd causal", shape,
-             time_best(&b, run_attn_bwd, &c), 5 * 2.0 * 64 * pairs * 8,
-             2 * bytes);
+    int64_t S = quick ? 256 : 2048;
+    for (int64_t hd = 64; hd <= 128; hd *= 2) {
+      attn_ctx c = {.cfg = {.batch = 1, .seq = S, .heads = 8, .kv_heads = 2,
+                     .head_dim = hd, .causal = true,
+                     .scale = 1.0f / sqrtf((float)hd)}};
+      int64_t qn = S * 8 * hd, kvn = S * 2 * hd;
+      c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
+      c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
+      c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
+      c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
+      c.dv = alloc_random(kvn, 20);
+      c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
+      double bytes = 4.0 * (2 * qn + 2 * kvn);
+      for (int variant = 0; variant < (hd == 64 ? 3 : 1); variant++) {
+        c.cfg.sliding_window = variant == 1 ? S / 4 : 0;
+        c.cfg.softcap = variant == 2 ? 50.0f : 0.0f;
+        double pairs = visible_pairs(S, c.cfg.sliding_window);
+        snprintf(shape, sizeof shape, "S=%lld H=8 KV=2 hd=%lld%s", (long long)S,
+                 (long long)hd, variant == 1 ? " W=S/4" : variant == 2 ? " cap" : "");
+        report(&b, "attention fwd causal", shape,
+               time_best(&b, run_attn_fwd, &c), 2 * 2.0 * hd * pairs * 8, bytes);
+        report(&b, "attention bwd causal", shape,
+               time_best(&b, run_attn_bwd, &c), 5 * 2.0 * hd * pairs * 8,
+               2 * bytes);
+      }
+      free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
+      free(c.dq), free(c.dk), free(c.dv), free(c.ws);
     }
-    free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
-    free(c.dq), free(c.dk), free(c.dv), free(c.ws);
   }
 
   { // row-wise and elementwise kernels over 4096 x 2048 activations
@@ -268,6 +314,7 @@ int main(int argc, char **argv) {
     c.a = alloc_random(n, 22), c.b = alloc_random(n, 23);
     c.c = alloc_random(n, 24), c.d = alloc_random(n, 25);
     c.e = alloc_random(n, 26), c.w = alloc_random(features, 27);
+    c.rstd = alloc_random(rows, 33);
     snprintf(shape, sizeof shape, "%lld x %lld", (long long)rows,
              (long long)features);
     double nb = 4.0 * n; // bytes of one [rows, features] tensor
@@ -310,7 +357,7 @@ int main(int argc, char **argv) {
     snprintf(shape, sizeof shape, "%lld params", (long long)n);
     report(&b, "adamw step", shape, time_best(&b, run_adamw, &c), 14.0 * n,
            7 * nb);
-    free(c.a), free(c.b), free(c.c), free(c.d), free(c.e), free(c.w);
+    free(c.a), free(c.b), free(c.c), free(c.d), free(c.e), free(c.w), free(c.rstd);
   }
 
   { // cross-entropy: max (1), sub + exp + add (3) per logit forward;

@@ -7,7 +7,8 @@ PACKAGES=(
   cmake ninja-build gcc g++ pkg-config python3
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools   # MLIR/LLVM C API, lit, FileCheck
   libopenmpi-dev openmpi-bin                               # CPU collectives, launcher
-  libopenblas-dev                                          # CPU GEMM
+  libdnnl-dev                                              # CPU GEMM (oneDNN)
+  libopenblas-dev                                          # bench/gemm_libs: the GEMM compared
   libjansson-dev                                           # JSON: configs, plans, safetensors headers
   zlib1g-dev                                               # CRC-32 of checkpoint tensors
   libcmocka-dev                                            # C unit tests

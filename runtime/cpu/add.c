@@ -1,18 +1,35 @@
 // Elementwise sum of two tensors (residual connections) and its gradient,
-// which hands the incoming gradient to both operands.
+// which hands the incoming gradient to both operands. Threaded over chunks.
 #include "shardrt/kernels.h"
 
 #include <string.h>
 
-void srt_cpu_add_forward(float *out, const float *a, const float *b,
-                         int64_t n) {
+#include "vmath.h"
+
+SRT_CPU_CLONES
+static void add_chunk(float *out, const float *a, const float *b, int64_t n) {
+#pragma omp simd
   for (int64_t i = 0; i < n; i++)
     out[i] = a[i] + b[i];
 }
 
+void srt_cpu_add_forward(float *out, const float *a, const float *b,
+                         int64_t n) {
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    add_chunk(out + i0, a + i0, b + i0, srt_chunk_end(i0, n) - i0);
+}
+
+// dst = src over chunks on the kernels' threads (a no-op when they alias).
+static void parallel_copy(float *dst, const float *src, int64_t n) {
+  if (!dst || dst == src)
+    return;
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    memcpy(dst + i0, src + i0, (size_t)(srt_chunk_end(i0, n) - i0) * sizeof *dst);
+}
+
 void srt_cpu_add_backward(float *da, float *db, const float *dout, int64_t n) {
-  if (da && da != dout)
-    memcpy(da, dout, (size_t)n * sizeof *da);
-  if (db && db != dout)
-    memcpy(db, dout, (size_t)n * sizeof *db);
+  parallel_copy(da, dout, n);
+  parallel_copy(db, dout, n);
 }

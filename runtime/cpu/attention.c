@@ -2,24 +2,32 @@
 // causal, grouped KV heads, sliding window, logit softcap; forward + backward.
 #include "shardrt/kernels.h"
 
-#include <cblas.h>
-#include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
-// Queries per tile. 64 rows x S keys keeps a tile of scores in L2 for the
-// sequence lengths a CPU trains on, is a multiple of every sgemm micro-kernel
-// height, and lets causal/sliding masks skip whole key ranges per tile.
-enum { kQueryBlock = 64 };
+#include "vmath.h"
 
-// tanh(x) = 2 sigmoid(2x) - 1 through one expf: glibc's tanhf is about 4x
+// FlashAttention-2's tiling (Dao 2023, arXiv:2307.08691) on the CPU: each
+// task owns a block of kQueryBlock queries and walks the visible key tiles
+// of kKeyBlock keys with the online softmax, so scores never leave a tile;
+// QK^T, PV and the backward's four products are GEMMs on tiles
+// (srt_cpu_gemm on one thread inside the parallel region). Key tiles the
+// causal or sliding-window mask hides entirely are skipped, tiles it leaves
+// whole are not masked element by element, and KV heads are read in place
+// by the query heads sharing them (GQA without copies).
+//
+// Tasks: forward (b, h, query block), independent; backward (b, kv head),
+// each owning its dK/dV rows, summed over its query heads and blocks in a
+// fixed order. Results are the same bytes for any thread count.
+enum { kQueryBlock = 128, kKeyBlock = 512 };
+
+// tanh(x) = 2 sigmoid(2x) - 1 through one exp: glibc's tanhf is about 4x
 // slower and dominated softcapped attention. Absolute error ~1e-7 (the
 // softcapped logit's error is softcap times that); saturates to +-1 without
 // NaN.
-static float fast_tanh(float x) { return 2.0f / (1.0f + expf(-2.0f * x)) - 1.0f; }
-
-static int64_t query_block(const srt_attention_config *c) {
-  return c->seq < kQueryBlock ? c->seq : kQueryBlock;
+static inline float fast_tanh(float x) {
+  return 2.0f / (1.0f + srt_expf(-2.0f * x)) - 1.0f;
 }
 
 static srt_status check_config(const char *what, const srt_attention_config *c) {
@@ -42,18 +50,19 @@ static srt_status check_config(const char *what, const srt_attention_config *c) 
                      "and >= 0, scale %g finite",
                      what, (long long)c->sliding_window, (double)c->softcap,
                      (double)c->scale);
-  if (c->seq > INT_MAX || c->heads > INT_MAX / c->head_dim)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: seq %lld or heads*head_dim %lld past the BLAS int",
-                     what, (long long)c->seq,
-                     (long long)(c->heads * c->head_dim));
   return NULL;
+}
+
+// Floats of one thread's tiles: scores/probabilities and dP/dS [bq, bk],
+// plus three per-query vectors (running max, running sum, D).
+static int64_t thread_floats(void) {
+  return 2 * kQueryBlock * kKeyBlock + 3 * kQueryBlock;
 }
 
 int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config) {
   if (config->seq <= 0)
     return 0;
-  return 2 * query_block(config) * config->seq;
+  return (int64_t)srt_cpu_threads() * thread_floats();
 }
 
 // Visible keys of query i: [lo, hi).
@@ -85,58 +94,242 @@ static head_view view_of(const srt_attention_config *c, int64_t b, int64_t h) {
   return v;
 }
 
+// One (query block, key tile) pair: queries [i0, i0 + m), keys [j0, j0 + nk).
+typedef struct tile {
+  int64_t i0, m, j0, nk;
+  bool whole;   // every query sees every key: no element masking
+  bool visible; // some query sees some key (else the tile is skipped)
+} tile;
+
+// Key tiles of query block [i0, i1): its visible keys [lo, hi) cut into
+// tiles of kKeyBlock from lo, the last one cut at hi (so a causal block
+// computes only its diagonal triangle in vain). Returns false past the last
+// tile; *t is the tile at key j (with
+// `whole` set when no element needs masking), skipped (t->nk = 0) when the
+// mask hides it wholly.
+static bool next_tile(const srt_attention_config *c, int64_t i0, int64_t i1, int64_t j,
+                      tile *t) {
+  int64_t hi = key_hi(c, i1 - 1);
+  if (j >= hi)
+    return false;
+  t->i0 = i0;
+  t->m = i1 - i0;
+  t->j0 = j;
+  t->nk = j + kKeyBlock < hi ? kKeyBlock : hi - j;
+  int64_t end = j + t->nk;
+  bool any = false;
+  for (int64_t i = i0; i < i1 && !any; i++)
+    any = key_lo(c, i) < end && key_hi(c, i) > j;
+  // Visible ranges move right with i (both ends non-decreasing): the block's
+  // last query has the rightmost lo, its first the leftmost hi.
+  t->whole = key_lo(c, i1 - 1) <= j && key_hi(c, i0) >= end;
+  t->visible = any;
+  return true;
+}
+
+// The visible range of row i inside tile t, as offsets [lo, hi) into the row.
+static void row_range(const srt_attention_config *c, const tile *t, int64_t i,
+                      int64_t *lo, int64_t *hi) {
+  if (t->whole) {
+    *lo = 0;
+    *hi = t->nk;
+    return;
+  }
+  int64_t a = key_lo(c, i) - t->j0, b = key_hi(c, i) - t->j0;
+  *lo = a < 0 ? 0 : a > t->nk ? t->nk : a;
+  *hi = b < *lo ? *lo : b > t->nk ? t->nk : b;
+}
+
+SRT_CPU_CLONES
+static void softcap_row(float *row, int64_t lo, int64_t hi, float cap) {
+#pragma omp simd
+  for (int64_t j = lo; j < hi; j++)
+    row[j] = cap * fast_tanh(row[j] / cap);
+}
+
+// The online softmax of one score row against its running max mx and sum l
+// (FlashAttention-2, Algorithm 1): row becomes exp(s - mx_new) (0 where
+// masked); returns the factor exp(mx_old - mx_new) the output row and l take.
+SRT_CPU_CLONES
+static float online_softmax_row(float *row, int64_t nk, int64_t lo, int64_t hi,
+                                float *mx, float *l) {
+  float tile_max = srt_max(row + lo, hi - lo);
+  float m_new = tile_max > *mx ? tile_max : *mx;
+  float alpha = *mx == -INFINITY ? 0.0f : srt_expf_below_88(*mx - m_new);
+  for (int64_t j = 0; j < lo; j++)
+    row[j] = 0.0f;
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = lo; j < hi; j++) {
+    row[j] = srt_expf_below_88(row[j] - m_new);
+    sum += row[j];
+  }
+  for (int64_t j = hi; j < nk; j++)
+    row[j] = 0.0f;
+  *l = *l * alpha + sum;
+  *mx = m_new;
+  return alpha;
+}
+
+static void scale_row(float *row, int64_t n, float s) {
+  for (int64_t d = 0; d < n; d++)
+    row[d] *= s;
+}
+
+// One forward task: queries [i0, i1) of (b, h), out rows and lse written.
+static srt_status forward_block(float *out, float *lse, const float *q,
+                                const float *k, const float *v, float *ws,
+                                const srt_attention_config *c, int64_t b,
+                                int64_t h, int64_t i0, int64_t i1) {
+  head_view hv = view_of(c, b, h);
+  int64_t hd = c->head_dim, m = i1 - i0;
+  const float *Q = q + hv.q_off + i0 * hv.ldq, *K = k + hv.kv_off, *V = v + hv.kv_off;
+  float *O = out + hv.q_off + i0 * hv.ldq;
+  float *L = lse + (b * c->heads + h) * c->seq + i0;
+  float *s = ws, *mx = ws + 2 * kQueryBlock * kKeyBlock, *l = mx + kQueryBlock;
+  for (int64_t r = 0; r < m; r++) {
+    mx[r] = -INFINITY;
+    l[r] = 0.0f;
+    memset(O + r * hv.ldq, 0, (size_t)hd * sizeof *O);
+  }
+  tile t;
+  for (int64_t j = key_lo(c, i0); next_tile(c, i0, i1, j, &t); j += t.nk) {
+    if (!t.visible)
+      continue;
+    // s[m, nk] = scale * Q K[j:j+nk]^T
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, c->scale, Q, hv.ldq,
+                                     K + j * hv.ldkv, hv.ldkv, 0.0f, s, kKeyBlock));
+    for (int64_t r = 0; r < m; r++) {
+      int64_t lo, hi;
+      row_range(c, &t, i0 + r, &lo, &hi);
+      float *row = s + r * kKeyBlock;
+      if (c->softcap > 0.0f)
+        softcap_row(row, lo, hi, c->softcap);
+      if (lo == hi) { // this row sees nothing here: p = 0, state kept
+        memset(row, 0, (size_t)t.nk * sizeof *row);
+        continue;
+      }
+      float alpha = online_softmax_row(row, t.nk, lo, hi, &mx[r], &l[r]);
+      if (alpha != 1.0f)
+        scale_row(O + r * hv.ldq, hd, alpha);
+    }
+    // O += P V[j:j+nk]
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, false, m, hd, t.nk, 1.0f, s, kKeyBlock,
+                                     V + j * hv.ldkv, hv.ldkv, 1.0f, O, hv.ldq));
+  }
+  for (int64_t r = 0; r < m; r++) {
+    scale_row(O + r * hv.ldq, hd, 1.0f / l[r]);
+    L[r] = mx[r] + logf(l[r]);
+  }
+  return NULL;
+}
+
+// The first error of a parallel loop, kept by the thread that saw it.
+static void keep_first(srt_status *first, srt_status s) {
+  if (!s)
+    return;
+#pragma omp critical(srt_attention_error)
+  {
+    if (!*first)
+      *first = s;
+    else
+      srt_status_free(s);
+  }
+}
+
 srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
                                      const float *k, const float *v,
                                      float *workspace,
                                      const srt_attention_config *config) {
   SRT_RETURN_IF_ERROR(check_config("attention forward", config));
   const srt_attention_config *c = config;
-  int64_t S = c->seq, hd = c->head_dim, bq = query_block(c);
-  float cap = c->softcap;
-  float *tile = workspace; // [bq, nk] scores, then probabilities
-  for (int64_t b = 0; b < c->batch; b++) {
-    for (int64_t h = 0; h < c->heads; h++) {
-      head_view hv = view_of(c, b, h);
-      const float *Q = q + hv.q_off, *K = k + hv.kv_off, *V = v + hv.kv_off;
-      float *O = out + hv.q_off;
-      float *L = lse + (b * c->heads + h) * S;
-      for (int64_t i0 = 0; i0 < S; i0 += bq) {
-        int64_t i1 = i0 + bq < S ? i0 + bq : S, m = i1 - i0;
-        int64_t j0 = key_lo(c, i0), j1 = key_hi(c, i1 - 1), nk = j1 - j0;
-        // tile[m, nk] = scale * Q[i0:i1] K[j0:j1]^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)nk,
-                    (int)hd, c->scale, Q + i0 * hv.ldq, (int)hv.ldq,
-                    K + j0 * hv.ldkv, (int)hv.ldkv, 0.0f, tile, (int)nk);
-        for (int64_t r = 0; r < m; r++) {
-          int64_t i = i0 + r;
-          float *row = tile + r * nk;
-          int64_t lo = key_lo(c, i) - j0, hi = key_hi(c, i) - j0;
-          if (cap > 0.0f)
-            for (int64_t j = lo; j < hi; j++)
-              row[j] = cap * fast_tanh(row[j] / cap);
-          float mx = -INFINITY;
-          for (int64_t j = lo; j < hi; j++)
-            mx = row[j] > mx ? row[j] : mx;
-          double sum = 0.0;
-          for (int64_t j = lo; j < hi; j++) {
-            row[j] = expf(row[j] - mx);
-            sum += row[j];
-          }
-          float inv = (float)(1.0 / sum);
-          for (int64_t j = 0; j < lo; j++)
-            row[j] = 0.0f;
-          for (int64_t j = lo; j < hi; j++)
-            row[j] *= inv;
-          for (int64_t j = hi; j < nk; j++)
-            row[j] = 0.0f;
-          L[i] = mx + (float)log(sum);
-        }
-        // O[i0:i1] = P V[j0:j1]
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)hd,
-                    (int)nk, 1.0f, tile, (int)nk, V + j0 * hv.ldkv,
-                    (int)hv.ldkv, 0.0f, O + i0 * hv.ldq, (int)hv.ldq);
-      }
+  int64_t blocks = (c->seq + kQueryBlock - 1) / kQueryBlock;
+  int64_t tasks = c->batch * c->heads * blocks;
+  srt_status first = NULL;
+  // Causal blocks differ in cost: dynamic scheduling; tasks are independent,
+  // so who runs which changes no result.
+#pragma omp parallel num_threads(srt_cpu_threads())
+  {
+    float *ws = workspace + (int64_t)omp_get_thread_num() * thread_floats();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; task++) {
+      int64_t bh = task / blocks, i0 = task % blocks * kQueryBlock;
+      int64_t i1 = i0 + kQueryBlock < c->seq ? i0 + kQueryBlock : c->seq;
+      keep_first(&first, forward_block(out, lse, q, k, v, ws, c, bh / c->heads,
+                                       bh % c->heads, i0, i1));
     }
+  }
+  return first;
+}
+
+// dS = P (dP - D) scale (softcap: times 1 - tanh^2) on one row of tile t;
+// s holds the (softcapped) scores on entry, P on exit; masked entries 0.
+SRT_CPU_CLONES
+static void backward_row(float *s, float *dp, int64_t nk, int64_t lo, int64_t hi,
+                         float lse, float D, float scale, float cap) {
+  for (int64_t j = 0; j < lo; j++)
+    s[j] = dp[j] = 0.0f;
+  if (cap > 0.0f) {
+#pragma omp simd
+    for (int64_t j = lo; j < hi; j++) {
+      float th = fast_tanh(s[j] / cap);
+      float p = srt_expf_below_88(cap * th - lse);
+      s[j] = p;
+      dp[j] = p * (dp[j] - D) * (1.0f - th * th) * scale;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t j = lo; j < hi; j++) {
+      float p = srt_expf_below_88(s[j] - lse);
+      s[j] = p;
+      dp[j] = p * (dp[j] - D) * scale;
+    }
+  }
+  for (int64_t j = hi; j < nk; j++)
+    s[j] = dp[j] = 0.0f;
+}
+
+// The backward of queries [i0, i1) of (b, h): dQ rows written, dK/dV of its
+// KV head accumulated.
+static srt_status backward_block(const float *const in[6], float *dq, float *dk,
+                                 float *dv, float *ws, const srt_attention_config *c,
+                                 int64_t b, int64_t h, int64_t i0, int64_t i1) {
+  const float *q = in[0], *k = in[1], *v = in[2], *out = in[3], *dout = in[4], *lse = in[5];
+  head_view hv = view_of(c, b, h);
+  int64_t hd = c->head_dim, m = i1 - i0;
+  const float *Q = q + hv.q_off + i0 * hv.ldq, *dO = dout + hv.q_off + i0 * hv.ldq;
+  const float *O = out + hv.q_off + i0 * hv.ldq, *K = k + hv.kv_off, *V = v + hv.kv_off;
+  const float *L = lse + (b * c->heads + h) * c->seq + i0;
+  float *dQ = dq + hv.q_off + i0 * hv.ldq, *dK = dk + hv.kv_off, *dV = dv + hv.kv_off;
+  float *s = ws, *dp = ws + kQueryBlock * kKeyBlock, *D = dp + kQueryBlock * kKeyBlock;
+  // D_i = sum_j p_ij dp_ij = dO_i . O_i (the softmax Jacobian's term).
+  for (int64_t r = 0; r < m; r++) {
+    D[r] = srt_dot(dO + r * hv.ldq, O + r * hv.ldq, hd);
+    memset(dQ + r * hv.ldq, 0, (size_t)hd * sizeof *dQ);
+  }
+  tile t;
+  for (int64_t j = key_lo(c, i0); next_tile(c, i0, i1, j, &t); j += t.nk) {
+    if (!t.visible)
+      continue;
+    const float *Kj = K + j * hv.ldkv, *Vj = V + j * hv.ldkv;
+    // s = scale Q K^T (recomputed), dp = dO V^T
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, c->scale, Q, hv.ldq, Kj,
+                                     hv.ldkv, 0.0f, s, kKeyBlock));
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, 1.0f, dO, hv.ldq, Vj,
+                                     hv.ldkv, 0.0f, dp, kKeyBlock));
+    for (int64_t r = 0; r < m; r++) {
+      int64_t lo, hi;
+      row_range(c, &t, i0 + r, &lo, &hi);
+      backward_row(s + r * kKeyBlock, dp + r * kKeyBlock, t.nk, lo, hi, L[r], D[r],
+                   c->scale, c->softcap);
+    }
+    // dV[j] += P^T dO;  dK[j] += dS^T Q;  dQ += dS K[j]
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(true, false, t.nk, hd, m, 1.0f, s, kKeyBlock, dO,
+                                     hv.ldq, 1.0f, dV + j * hv.ldkv, hv.ldkv));
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(true, false, t.nk, hd, m, 1.0f, dp, kKeyBlock, Q,
+                                     hv.ldq, 1.0f, dK + j * hv.ldkv, hv.ldkv));
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, false, m, hd, t.nk, 1.0f, dp, kKeyBlock, Kj,
+                                     hv.ldkv, 1.0f, dQ, hv.ldq));
   }
   return NULL;
 }
@@ -149,73 +342,26 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
                                       const srt_attention_config *config) {
   SRT_RETURN_IF_ERROR(check_config("attention backward", config));
   const srt_attention_config *c = config;
-  int64_t S = c->seq, hd = c->head_dim, bq = query_block(c);
-  float cap = c->softcap;
-  float *ptile = workspace;              // [bq, nk]: scores, then p
-  float *dtile = workspace + bq * S;     // [bq, nk]: dp, then dscore * scale
-  // dk/dv sum over query tiles and over the heads sharing a KV head.
-  size_t kv_floats = (size_t)(c->batch * S * c->kv_heads * hd);
+  const float *const in[6] = {q, k, v, out, dout, lse};
+  int64_t group = c->heads / c->kv_heads;
+  // dk/dv sum over query blocks and over the heads sharing a KV head.
+  size_t kv_floats = (size_t)(c->batch * c->seq * c->kv_heads * c->head_dim);
   memset(dk, 0, kv_floats * sizeof *dk);
   memset(dv, 0, kv_floats * sizeof *dv);
-  for (int64_t b = 0; b < c->batch; b++) {
-    for (int64_t h = 0; h < c->heads; h++) {
-      head_view hv = view_of(c, b, h);
-      const float *Q = q + hv.q_off, *K = k + hv.kv_off, *V = v + hv.kv_off;
-      const float *O = out + hv.q_off, *dO = dout + hv.q_off;
-      float *dQ = dq + hv.q_off, *dK = dk + hv.kv_off, *dV = dv + hv.kv_off;
-      const float *L = lse + (b * c->heads + h) * S;
-      for (int64_t i0 = 0; i0 < S; i0 += bq) {
-        int64_t i1 = i0 + bq < S ? i0 + bq : S, m = i1 - i0;
-        int64_t j0 = key_lo(c, i0), j1 = key_hi(c, i1 - 1), nk = j1 - j0;
-        const float *Qb = Q + i0 * hv.ldq, *dOb = dO + i0 * hv.ldq;
-        const float *Kb = K + j0 * hv.ldkv, *Vb = V + j0 * hv.ldkv;
-        // ptile = scale * Q K^T (recomputed), dtile = dO V^T
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)nk,
-                    (int)hd, c->scale, Qb, (int)hv.ldq, Kb, (int)hv.ldkv, 0.0f,
-                    ptile, (int)nk);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)nk,
-                    (int)hd, 1.0f, dOb, (int)hv.ldq, Vb, (int)hv.ldkv, 0.0f,
-                    dtile, (int)nk);
-        for (int64_t r = 0; r < m; r++) {
-          int64_t i = i0 + r;
-          float *prow = ptile + r * nk, *drow = dtile + r * nk;
-          int64_t lo = key_lo(c, i) - j0, hi = key_hi(c, i) - j0;
-          // D_i = sum_j p_ij dp_ij = dO_i . O_i (softmax's Jacobian term).
-          double dsum = 0.0;
-          for (int64_t d = 0; d < hd; d++)
-            dsum += (double)dOb[r * hv.ldq + d] * O[i * hv.ldq + d];
-          float D = (float)dsum, li = L[i];
-          for (int64_t j = 0; j < lo; j++)
-            prow[j] = drow[j] = 0.0f;
-          if (cap > 0.0f) {
-            for (int64_t j = lo; j < hi; j++) {
-              float t = fast_tanh(prow[j] / cap);
-              float p = expf(cap * t - li);
-              prow[j] = p;
-              drow[j] = p * (drow[j] - D) * (1.0f - t * t) * c->scale;
-            }
-          } else {
-            for (int64_t j = lo; j < hi; j++) {
-              float p = expf(prow[j] - li);
-              prow[j] = p;
-              drow[j] = p * (drow[j] - D) * c->scale;
-            }
-          }
-          for (int64_t j = hi; j < nk; j++)
-            prow[j] = drow[j] = 0.0f;
+  int64_t tasks = c->batch * c->kv_heads;
+  srt_status first = NULL;
+#pragma omp parallel num_threads(srt_cpu_threads())
+  {
+    float *ws = workspace + (int64_t)omp_get_thread_num() * thread_floats();
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; task++) {
+      int64_t b = task / c->kv_heads, kv = task % c->kv_heads;
+      for (int64_t h = kv * group; h < (kv + 1) * group; h++)
+        for (int64_t i0 = 0; i0 < c->seq; i0 += kQueryBlock) {
+          int64_t i1 = i0 + kQueryBlock < c->seq ? i0 + kQueryBlock : c->seq;
+          keep_first(&first, backward_block(in, dq, dk, dv, ws, c, b, h, i0, i1));
         }
-        // dV[j0:j1] += P^T dO;  dQ[i0:i1] = dS K;  dK[j0:j1] += dS^T Q
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nk, (int)hd,
-                    (int)m, 1.0f, ptile, (int)nk, dOb, (int)hv.ldq, 1.0f,
-                    dV + j0 * hv.ldkv, (int)hv.ldkv);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)hd,
-                    (int)nk, 1.0f, dtile, (int)nk, Kb, (int)hv.ldkv, 0.0f,
-                    dQ + i0 * hv.ldq, (int)hv.ldq);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)nk, (int)hd,
-                    (int)m, 1.0f, dtile, (int)nk, Qb, (int)hv.ldq, 1.0f,
-                    dK + j0 * hv.ldkv, (int)hv.ldkv);
-      }
     }
   }
-  return NULL;
+  return first;
 }

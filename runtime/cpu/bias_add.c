@@ -1,22 +1,46 @@
 // Bias broadcast over rows (nn.bias_add: a rowwise-parallel linear's bias,
-// added once after the reduction), forward and backward.
+// added once after the reduction), forward and backward. Threaded over rows;
+// the bias gradient over column blocks, rows summed in order (the same bytes
+// for any thread count).
 #include "shardrt/kernels.h"
 
 #include <string.h>
 
+#include "vmath.h"
+
+SRT_CPU_CLONES
+static void bias_row(float *y, const float *x, const float *bias, int64_t f) {
+#pragma omp simd
+  for (int64_t i = 0; i < f; i++)
+    y[i] = x[i] + bias[i];
+}
+
 void srt_cpu_bias_add_forward(float *y, const float *x, const float *bias,
                               int64_t n, int64_t features) {
+#pragma omp parallel for schedule(static) if (n * features > kChunk)
   for (int64_t t = 0; t < n; t++)
-    for (int64_t f = 0; f < features; f++)
-      y[t * features + f] = x[t * features + f] + bias[f];
+    bias_row(y + t * features, x + t * features, bias, features);
+}
+
+SRT_CPU_CLONES
+static void sum_rows(float *dbias, const float *dy, int64_t n, int64_t features,
+                     int64_t f0, int64_t f1) {
+  for (int64_t t = 0; t < n; t++) {
+    const float *g = dy + t * features;
+#pragma omp simd
+    for (int64_t f = f0; f < f1; f++)
+      dbias[f] += g[f];
+  }
 }
 
 void srt_cpu_bias_add_backward(float *dx, float *dbias, const float *dy,
                                int64_t n, int64_t features) {
   if (dx && dx != dy)
     memcpy(dx, dy, (size_t)(n * features) * sizeof *dx);
-  if (dbias)
-    for (int64_t t = 0; t < n; t++)
-      for (int64_t f = 0; f < features; f++)
-        dbias[f] += dy[t * features + f];
+  if (!dbias)
+    return;
+#pragma omp parallel for schedule(static) if (n * features > kChunk)
+  for (int64_t f0 = 0; f0 < features; f0 += kColumnBlock)
+    sum_rows(dbias, dy, n, features, f0,
+             f0 + kColumnBlock < features ? f0 + kColumnBlock : features);
 }

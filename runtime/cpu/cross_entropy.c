@@ -1,8 +1,13 @@
 // Causal-LM cross-entropy (shifted labels, ignore_index, mean over kept
 // labels), plain or vocabulary-parallel: phase kernels and their composition.
+// Row-wise phases are threaded over rows (each row's sums in a fixed order);
+// the loss sum over rows stays sequential (B * S terms).
 #include "shardrt/kernels.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "vmath.h"
 
 static srt_status check_config(const srt_cross_entropy_config *c) {
   if (c->batch < 0 || c->seq < 0 || c->vocab <= 0 || c->local_vocab <= 0 ||
@@ -57,28 +62,29 @@ int64_t srt_cpu_cross_entropy_count(const int64_t *labels,
   return kept;
 }
 
+SRT_CPU_CLONES
+static float row_max(const float *x, int64_t n) { return srt_max(x, n); }
+
 void srt_cpu_cross_entropy_logit_max(float *max, const float *logits,
                                      int64_t rows, int64_t local_vocab) {
-  for (int64_t r = 0; r < rows; r++) {
-    const float *x = logits + r * local_vocab;
-    float mx = -INFINITY;
-    for (int64_t v = 0; v < local_vocab; v++)
-      mx = x[v] > mx ? x[v] : mx;
-    max[r] = mx;
-  }
+#pragma omp parallel for schedule(static) if (rows * local_vocab > kChunk)
+  for (int64_t r = 0; r < rows; r++)
+    max[r] = row_max(logits + r * local_vocab, local_vocab);
+}
+
+SRT_CPU_CLONES
+static double row_sum_exp(const float *x, int64_t n, float m) {
+  return srt_sum_exp_f64(x, n, m);
 }
 
 static void partial_sums(float *sum_exp, float *target, const float *logits,
                          const int64_t *labels, const float *max,
                          const srt_cross_entropy_config *c) {
-  int64_t lv = c->local_vocab;
-  for (int64_t r = 0; r < c->batch * c->seq; r++) {
+  int64_t lv = c->local_vocab, rows = c->batch * c->seq;
+#pragma omp parallel for schedule(static) if (rows * lv > kChunk)
+  for (int64_t r = 0; r < rows; r++) {
     const float *x = logits + r * lv;
-    float mx = max[r];
-    double sum = 0.0;
-    for (int64_t v = 0; v < lv; v++)
-      sum += expf(x[v] - mx);
-    sum_exp[r] = (float)sum;
+    sum_exp[r] = (float)row_sum_exp(x, lv, max[r]);
     // ignore_index (negative) and other ranks' labels fall outside
     // [0, local_vocab) after the unsigned subtraction.
     uint64_t local = (uint64_t)target_of(c, labels, r) - (uint64_t)c->vocab_start;
@@ -147,27 +153,33 @@ srt_status srt_cpu_cross_entropy_forward(float *loss, float *lse,
   return NULL;
 }
 
+// dx = g (softmax(x) - onehot(local)) over one row; local >= lv: no target here.
+SRT_CPU_CLONES
+static void softmax_grad_row(float *dx, const float *x, int64_t lv, float l, float g,
+                             uint64_t local) {
+#pragma omp simd
+  for (int64_t v = 0; v < lv; v++)
+    dx[v] = g * srt_expf_below_88(x[v] - l);
+  if (local < (uint64_t)lv)
+    dx[local] -= g;
+}
+
 void srt_cpu_cross_entropy_backward(float *dlogits, const float *logits,
                                     const float *lse, const int64_t *labels,
                                     float dloss, float count,
                                     const srt_cross_entropy_config *config) {
   const srt_cross_entropy_config *c = config;
-  int64_t lv = c->local_vocab;
+  int64_t lv = c->local_vocab, rows = c->batch * c->seq;
   float g = count > 0.0f ? (float)((double)dloss / (double)count) : 0.0f;
-  for (int64_t r = 0; r < c->batch * c->seq; r++) {
-    const float *x = logits + r * lv;
+#pragma omp parallel for schedule(static) if (rows * lv > kChunk)
+  for (int64_t r = 0; r < rows; r++) {
     float *dx = dlogits + r * lv;
     int64_t y = target_of(c, labels, r);
     if (y == c->ignore_index || g == 0.0f) {
-      for (int64_t v = 0; v < lv; v++)
-        dx[v] = 0.0f;
+      memset(dx, 0, (size_t)lv * sizeof *dx);
       continue;
     }
-    float l = lse[r];
-    for (int64_t v = 0; v < lv; v++)
-      dx[v] = g * expf(x[v] - l);
-    uint64_t local = (uint64_t)y - (uint64_t)c->vocab_start;
-    if (local < (uint64_t)lv)
-      dx[local] -= g;
+    softmax_grad_row(dx, logits + r * lv, lv, lse[r], g,
+                     (uint64_t)y - (uint64_t)c->vocab_start);
   }
 }

@@ -1,13 +1,18 @@
 // Token embedding over a local vocabulary range (vocabulary-parallel
-// embedding): forward gathers rows, backward scatter-adds into them.
+// embedding): forward gathers rows (threaded over tokens), backward
+// scatter-adds into them (threaded over column blocks, tokens in order: the
+// same bytes for any thread count).
 #include "shardrt/kernels.h"
 
 #include <string.h>
+
+#include "vmath.h"
 
 void srt_cpu_embedding_forward(float *out, const int64_t *ids,
                                const float *weight, int64_t n, int64_t hidden,
                                int64_t vocab_start, int64_t local_vocab,
                                float scale) {
+#pragma omp parallel for schedule(static) if (n * hidden > kChunk)
   for (int64_t t = 0; t < n; t++) {
     float *o = out + t * hidden;
     // Unsigned compare: one test covers ids below and above the range.
@@ -26,17 +31,30 @@ void srt_cpu_embedding_forward(float *out, const int64_t *ids,
   }
 }
 
-void srt_cpu_embedding_backward(float *dweight, const float *dout,
-                                const int64_t *ids, int64_t n, int64_t hidden,
-                                int64_t vocab_start, int64_t local_vocab,
-                                float scale) {
+SRT_CPU_CLONES
+static void scatter_columns(float *dweight, const float *dout, const int64_t *ids, int64_t n,
+                            int64_t hidden, int64_t vocab_start, int64_t local_vocab,
+                            float scale, int64_t i0, int64_t i1) {
   for (int64_t t = 0; t < n; t++) {
     uint64_t row = (uint64_t)ids[t] - (uint64_t)vocab_start;
     if (row >= (uint64_t)local_vocab)
       continue;
     float *dw = dweight + (int64_t)row * hidden;
     const float *g = dout + t * hidden;
-    for (int64_t i = 0; i < hidden; i++)
+#pragma omp simd
+    for (int64_t i = i0; i < i1; i++)
       dw[i] += scale * g[i];
   }
+}
+
+void srt_cpu_embedding_backward(float *dweight, const float *dout,
+                                const int64_t *ids, int64_t n, int64_t hidden,
+                                int64_t vocab_start, int64_t local_vocab,
+                                float scale) {
+  // Blocks of 256 columns: each task reads its slice of every token row.
+  enum { kBlock = 4 * kColumnBlock };
+#pragma omp parallel for schedule(static) if (n * hidden > kChunk)
+  for (int64_t i0 = 0; i0 < hidden; i0 += kBlock)
+    scatter_columns(dweight, dout, ids, n, hidden, vocab_start, local_vocab, scale, i0,
+                    i0 + kBlock < hidden ? i0 + kBlock : hidden);
 }

@@ -1,32 +1,37 @@
 // Gated MLP activation act(gate) * up with act = silu or gelu (tanh form),
-// forward and backward, elementwise.
+// forward and backward, elementwise, threaded over chunks.
 #include "shardrt/kernels.h"
 
 #include <math.h>
+
+#include "vmath.h"
 
 // sqrt(2 / pi) and the cubic coefficient of the tanh approximation of GELU
 // (Hendrycks & Gimpel 2016; torch gelu(approximate="tanh")).
 static const float kGeluK = 0.7978845608028654f;
 static const float kGeluA = 0.044715f;
 
-// Saturates cleanly: expf(-x) = inf for x < -88 gives 0, never NaN.
-static float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+// Saturates cleanly: e^-x = inf for x < -88 gives 0, never NaN.
+static inline float sigmoid(float x) { return 1.0f / (1.0f + srt_expf(-x)); }
 
 // gelu_tanh(g) = 0.5 g (1 + tanh(u)) = g sigmoid(2u), u = k (g + a g^3):
 // the identity 0.5 (1 + tanh(u)) = sigmoid(2u) replaces glibc's tanhf (about
 // 4x slower than expf) with one expf.
-static float gelu_sigmoid_arg(float g) {
+static inline float gelu_sigmoid_arg(float g) {
   return 2.0f * kGeluK * (g + kGeluA * g * g * g);
 }
 
-void srt_cpu_glu_forward(float *out, const float *gate, const float *up,
-                         int64_t n, srt_glu_activation act) {
+SRT_CPU_CLONES
+static void forward_chunk(float *out, const float *gate, const float *up, int64_t n,
+                          srt_glu_activation act) {
   if (act == SRT_GLU_SILU) {
+#pragma omp simd
     for (int64_t i = 0; i < n; i++) {
       float g = gate[i];
       out[i] = g * sigmoid(g) * up[i];
     }
   } else {
+#pragma omp simd
     for (int64_t i = 0; i < n; i++) {
       float g = gate[i];
       out[i] = g * sigmoid(gelu_sigmoid_arg(g)) * up[i];
@@ -34,28 +39,58 @@ void srt_cpu_glu_forward(float *out, const float *gate, const float *up,
   }
 }
 
+void srt_cpu_glu_forward(float *out, const float *gate, const float *up,
+                         int64_t n, srt_glu_activation act) {
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    forward_chunk(out + i0, gate + i0, up + i0, srt_chunk_end(i0, n) - i0, act);
+}
+
+// act(g) and act'(g) of one gate value.
+static inline void activation(float g, srt_glu_activation act, float *a, float *da) {
+  if (act == SRT_GLU_SILU) {
+    // silu' = s (1 + g (1 - s)), s = sigmoid(g)
+    float s = sigmoid(g);
+    *a = g * s;
+    *da = s * (1.0f + g * (1.0f - s));
+  } else {
+    // d/dg [g s], s = sigmoid(2u): s + g s (1 - s) 2 u'(g),
+    // 2 u'(g) = 2 k (1 + 3 a g^2)
+    float s = sigmoid(gelu_sigmoid_arg(g));
+    *a = g * s;
+    *da = s + *a * (1.0f - s) * 2.0f * kGeluK * (1.0f + 3.0f * kGeluA * g * g);
+  }
+}
+
+SRT_CPU_CLONES
+static void backward_chunk(float *dgate, float *dup, const float *dout, const float *gate,
+                           const float *up, int64_t n, srt_glu_activation act) {
+  // Read dout and up before writing: dgate/dup may alias dout.
+  if (dgate && dup) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++) {
+      float a, da, go = dout[i], u = up[i];
+      activation(gate[i], act, &a, &da);
+      dgate[i] = go * u * da;
+      dup[i] = go * a;
+    }
+  } else {
+    for (int64_t i = 0; i < n; i++) {
+      float a, da, go = dout[i], u = up[i];
+      activation(gate[i], act, &a, &da);
+      if (dgate)
+        dgate[i] = go * u * da;
+      if (dup)
+        dup[i] = go * a;
+    }
+  }
+}
+
 void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
                           const float *gate, const float *up, int64_t n,
                           srt_glu_activation act) {
-  for (int64_t i = 0; i < n; i++) {
-    float g = gate[i], a, da;
-    if (act == SRT_GLU_SILU) {
-      // silu' = s (1 + g (1 - s)), s = sigmoid(g)
-      float s = sigmoid(g);
-      a = g * s;
-      da = s * (1.0f + g * (1.0f - s));
-    } else {
-      // d/dg [g s], s = sigmoid(2u): s + g s (1 - s) 2 u'(g),
-      // 2 u'(g) = 2 k (1 + 3 a g^2)
-      float s = sigmoid(gelu_sigmoid_arg(g));
-      a = g * s;
-      da = s + a * (1.0f - s) * 2.0f * kGeluK * (1.0f + 3.0f * kGeluA * g * g);
-    }
-    // Read dout and up before writing: dgate/dup may alias dout.
-    float go = dout[i], u = up[i];
-    if (dgate)
-      dgate[i] = go * u * da;
-    if (dup)
-      dup[i] = go * a;
-  }
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    backward_chunk(dgate ? dgate + i0 : NULL, dup ? dup + i0 : NULL, dout + i0, gate + i0,
+                   up + i0, srt_chunk_end(i0, n) - i0, act);
 }

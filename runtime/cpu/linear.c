@@ -1,19 +1,21 @@
 // Linear layer y = x W^T + b (torch.nn.Linear, weight [out, in]) and its
-// gradients, each a single OpenBLAS sgemm plus a bias loop.
+// gradients, each a single GEMM (srt_cpu_gemm) plus a bias loop.
 #include "shardrt/kernels.h"
 
-#include <cblas.h>
-#include <limits.h>
+#include <stdint.h>
 #include <string.h>
+
 
 static srt_status check_sizes(const char *what, int64_t n, int64_t in,
                               int64_t out) {
-  if (n < 0 || in < 0 || out < 0 || n > INT_MAX || in > INT_MAX ||
-      out > INT_MAX)
+  // Each operand's bytes must fit in int64 (and so the address space).
+  int64_t most = INT64_MAX / (int64_t)sizeof(float);
+  if (n < 0 || in < 0 || out < 0 || (in > 0 && (n > most / in || out > most / in)) ||
+      (out > 0 && n > most / out))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: sizes n=%lld in=%lld out=%lld must lie in [0, %d]",
-                     what, (long long)n, (long long)in, (long long)out,
-                     INT_MAX);
+                     "%s: sizes n=%lld in=%lld out=%lld must be >= 0 with every "
+                     "operand under 2^63 bytes",
+                     what, (long long)n, (long long)in, (long long)out);
   return NULL;
 }
 
@@ -37,9 +39,8 @@ srt_status srt_cpu_linear_forward(float *y, const float *x, const float *weight,
     return NULL;
   }
   // y[n, out] = x[n, in] * W[out, in]^T
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)out,
-              (int)in, 1.0f, x, (int)in, weight, (int)in, beta, y, (int)out);
-  return NULL;
+  return srt_cpu_gemm(false, true, n, out, in, 1.0f, x, in, weight, in, beta,
+                      y, out);
 }
 
 srt_status srt_cpu_linear_backward(float *dx, float *dweight, float *dbias,
@@ -51,21 +52,13 @@ srt_status srt_cpu_linear_backward(float *dx, float *dweight, float *dbias,
     if (out == 0)
       memset(dx, 0, (size_t)(n * in) * sizeof *dx);
     else // dx[n, in] = dy[n, out] * W[out, in]
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)in,
-                  (int)out, 1.0f, dy, (int)out, weight, (int)in, 0.0f, dx,
-                  (int)in);
+      SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, false, n, in, out, 1.0f, dy, out,
+                                       weight, in, 0.0f, dx, in));
   }
   if (dweight && n > 0 && in > 0 && out > 0) // dW[out, in] += dy^T x
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)out, (int)in,
-                (int)n, 1.0f, dy, (int)out, x, (int)in, 1.0f, dweight, (int)in);
-  if (dbias) {
-    // Row-by-row keeps the inner loop contiguous (vectorizable); fp32 sums
-    // over n rows are what torch does too.
-    for (int64_t t = 0; t < n; t++) {
-      const float *g = dy + t * out;
-      for (int64_t o = 0; o < out; o++)
-        dbias[o] += g[o];
-    }
-  }
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm(true, false, out, in, n, 1.0f, dy, out, x,
+                                     in, 1.0f, dweight, in));
+  if (dbias) // db += the rows of dy, summed in row order
+    srt_cpu_bias_add_backward(NULL, dbias, dy, n, out);
   return NULL;
 }

@@ -48,17 +48,20 @@ srt_status srt_cpu_op_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w, int
                                           int64_t dx, int64_t n, int64_t features,
                                           int64_t group, double eps, double offset) {
   srt_cpu_rms_norm_backward(ops_f32(e, dx), NULL, ops_f32(e, dy), ops_f32(e, x), ops_f32(e, w),
-                            n, features, group, (float)eps, (float)offset);
+                            n, features, group, (float)eps, (float)offset, NULL);
   return NULL;
 }
 
 srt_status srt_cpu_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, int64_t dw,
                                            int64_t n, int64_t features, int64_t group,
                                            double eps) {
-  zero(ops_f32(e, dw), group > 0 ? group : features);
+  int64_t g = group > 0 ? group : features;
+  float *rstd;
+  SRT_RETURN_IF_ERROR(ops_scratch(e, g > 0 ? n * (features / g) : 0, &rstd));
+  zero(ops_f32(e, dw), g);
   // The weight gradient does not read the weight (nor the offset).
   srt_cpu_rms_norm_backward(NULL, ops_f32(e, dw), ops_f32(e, dy), ops_f32(e, x), NULL, n,
-                            features, group, (float)eps, 0.0f);
+                            features, group, (float)eps, 0.0f, rstd);
   return NULL;
 }
 

@@ -64,13 +64,13 @@ srt_status srt_cpu_op_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y, int6
   return NULL;
 }
 
-// The same values as add, then rms_norm of its result (the fusion is the
-// cuda backend's; here it saves nothing).
+// The same values as add, then rms_norm of its result, in one pass per row.
 srt_status srt_cpu_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t sum, int64_t w,
                                    int64_t y, int64_t n, int64_t features, int64_t group,
                                    double eps, double offset) {
-  SRT_RETURN_IF_ERROR(srt_cpu_op_add(e, a, b, sum, n * features, SRT_OP_F32));
-  return srt_cpu_op_rms_norm(e, sum, w, y, n, features, group, eps, offset);
+  srt_cpu_add_rms_norm_forward(ops_f32(e, sum), ops_f32(e, y), ops_f32(e, a), ops_f32(e, b),
+                               ops_f32(e, w), n, features, group, (float)eps, (float)offset);
+  return NULL;
 }
 
 srt_status srt_cpu_op_add(srt_exec *e, int64_t a, int64_t b, int64_t y, int64_t n,

@@ -4,6 +4,8 @@
 
 #include <math.h>
 
+#include "vmath.h"
+
 static const double kPi = 3.14159265358979323846;
 
 static srt_status check_config(const srt_rope_config *c) {
@@ -74,57 +76,64 @@ srt_status srt_cpu_rotary_embedding_forward(float *cos_out, float *sin_out,
                      (long long)hd);
   float inv_freq[4096];
   SRT_RETURN_IF_ERROR(srt_cpu_rotary_inv_freq(inv_freq, config));
-  for (int64_t b = 0; b < B; b++) {
-    for (int64_t s = 0; s < S; s++) {
-      int64_t pos = position_ids ? position_ids[b * S + s] : s;
-      float *c = cos_out + (b * S + s) * hd;
-      float *sn = sin_out + (b * S + s) * hd;
-      for (int64_t i = 0; i < half; i++) {
-        // The angle is rounded to fp32 exactly as Hugging Face's fp32
-        // inv_freq @ position_ids product is; cos/sin of it are then exact
-        // to within float rounding.
-        float angle = (float)pos * inv_freq[i];
-        c[i] = c[i + half] = (float)cos((double)angle);
-        sn[i] = sn[i + half] = (float)sin((double)angle);
-      }
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < B * S; t++) {
+    int64_t pos = position_ids ? position_ids[t] : t % S;
+    float *c = cos_out + t * hd;
+    float *sn = sin_out + t * hd;
+    for (int64_t i = 0; i < half; i++) {
+      // The angle is rounded to fp32 exactly as Hugging Face's fp32
+      // inv_freq @ position_ids product is; cos/sin of it are then exact
+      // to within float rounding.
+      float angle = (float)pos * inv_freq[i];
+      c[i] = c[i + half] = (float)cos((double)angle);
+      sn[i] = sn[i + half] = (float)sin((double)angle);
     }
   }
   return NULL;
+}
+
+// One head of one token; reads both halves before writing either (in place).
+SRT_CPU_CLONES
+static void rotate_head(float *oh, const float *xh, const float *c, const float *s,
+                        int64_t half) {
+#pragma omp simd
+  for (int64_t i = 0; i < half; i++) {
+    float x1 = xh[i], x2 = xh[i + half];
+    oh[i] = x1 * c[i] - x2 * s[i];
+    oh[i + half] = x2 * c[i + half] + x1 * s[i + half];
+  }
+}
+
+SRT_CPU_CLONES
+static void unrotate_head(float *dh, const float *gh, const float *c, const float *s,
+                          int64_t half) {
+#pragma omp simd
+  for (int64_t i = 0; i < half; i++) {
+    float g1 = gh[i], g2 = gh[i + half];
+    dh[i] = g1 * c[i] + g2 * s[i + half];
+    dh[i + half] = g2 * c[i + half] - g1 * s[i];
+  }
 }
 
 void srt_cpu_apply_rotary_forward(float *out, const float *x, const float *cos,
                                   const float *sin, int64_t B, int64_t S,
                                   int64_t heads, int64_t head_dim) {
   int64_t half = head_dim / 2, width = heads * head_dim;
-  for (int64_t t = 0; t < B * S; t++) {
-    const float *c = cos + t * head_dim, *s = sin + t * head_dim;
-    for (int64_t h = 0; h < heads; h++) {
-      const float *xh = x + t * width + h * head_dim;
-      float *oh = out + t * width + h * head_dim;
-      for (int64_t i = 0; i < half; i++) {
-        // Read both halves before writing either: safe in place.
-        float x1 = xh[i], x2 = xh[i + half];
-        oh[i] = x1 * c[i] - x2 * s[i];
-        oh[i + half] = x2 * c[i + half] + x1 * s[i + half];
-      }
-    }
-  }
+#pragma omp parallel for schedule(static) if (B * S * width > kChunk)
+  for (int64_t t = 0; t < B * S; t++)
+    for (int64_t h = 0; h < heads; h++)
+      rotate_head(out + t * width + h * head_dim, x + t * width + h * head_dim,
+                  cos + t * head_dim, sin + t * head_dim, half);
 }
 
 void srt_cpu_apply_rotary_backward(float *dx, const float *dy, const float *cos,
                                    const float *sin, int64_t B, int64_t S,
                                    int64_t heads, int64_t head_dim) {
   int64_t half = head_dim / 2, width = heads * head_dim;
-  for (int64_t t = 0; t < B * S; t++) {
-    const float *c = cos + t * head_dim, *s = sin + t * head_dim;
-    for (int64_t h = 0; h < heads; h++) {
-      const float *gh = dy + t * width + h * head_dim;
-      float *dh = dx + t * width + h * head_dim;
-      for (int64_t i = 0; i < half; i++) {
-        float g1 = gh[i], g2 = gh[i + half];
-        dh[i] = g1 * c[i] + g2 * s[i + half];
-        dh[i + half] = g2 * c[i + half] - g1 * s[i];
-      }
-    }
-  }
+#pragma omp parallel for schedule(static) if (B * S * width > kChunk)
+  for (int64_t t = 0; t < B * S; t++)
+    for (int64_t h = 0; h < heads; h++)
+      unrotate_head(dx + t * width + h * head_dim, dy + t * width + h * head_dim,
+                    cos + t * head_dim, sin + t * head_dim, half);
 }

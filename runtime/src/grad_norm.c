@@ -33,11 +33,21 @@ enum { LEAF = 512, LANES = 8 };
     return s;                                                                  \
   } while (0)
 
+// Pairwise subtrees of at least TASK elements run as OpenMP tasks: the tree
+// (where each sum splits) depends on n only, so any thread count gives the
+// same bytes.
+enum { TASK = 1 << 16 };
+
 // sum |x|^p in float, pairwise.
 static float sum_pow_f32(const float *x, int64_t n, pkind k, double p) {
   if (n > LEAF) {
     int64_t h = n / 2 / LANES * LANES;
-    return sum_pow_f32(x, h, k, p) + sum_pow_f32(x + h, n - h, k, p);
+    float a, b;
+#pragma omp task shared(a) if (n >= TASK)
+    a = sum_pow_f32(x, h, k, p);
+    b = sum_pow_f32(x + h, n - h, k, p);
+#pragma omp taskwait
+    return a + b;
   }
   switch (k) {
   case P_ONE: SUM_LEAF(float, x, n, fabsf(v));
@@ -50,7 +60,12 @@ static float sum_pow_f32(const float *x, int64_t n, pkind k, double p) {
 static double sum_pow_f64(const float *x, int64_t n, pkind k, double p) {
   if (n > LEAF) {
     int64_t h = n / 2 / LANES * LANES;
-    return sum_pow_f64(x, h, k, p) + sum_pow_f64(x + h, n - h, k, p);
+    double a, b;
+#pragma omp task shared(a) if (n >= TASK)
+    a = sum_pow_f64(x, h, k, p);
+    b = sum_pow_f64(x + h, n - h, k, p);
+#pragma omp taskwait
+    return a + b;
   }
   switch (k) {
   case P_ONE: SUM_LEAF(double, x, n, fabs(v));
@@ -59,16 +74,37 @@ static double sum_pow_f64(const float *x, int64_t n, pkind k, double p) {
   }
 }
 
+// The pairwise sums on the kernels' threads: one thread walks the tree and
+// hands its large subtrees to the others as tasks.
+static double sum_pow_f64_threaded(const float *x, int64_t n, pkind k, double p) {
+  double s = 0.0;
+#pragma omp parallel if (n >= TASK)
+#pragma omp single
+  s = sum_pow_f64(x, n, k, p);
+  return s;
+}
+
+static float sum_pow_f32_threaded(const float *x, int64_t n, pkind k, double p) {
+  float s = 0.0f;
+#pragma omp parallel if (n >= TASK)
+#pragma omp single
+  s = sum_pow_f32(x, n, k, p);
+  return s;
+}
+
 // max |x|; *nan set if any element is NaN (which a plain max would drop).
+// (max is exact, so the threads' split changes nothing.)
 static float max_abs(const float *x, int64_t n, int *nan) {
   float m = 0.0f;
+  int any_nan = 0;
+#pragma omp parallel for simd reduction(max : m) reduction(| : any_nan) if (n >= TASK)
   for (int64_t i = 0; i < n; ++i) {
     float a = fabsf(x[i]);
-    if (a != a)
-      *nan = 1;
-    else if (a > m)
-      m = a;
+    any_nan |= a != a;
+    m = a > m ? a : m;
   }
+  if (any_nan)
+    *nan = 1;
   return m;
 }
 
@@ -159,9 +195,9 @@ srt_status srt_get_grad_norm(const srt_tensor *grads, size_t n_grads,
       if (m > local)
         local = m;
     } else if (o.accum_dtype == SRT_F64) {
-      local += sum_pow_f64(x, n, k, p);
+      local += sum_pow_f64_threaded(x, n, k, p);
     } else {
-      local_f32 += sum_pow_f32(x, n, k, p);
+      local_f32 += sum_pow_f32_threaded(x, n, k, p);
     }
   }
   if (k != P_INF && o.accum_dtype == SRT_F32)
@@ -213,6 +249,7 @@ srt_status srt_clip_grad_by_total_norm(srt_tensor *grads, size_t n_grads,
   for (size_t i = 0; i < n_grads; ++i) {
     float *x = grads[i].data;
     int64_t n = srt_tensor_local_numel(&grads[i]);
+#pragma omp parallel for simd schedule(static) if (n >= TASK)
     for (int64_t j = 0; j < n; ++j)
       x[j] *= cf;
   }

@@ -18,6 +18,7 @@
 #define SHARDRT_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shardrt/status.h"
@@ -26,6 +27,37 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+//===----------------------------------------------------------------------===//
+// gemm and threads (runtime/cpu/gemm.c, runtime/cpu/threads.c)
+//===----------------------------------------------------------------------===//
+
+/// C = alpha op(A) op(B) + beta C in fp32, row-major (BLAS sgemm semantics):
+/// op(A) [m, k], op(B) [k, n], C [m, n]; op(X) = X^T when trans_x; lda, ldb,
+/// ldc are row strides in elements (>= the stored row length). Through
+/// oneDNN's dnnl_sgemm, which dispatches on the CPU's feature bits and runs on
+/// the kernels' OpenMP threads (srt_cpu_set_threads); called from inside an
+/// OpenMP parallel region it runs on the calling thread only. beta = 0
+/// ignores C's old contents (NaN included).
+/// Errors: SRT_INVALID_ARGUMENT for a negative size or a stride oneDNN
+/// refuses (the message names the sizes and strides).
+srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float *a, int64_t lda,
+                        const float *b, int64_t ldb, float beta, float *c,
+                        int64_t ldc);
+
+/// Writes the GEMM library, its version and the instruction set its kernels
+/// use, e.g. "oneDNN 2.6.3 sgemm, isa avx512_core_amx", into buf (NUL-
+/// terminated, truncated to size).
+void srt_cpu_gemm_library(char *buf, size_t size);
+
+/// Sets the threads every cpu kernel (GEMMs included) uses from now on in this
+/// process: the OpenMP pool's size (omp_set_num_threads). threads < 1 means 1.
+/// Results of every kernel except the GEMMs are bit-identical for any count.
+void srt_cpu_set_threads(int threads);
+
+/// The threads the cpu kernels use (omp_get_max_threads).
+int srt_cpu_threads(void);
 
 //===----------------------------------------------------------------------===//
 // embedding (runtime/cpu/embedding.c)
@@ -58,10 +90,10 @@ void srt_cpu_embedding_backward(float *dweight, const float *dout,
 // linear (runtime/cpu/linear.c)
 //===----------------------------------------------------------------------===//
 
-/// y = x W^T (+ b), torch.nn.Linear, through one cblas_sgemm.
+/// y = x W^T (+ b), torch.nn.Linear, through one srt_cpu_gemm.
 /// y: [n, out]; x: [n, in]; weight: [out, in]; bias: [out] or NULL.
-/// Errors: SRT_INVALID_ARGUMENT when a size is negative or does not fit the
-/// BLAS integer (int).
+/// Errors: SRT_INVALID_ARGUMENT when a size is negative or an operand would
+/// pass 2^63 bytes.
 srt_status srt_cpu_linear_forward(float *y, const float *x, const float *weight,
                                   const float *bias, int64_t n, int64_t in,
                                   int64_t out);
@@ -93,16 +125,29 @@ void srt_cpu_rms_norm_forward(float *y, const float *x, const float *weight,
                               int64_t n, int64_t features, int64_t group,
                               float eps, float offset);
 
+/// The residual add and the norm of its result in one pass over each row
+/// (the decoder's `hidden = residual + h; y = norm(hidden)`):
+///   sum = a + b (WRITTEN, [n, features]); y = srt_cpu_rms_norm_forward(sum)
+/// with the same bytes as srt_cpu_add_forward then srt_cpu_rms_norm_forward.
+/// sum may equal a or b, and y may equal a or b (rows are read before
+/// written); y must not equal sum.
+void srt_cpu_add_rms_norm_forward(float *sum, float *y, const float *a, const float *b,
+                                  const float *weight, int64_t n, int64_t features,
+                                  int64_t group, float eps, float offset);
+
 /// Gradients of srt_cpu_rms_norm_forward given dy (same shape as x). With
 /// r = 1/sqrt(mean(x^2) + eps) per group and g = offset + w:
 ///   dx_i  = r g_i dy_i - r^3 x_i / group * sum_j g_j dy_j x_j   WRITTEN
 ///   dw_j += sum over groups of dy_j x_j r                       ACCUMULATED
 /// The 1/rms is recomputed from x (no saved statistics). dx or dweight may be
-/// NULL to skip it. dx must not alias x or dy.
+/// NULL to skip it. dx must not alias x or dy. workspace: n * features /
+/// group floats (the 1/rms per group) when dweight is set, else unused (may
+/// be NULL). Threaded over groups for dx, over weight columns for dw (rows
+/// summed in order): the same bytes for any thread count.
 void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
                                const float *x, const float *weight, int64_t n,
                                int64_t features, int64_t group, float eps,
-                               float offset);
+                               float offset, float *workspace);
 
 //===----------------------------------------------------------------------===//
 // rotary (runtime/cpu/rotary.c)
@@ -193,8 +238,11 @@ typedef struct srt_attention_config {
   float softcap;        ///< 0: none; c > 0: logits = c tanh(scale q.k / c)
 } srt_attention_config;
 
-/// Floats of scratch space srt_cpu_attention_forward/backward need:
-/// 2 * min(S, 64) * S (two query-block-by-keys score tiles). 0 for a bad config.
+/// Floats of scratch space srt_cpu_attention_forward/backward need with the
+/// current srt_cpu_threads() (size it after the last srt_cpu_set_threads):
+/// threads * (2 * 128 * 512 + 3 * 128), two 128-query by 512-key tiles and
+/// three per-query vectors per thread (about 0.5 MiB), whatever the sequence
+/// length. 0 for S <= 0.
 int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
 
 /// Attention forward, per batch b and head h (kv = h / (H / KV)):
@@ -204,10 +252,12 @@ int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
 /// lse: [B, H, S], WRITTEN with log(sum_j exp(logits[i, j])) per query, the
 /// only state the backward needs besides the inputs and out;
 /// workspace: srt_cpu_attention_workspace_floats(config) floats.
-/// Scores go through cblas_sgemm per (b, h, block of 64 queries), touching
-/// only the key range the causal/sliding mask leaves visible.
+/// FlashAttention-2 tiling (Dao 2023): per (b, h, block of 128 queries), key
+/// tiles of 512 with the online softmax, QK^T and PV as GEMMs on tiles; tiles
+/// the causal/sliding mask hides are skipped. Threaded over (b, h, block);
+/// the same bytes for any thread count.
 /// Errors: SRT_INVALID_ARGUMENT for non-positive sizes, KV not dividing H,
-/// a negative window, a negative softcap, or sizes past the BLAS int.
+/// a negative window, a negative softcap.
 srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
                                      const float *k, const float *v,
                                      float *workspace,
@@ -220,7 +270,9 @@ srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
 ///   dp = dout_i . v_j;  dlogit = p (dp - dout_i . out_i)
 ///   dscore = dlogit * (1 - tanh^2) with softcap;  dq_i = scale sum_j dscore k_j
 ///   dk_j = scale sum_i dscore q_i;  dv_j = sum_i p[i, j] dout_i
-/// workspace: as forward. Errors: as forward.
+/// Threaded over (b, KV head): each task owns its dk/dv rows and sums them
+/// over its query heads and blocks in order (the same bytes for any thread
+/// count). workspace: as forward. Errors: as forward.
 srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
                                       const float *dout, const float *q,
                                       const float *k, const float *v,
