@@ -104,6 +104,13 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
   return check_comm(comm);
 }
 
+// The one process shares its node with itself: a communicator of one.
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+                        MPI_Comm *newcomm) {
+  (void)info;
+  return MPI_Comm_split(comm, split_type == MPI_COMM_TYPE_SHARED ? 0 : -1, key, newcomm);
+}
+
 int MPI_Comm_free(MPI_Comm *comm) {
   int rc = check_comm(*comm);
   *comm = MPI_COMM_NULL;

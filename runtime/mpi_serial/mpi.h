@@ -54,6 +54,9 @@ enum {
 #define MPI_DOUBLE ((MPI_Datatype)8)
 #define MPI_IN_PLACE ((void *)1)
 #define MPI_STATUS_IGNORE ((MPI_Status *)0)
+typedef int MPI_Info;
+#define MPI_INFO_NULL ((MPI_Info)0)
+#define MPI_COMM_TYPE_SHARED 1
 
 int MPI_Init(int *argc, char ***argv);
 int MPI_Initialized(int *flag);
@@ -67,6 +70,8 @@ int MPI_Comm_rank(MPI_Comm comm, int *rank);
 int MPI_Comm_size(MPI_Comm comm, int *size);
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm);
+int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
+                        MPI_Comm *newcomm);
 int MPI_Comm_free(MPI_Comm *comm);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);

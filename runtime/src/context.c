@@ -246,4 +246,13 @@ void srt_context_set_step(srt_context *ctx, int64_t step) {
 
 int64_t srt_context_step(const srt_context *ctx) { return ctx ? ctx->step : 0; }
 
+void srt_context_set_profile(srt_context *ctx, struct srt_profile *profile) {
+  if (ctx)
+    ctx->profile = profile;
+}
+
+struct srt_profile *srt_context_profile(const srt_context *ctx) {
+  return ctx ? ctx->profile : NULL;
+}
+
 double srt_context_timeout(const srt_context *ctx) { return ctx ? ctx->timeout_s : 0; }

@@ -36,6 +36,7 @@ struct srt_context {
   size_t op_scratch_bytes;
   double timeout_s; // deadline of each collective (srt_context_options)
   int64_t step;     // srt_context_set_step, for messages
+  struct srt_profile *profile; // srt_context_set_profile, or NULL
 };
 
 /// Makes the status for MPI error code `rc` returned by `call` on `group`.

@@ -18,6 +18,8 @@
 #include "shardrt/collectives.h"
 #include "shardrt/tensor.h"
 #include "shardrt/tokens.h"
+#include "shardrt/kernels.h"
+#include "shardrt/profile.h"
 #include "train_internal.h"
 
 static double now_seconds(void) {
@@ -153,6 +155,42 @@ static srt_status check_writable(const char *path, const char *flag) {
   return NULL;
 }
 
+// The kernels' threads and, on the cpu backend, the GEMM library.
+static void print_threads(const train_threads *t, const srt_backend *backend) {
+  printf("train: %d thread%s per rank (%d cores, %d rank%s on this node", t->threads,
+         t->threads == 1 ? "" : "s", t->cores, t->local_ranks, t->local_ranks == 1 ? "" : "s");
+  if (t->bound > 0 && t->bound < t->cores)
+    printf(", bound to %d", t->bound);
+  printf("; --threads N overrides)");
+  if (!backend) {
+    char lib[128];
+    srt_cpu_gemm_library(lib, sizeof lib);
+    printf("; GEMM: %s", lib);
+  }
+  printf("\n");
+}
+
+// --profile: rank 0's seconds per step by op kind; "other" is the step's
+// time outside the runtime ops (the generated code, the driver's batch).
+static void print_profile(const srt_profile *p, bool warm_up_left_out) {
+  if (p->steps == 0)
+    return;
+  double steps = (double)p->steps, total = p->step_seconds / steps, ops = 0.0;
+  printf("profile: rank 0, %lld step%s (%s), %.3f ms per step\n", (long long)p->steps,
+         p->steps == 1 ? "" : "s",
+         warm_up_left_out ? "the first, warm-up step left out" : "the only step run",
+         total * 1e3);
+  printf("profile: %-12s %10s %7s %12s\n", "kind", "ms/step", "share", "calls/step");
+  for (int k = 0; k < SRT_OP_KIND_COUNT; k++) {
+    double sec = p->seconds[k] / steps;
+    ops += sec;
+    printf("profile: %-12s %10.3f %6.1f%% %12.1f\n", srt_op_kind_name((srt_op_kind)k),
+           sec * 1e3, total > 0 ? 100.0 * sec / total : 0.0, (double)p->calls[k] / steps);
+  }
+  printf("profile: %-12s %10.3f %6.1f%%\n", "other", (total - ops) * 1e3,
+         total > 0 ? 100.0 * (total - ops) / total : 0.0);
+}
+
 int main(int argc, char **argv) {
   const srt_program *p = &shard_program;
   MPI_Init(&argc, &argv);
@@ -201,6 +239,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   int rank = srt_context_rank(ctx);
+  train_threads threads = train_choose_threads(o.threads);
   uint8_t *arena = srt_context_arena(ctx)->base;
   srt_tokens *tokens = NULL;
   train_state state = {0, 0};
@@ -247,6 +286,7 @@ int main(int argc, char **argv) {
            (long long)p->seq, (int)p->num_params, (double)p->arena_bytes / (1 << 20),
            backend ? " on " : "", backend ? backend->name : "",
            !o.load ? "initialised" : state.step > 0 ? "resumed" : "loaded (weights only)");
+    print_threads(&threads, backend);
     if (o.load && state.step > 0)
       printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);
     else if (o.load) // a Hugging Face checkpoint: weights, a fresh optimizer
@@ -263,9 +303,16 @@ int main(int argc, char **argv) {
     failed = 1;
   }
   int64_t skipped = 0, skipped_in_a_row = 0;
+  // --profile leaves out the first step when more follow: it pays one-time
+  // costs (the GEMM library's kernel generation, first touch of the arena).
+  srt_profile profile = {0};
+  bool warm_up_left_out = o.steps > state.step + 1;
+  int64_t first_profiled = state.step + 1 + (warm_up_left_out ? 1 : 0);
   srt_exec exec = {ctx, backend ? device_arena : arena, device, backend};
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
     srt_context_set_step(ctx, step);
+    if (o.profile && step == first_profiled)
+      srt_context_set_profile(ctx, &profile);
     s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
     if (!s && tokens && backend)
       s = upload_batch(backend, device, p, arena);
@@ -283,6 +330,10 @@ int main(int argc, char **argv) {
     double t0 = now_seconds();
     s = p->step(&exec, &so, &r);
     double dt = now_seconds() - t0;
+    if (srt_context_profile(ctx)) {
+      profile.step_seconds += dt;
+      profile.steps++;
+    }
     if (s) {
       report(s, rank);
       failed = 1;
@@ -356,6 +407,9 @@ int main(int argc, char **argv) {
   if (!failed && rank == 0 && skipped)
     printf("train: %lld of the steps were skipped (non-finite gradient norm)\n",
            (long long)skipped);
+  srt_context_set_profile(ctx, NULL);
+  if (!failed && rank == 0 && o.profile)
+    print_profile(&profile, warm_up_left_out);
   srt_tokens_close(tokens);
   if (backend && device) {
     srt_status c = backend->close(device);

@@ -18,7 +18,7 @@ const char *train_usage(void) {
          "         --max-grad-norm F [--betas B1,B2] [--eps E] [--weight-decay W]\n"
          "         [--norm-type 2|inf|p] [--load CKPT] [--save CKPT] [--save-every N]\n"
          "         [--seed S] [--log-every N] [--dump FILE] [--max-skipped N]\n"
-         "         [--timeout SECONDS]\n"
+         "         [--timeout SECONDS] [--threads N] [--profile]\n"
          "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
          "  TOKENS is a token file (shard-tokens);\n"
          "  K is the last step to run (a resumed run continues to K);\n"
@@ -30,6 +30,10 @@ const char *train_usage(void) {
          "    rank stalled or died) ends the whole job with exit 1, naming the\n"
          "    collective, the step and the ranks that never arrived (default 600;\n"
          "    0: wait forever).\n"
+         "  --threads N: threads of the cpu kernels per rank (default: the node's\n"
+         "    cores / the ranks on the node, at most the cores the rank is bound to).\n"
+         "  --profile: after the run, seconds per step by op kind (GEMM, attention,\n"
+         "    elementwise, loss, collectives, optimizer) and the step total.\n"
          "  --batch-file FILE: safetensors with input_ids and labels, I64 [batch, seq]\n"
          "    (labels may hold -100, ignored by the loss), used for every step instead\n"
          "    of token-file batches.\n"
@@ -93,18 +97,31 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        .log_every = 1,
                        .max_skipped = 5,
                        .timeout_s = 600};
+  // Flags seen so far, each with its value (NULL for --profile), so that a
+  // second value is refused instead of silently replacing the first.
+  const char *seen[64][2];
+  int nseen = 0;
   for (int i = 1; i < argc; ++i) {
     const char *f = argv[i];
     if (!strcmp(f, "--help") || !strcmp(f, "-h"))
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "help requested");
-    if (i + 1 >= argc)
+    bool valueless = !strcmp(f, "--profile");
+    if (!valueless && i + 1 >= argc)
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: missing value (or unknown flag)", f);
-    // A second value would silently replace the first.
-    for (int j = 1; j < i; j += 2)
-      if (!strcmp(argv[j], f))
+    const char *v = valueless ? NULL : argv[i + 1];
+    for (int j = 0; j < nseen; j++)
+      if (!strcmp(seen[j][0], f))
         return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s given twice ('%s' and '%s')", f,
-                         argv[j + 1], argv[i + 1]);
-    const char *v = argv[++i];
+                         seen[j][1] ? seen[j][1] : f, v ? v : f);
+    if (nseen == (int)(sizeof seen / sizeof *seen))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: more than %d flags", f, nseen);
+    seen[nseen][0] = f;
+    seen[nseen++][1] = v;
+    if (valueless) {
+      o->profile = true;
+      continue;
+    }
+    ++i;
     if (!strcmp(f, "--data")) {
       o->data = v;
     } else if (!strcmp(f, "--steps")) {
@@ -160,6 +177,11 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
         return SRT_ERROR(SRT_INVALID_ARGUMENT, "--timeout must be >= 0 seconds, got '%s'", v);
     } else if (!strcmp(f, "--max-skipped")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &o->max_skipped));
+    } else if (!strcmp(f, "--threads")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->threads));
+      if (o->threads > 4096)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT, "--threads: %lld is above 4096",
+                         (long long)o->threads);
     } else if (!strcmp(f, "--log-every")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->log_every));
     } else if (!strcmp(f, "--batch-file")) {

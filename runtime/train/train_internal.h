@@ -5,6 +5,7 @@
 #ifndef SHARDRT_TRAIN_INTERNAL_H
 #define SHARDRT_TRAIN_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shardrt/context.h"
@@ -34,7 +35,23 @@ typedef struct train_options {
   const char *dump;      ///< --dump FILE: loss, norms, parameters (+ logits) after the last step
   int64_t max_skipped;   ///< --max-skipped N: stop after N consecutive skipped steps (5; 0: never)
   double timeout_s;      ///< --timeout SECONDS: deadline of every collective (600; 0: none)
+  int64_t threads;       ///< --threads N: cpu kernel threads per rank (0: cores / ranks per node)
+  bool profile;          ///< --profile: time per op kind after the run
 } train_options;
+
+/// The cpu kernels' threads of this rank and what they were chosen from.
+typedef struct train_threads {
+  int threads;     ///< threads each cpu kernel of this rank uses
+  int cores;       ///< CPUs online on this node
+  int local_ranks; ///< ranks of the job on this node (MPI_COMM_TYPE_SHARED)
+  int bound;       ///< CPUs this rank may run on (affinity), -1 if unknown
+} train_threads;
+
+/// Sets this rank's kernel threads (srt_cpu_set_threads): `requested` when
+/// > 0 (--threads), else cores / local_ranks (at least 1), lowered to the
+/// CPUs the launcher bound the rank to. Collective over MPI_COMM_WORLD (the
+/// node split). Never fails: an unknown count falls back to 1 rank / 1 CPU.
+train_threads train_choose_threads(int64_t requested);
 
 /// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and
 /// the value (a missing required flag, a malformed number, an unknown flag).

@@ -113,6 +113,17 @@ void srt_context_set_step(srt_context *ctx, int64_t step);
 /// The step srt_context_set_step recorded last (0 before the first).
 int64_t srt_context_step(const srt_context *ctx);
 
+struct srt_profile;
+
+/// Attaches `profile` (shardrt/profile.h; NULL detaches): from now on every
+/// srt_op_X call on this context adds its wall seconds to its kind. On a
+/// device backend the time is the host's (launches, not kernels).
+/// Not owned; it must outlive the attachment.
+void srt_context_set_profile(srt_context *ctx, struct srt_profile *profile);
+
+/// The attached profile, or NULL.
+struct srt_profile *srt_context_profile(const srt_context *ctx);
+
 /// The deadline of every collective in seconds (srt_context_options.
 /// timeout_s; <= 0: none), which other collective layers (the cuda
 /// backend's NCCL waits) apply too.

@@ -1,8 +1,12 @@
 // srt_op_X (shardrt/ops.h), generated from the op table (shardrt/ops.def):
 // the checks every backend shares (each argument by its kind, then the
 // op's own check), then the entry point of the exec's backend.
+#include <time.h>
+
 #include "shardrt/backend.h"
+#include "shardrt/context.h"
 #include "shardrt/cpu.h"
+#include "shardrt/profile.h"
 
 // The checks of one argument tuple (kind, name, src), walked as op_table.h
 // describes.
@@ -29,12 +33,31 @@ static const srt_ops *ops_of(const srt_exec *e) {
   return e->backend ? e->backend->ops : &srt_cpu_ops;
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Adds the seconds since t0 to the kind of op `name` in `profile`.
+static void profile_add(srt_profile *profile, const char *name, double t0) {
+  srt_op_kind kind = srt_op_kind_of(name);
+  profile->seconds[kind] += now_seconds() - t0;
+  profile->calls[kind]++;
+}
+
 #define SRT_OP(name, source, check, args)                                                      \
   srt_status srt_op_##name(srt_exec *e SRT_OP_PARAMS(args)) {                                  \
     const char *op = "srt_op_" #name;                                                          \
     SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                                \
     CHECKS(args)                                                                               \
     SRT_RETURN_IF_ERROR(check);                                                                \
-    return ops_of(e)->name(e SRT_OP_ARGS(args));                                               \
+    srt_profile *profile = srt_context_profile(e->ctx);                                        \
+    if (!profile)                                                                              \
+      return ops_of(e)->name(e SRT_OP_ARGS(args));                                             \
+    double t0 = now_seconds();                                                                 \
+    srt_status s = ops_of(e)->name(e SRT_OP_ARGS(args));                                       \
+    profile_add(profile, #name, t0);                                                           \
+    return s;                                                                                  \
   }
 #include "shardrt/ops.def"

@@ -4,7 +4,9 @@
 # resumed run repeats the straight run's losses bit for bit; a crash during a
 # save leaves the previous checkpoint loadable; and a wrong world size, a
 # missing data file, a checkpoint of another model and out-of-vocabulary
-# tokens are refused with clear errors.
+# tokens are refused with clear errors; the kernels' threads follow the
+# cores and ranks (or --threads) without changing the losses beyond GEMM
+# rounding, and --profile accounts for the step's time by op kind.
 # usage: train_driver_test.sh BIN_DIR MPIEXEC TEXT
 set -u
 BIN=$1 MPI=$2 TEXT=$3
@@ -90,4 +92,44 @@ printf 'caf\xc3\xa9 au lait, encore une fois\n' >"$T/utf8.txt"
 "$BIN/shard-tokens" "$T/utf8.txt" -o "$T/utf8.bin" >/dev/null || fail "shard-tokens utf8"
 expect_error "token id >= vocab" "id 195" "vocabulary of 128" -- \
   run 1 "$BIN/train_tiny_v128" --data "$T/utf8.bin" --steps 1 "${COMMON[@]}"
+expect_error "--threads 0" "--threads" "below the minimum 1" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --threads 0
+expect_error "--profile twice" "--profile given twice" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile \
+  --profile
+
+# 5. threads and --profile.
+threads_line() { grep -m1 '^train: [0-9]* threads\? per rank' "$1"; }
+run 2 "$BIN/train_tiny_dp1_tp2" --data "$T/tokens.bin" --steps 2 "${COMMON[@]}" >"$T/t2.log" \
+  || fail "tp2 run for threads"
+line=$(threads_line "$T/t2.log") || { cat "$T/t2.log"; fail "no threads line"; }
+# Default: cores / 2 ranks, at most the CPUs each rank is bound to, >= 1.
+cores=$(nproc --all)
+want=$((cores / 2 > 0 ? cores / 2 : 1))
+bound=$(sed -n 's/.*bound to \([0-9]*\).*/\1/p' <<<"$line")
+[ -n "$bound" ] && [ "$bound" -lt "$want" ] && want=$bound
+grep -q "^train: $want threads\? per rank ($cores cores, 2 ranks on this node" <<<"$line" \
+  || fail "default threads: want $want of $cores cores for 2 ranks, got: $line"
+grep -q "GEMM: oneDNN" <<<"$line" || fail "the GEMM library is not named: $line"
+echo "ok: default threads: $line"
+for n in 1 3; do
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 8 "${COMMON[@]}" --threads $n \
+    >"$T/threads$n.log" || fail "--threads $n run"
+  threads_line "$T/threads$n.log" | grep -q "^train: $n threads\? per rank" \
+    || fail "--threads $n not applied: $(threads_line "$T/threads$n.log")"
+  paste <(losses "$T/tp1.log") <(losses "$T/threads$n.log") | awk -v n="$n" '
+    function rel(x, y) { d = x - y; if (d < 0) d = -d; s = (x < 0 ? -x : x); return d / (s > 1e-30 ? s : 1) }
+    { if ($1 != $4 || rel($2, $5) > 1e-6 || rel($3, $6) > 1e-6) { print "threads " n ": " $0; bad = 1 } }
+    END { exit bad }' || fail "--threads $n changes the losses beyond 1e-6"
+done
+echo "ok: --threads 1 and 3 give the default run's losses within 1e-6"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 3 "${COMMON[@]}" --profile \
+  >"$T/profile.log" || fail "--profile run"
+grep '^profile:' "$T/profile.log"
+awk '/^profile: rank 0, 2 steps \(the first, warm-up step left out\), [0-9.]+ ms per step$/ { head = $(NF-3) > 0 }
+     /^profile: (GEMM|attention|elementwise|loss|collectives|optimizer|other) / {
+       kinds++; share += $4; if ($2 == "GEMM" && $5 > 0) gemm = 1; if ($2 == "optimizer" && $5 == 1) opt = 1 }
+     END { exit !(head && kinds == 7 && gemm && opt && share > 99 && share < 101) }' "$T/profile.log" \
+  || fail "--profile: want a positive step time, 7 kinds whose shares add to 100%, GEMM calls and one optimizer step per step"
+echo "ok: --profile accounts for the step"
 echo "PASS"
