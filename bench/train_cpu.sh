@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CPU training throughput of a GEMM-bound small Llama (bench/train_cpu.json:
 # hidden 512, 4 layers, vocabulary 256, batch 4 x seq 256) compiled by
-# shard-compile: tokens/s and MFU = model FLOP/s / OpenBLAS sgemm FLOP/s
-# measured in the same run, at tp 1 and tp 2 (2 MPI ranks on this machine's
-# cores; each rank gets cores/ranks BLAS threads). Model FLOPs per token:
+# shard-compile: tokens/s and MFU = model FLOP/s / the sgemm FLOP/s of the
+# runtime's GEMM library measured in the same run (kernels_bench), at tp 1
+# (one process, no launcher) and tp 2 (2 MPI ranks); threads are the
+# driver's default (cores / ranks on the node), nothing set by hand. The
+# tp 1 run's --profile table closes the output. Model FLOPs per token:
 # 6 x parameters + 12 x layers x seq x hidden (attention scores and values,
 # forward and backward; causal halves it, not counted). If PyTorch and
 # transformers are installed (not a dependency of the project), the same
@@ -21,30 +23,34 @@ cores=$(nproc)
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 
 "$build/bin/shard-tokens" "$here/examples/data/shard-tales.txt" -o "$work/data.tok" >/dev/null
-sgemm=$(OPENBLAS_NUM_THREADS=$cores "$build/bin/kernels_bench" --quick 2>/dev/null |
-        awk '/sgemm/ {for (i = 1; i <= NF; ++i) if ($i == "GFLOP/s") print $(i-1); exit}')
+bench_out=$("$build/bin/kernels_bench" --quick 2>/dev/null)
+sgemm=$(echo "$bench_out" | awk '/^sgemm/ {for (i = 1; i <= NF; ++i) if ($i == "GFLOP/s") print $(i-1); exit}')
+library=$(echo "$bench_out" | sed -n 's/^GEMM library: //p')
 params=$("$build/bin/shard-import" "$config" --batch 4 --seq 256 --summary |
          awk '/^parameters:/ {gsub(",", "", $2); print $2}')
 flops_per_token=$(awk -v p="$params" 'BEGIN {printf "%.0f", 6 * p + 12 * 4 * 256 * 512}')
-printf 'model: %s parameters, %.1f MFLOP per token; OpenBLAS sgemm (%d threads): %s GFLOP/s\n' \
-  "$params" "$(awk -v f="$flops_per_token" 'BEGIN {print f / 1e6}')" "$cores" "$sgemm"
+printf 'model: %s parameters, %.1f MFLOP per token; GEMM: %s; sgemm: %s GFLOP/s\n' \
+  "$params" "$(awk -v f="$flops_per_token" 'BEGIN {print f / 1e6}')" "$library" "$sgemm"
 printf '%-6s %12s %12s %8s\n' mesh "tokens/s" "GFLOP/s" MFU
 
 ours=""
 for tp in 1 2; do
   "$build/bin/shard-compile" "$config" --tp-plan=llama --tp-size=$tp --batch 4 --seq 256 \
     -o "$work/train$tp"
-  threads=$((cores / tp > 0 ? cores / tp : 1))
-  log=$(OPENBLAS_NUM_THREADS=$threads "${mpirun[@]}" -np $tp "$work/train$tp" \
-        --data "$work/data.tok" --steps "$steps" --lr 1e-3 --max-grad-norm 1 2>&1)
+  launch=("${mpirun[@]}" -np $tp)
+  ((tp > 1)) || launch=() # a program of one rank runs without a launcher
+  log=$("${launch[@]}" "$work/train$tp" --data "$work/data.tok" --steps "$steps" --lr 1e-3 \
+        --max-grad-norm 1 --profile 2>&1)
+  [[ $tp != 1 ]] || profile=$(echo "$log" | grep -E '^(profile|train: [0-9]+ thread)')
   # tokens/s of the steps after the first (warm-up), averaged.
-  tps=$(echo "$log" | awk '/^step/ && NR > 2 {for (i = 1; i <= NF; ++i) if ($i == "tok/s") {s += $(i+1); n++}}
+  tps=$(echo "$log" | awk '/^step/ && $2 !~ /^1\// {for (i = 1; i <= NF; ++i) if ($i == "tok/s") {s += $(i+1); n++}}
                            END {if (n) printf "%.0f", s / n; else print 0}')
   gf=$(awk -v t="$tps" -v f="$flops_per_token" 'BEGIN {printf "%.2f", t * f / 1e9}')
   mfu=$(awk -v g="$gf" -v s="$sgemm" 'BEGIN {printf "%.2f", g / s}')
   printf 'tp=%-3d %12s %12s %8s\n' "$tp" "$tps" "$gf" "$mfu"
   [[ -n $ours ]] || ours=$tps
 done
+echo "$profile"
 
 if python3 -c 'import torch, transformers' 2>/dev/null; then
   torch_tps=$(python3 "$here/bench/train_torch.py" "$config" 4 256 "$steps" "$cores")
