@@ -214,6 +214,11 @@ for v in "${BAD_REALS[@]}" "-1"; do
   # A timeout is a double: 1e39 s is a (very long) valid deadline.
   [ "$v" = 1e39 ] || case_ "--timeout|$v" -- "${TR_OK[@]}" --timeout "$v"
 done
+for v in "0" "-1" "abc" "99999999999999999999" " 2" "2x" "1.5" "4097"; do
+  case_ "--threads|$v" -- "${TR_OK[@]}" --threads "$v"
+done
+case_ "--profile given twice" -- "${TR_OK[@]}" --profile --profile
+case_ "--profile=1" -- "${TR_OK[@]}" --profile=1
 for v in "${BAD_REALS[@]}"; do
   case_ "--max-grad-norm|$v" -- "$TR" --data "$F/data.tokens" --steps 1 --lr 1e-3 --max-grad-norm "$v"
 done
@@ -233,7 +238,8 @@ done
 for f in -o --tp-plan --tp-size --dp-size --pass-pipeline; do case_ "$f" -- "$SO" "$F/model.mlir" "$f"; done
 case_ "-o" -- "$ST" "$F/text.txt" -o
 for f in --data --steps --lr --max-grad-norm --betas --eps --weight-decay --norm-type --load \
-         --save --save-every --seed --log-every --dump --max-skipped --timeout --batch-file; do
+         --save --save-every --seed --log-every --dump --max-skipped --timeout --batch-file \
+         --threads; do
   case_ "$f" -- "${TR_OK[@]}" "$f"
 done
 # Required flags left out.
@@ -264,7 +270,8 @@ case_ "--tp-plan" -- "${SO_OK[@]}" --tp-plan=llama
 case_ "-o" -- "${SO_OK[@]}" -o "$O/o2.mlir"
 case_ "-o" -- "$ST" "$F/text.txt" -o "$O/a.tokens" -o "$O/b.tokens"
 for f in "--steps 2" "--lr 1e-2" "--max-grad-norm 2" "--data $F/data.tokens" "--seed 3 --seed 4" \
-         "--save $O/a.st --save $O/b.st" "--eps 1e-8 --eps 1e-6" "--timeout 5 --timeout 6"; do
+         "--save $O/a.st --save $O/b.st" "--eps 1e-8 --eps 1e-6" "--timeout 5 --timeout 6" \
+         "--threads 1 --threads 2"; do
   # shellcheck disable=SC2086
   case_ "${f%% *}" -- "${TR_OK[@]}" $f
 done
