@@ -12,10 +12,12 @@
 // task owns a block of kQueryBlock queries and walks the visible key tiles
 // of kKeyBlock keys with the online softmax, so scores never leave a tile;
 // QK^T, PV and the backward's four products are GEMMs on tiles
-// (srt_cpu_gemm on one thread inside the parallel region). Key tiles the
-// causal or sliding-window mask hides entirely are skipped, tiles it leaves
-// whole are not masked element by element, and KV heads are read in place
-// by the query heads sharing them (GQA without copies).
+// (srt_cpu_gemm on one thread inside the parallel region). Keys the causal
+// or sliding-window mask hides from a whole block are never visited, tiles it
+// leaves whole are not masked element by element, and KV heads are read in
+// place by the query heads sharing them (GQA without copies). A NaN or inf
+// in v (or k) reaches the rows of its tile through the GEMMs (0 x NaN), as
+// it reaches every row in torch's eager attention.
 //
 // Tasks: forward (b, h, query block), independent; backward (b, kv head),
 // each owning its dK/dV rows, summed over its query heads and blocks in a
@@ -97,16 +99,15 @@ static head_view view_of(const srt_attention_config *c, int64_t b, int64_t h) {
 // One (query block, key tile) pair: queries [i0, i0 + m), keys [j0, j0 + nk).
 typedef struct tile {
   int64_t i0, m, j0, nk;
-  bool whole;   // every query sees every key: no element masking
-  bool visible; // some query sees some key (else the tile is skipped)
+  bool whole; // every query sees every key: no element masking
 } tile;
 
-// Key tiles of query block [i0, i1): its visible keys [lo, hi) cut into
-// tiles of kKeyBlock from lo, the last one cut at hi (so a causal block
-// computes only its diagonal triangle in vain). Returns false past the last
-// tile; *t is the tile at key j (with
-// `whole` set when no element needs masking), skipped (t->nk = 0) when the
-// mask hides it wholly.
+// Key tiles of query block [i0, i1): its visible keys [lo, hi) (the union of
+// its rows' ranges, contiguous, so no tile inside is hidden wholly: the keys
+// the causal or sliding-window mask hides from every row are never visited)
+// cut into tiles of kKeyBlock from lo, the last one cut at hi (so a causal
+// block computes only its diagonal triangle in vain). Returns false past the
+// last tile; *t is the tile at key j, `whole` when no element needs masking.
 static bool next_tile(const srt_attention_config *c, int64_t i0, int64_t i1, int64_t j,
                       tile *t) {
   int64_t hi = key_hi(c, i1 - 1);
@@ -117,13 +118,9 @@ static bool next_tile(const srt_attention_config *c, int64_t i0, int64_t i1, int
   t->j0 = j;
   t->nk = j + kKeyBlock < hi ? kKeyBlock : hi - j;
   int64_t end = j + t->nk;
-  bool any = false;
-  for (int64_t i = i0; i < i1 && !any; i++)
-    any = key_lo(c, i) < end && key_hi(c, i) > j;
   // Visible ranges move right with i (both ends non-decreasing): the block's
   // last query has the rightmost lo, its first the leftmost hi.
   t->whole = key_lo(c, i1 - 1) <= j && key_hi(c, i0) >= end;
-  t->visible = any;
   return true;
 }
 
@@ -194,8 +191,6 @@ static srt_status forward_block(float *out, float *lse, const float *q,
   }
   tile t;
   for (int64_t j = key_lo(c, i0); next_tile(c, i0, i1, j, &t); j += t.nk) {
-    if (!t.visible)
-      continue;
     // s[m, nk] = scale * Q K[j:j+nk]^T
     SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, c->scale, Q, hv.ldq,
                                      K + j * hv.ldkv, hv.ldkv, 0.0f, s, kKeyBlock));
@@ -224,6 +219,13 @@ static srt_status forward_block(float *out, float *lse, const float *q,
   return NULL;
 }
 
+// Inside a task's parallel region: the tile GEMMs run on this thread alone.
+// oneDNN keeps to one thread when omp_in_parallel(), but a team that got one
+// thread (OMP_DYNAMIC, a busy machine) is not an active region, and the GEMM
+// would then start its own threads and round differently. This sets only
+// this thread's nested pool size.
+static void one_thread_gemms(void) { omp_set_num_threads(1); }
+
 // The first error of a parallel loop, kept by the thread that saw it.
 static void keep_first(srt_status *first, srt_status s) {
   if (!s)
@@ -251,6 +253,7 @@ srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
 #pragma omp parallel num_threads(srt_cpu_threads())
   {
     float *ws = workspace + (int64_t)omp_get_thread_num() * thread_floats();
+    one_thread_gemms();
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; task++) {
       int64_t bh = task / blocks, i0 = task % blocks * kQueryBlock;
@@ -309,8 +312,6 @@ static srt_status backward_block(const float *const in[6], float *dq, float *dk,
   }
   tile t;
   for (int64_t j = key_lo(c, i0); next_tile(c, i0, i1, j, &t); j += t.nk) {
-    if (!t.visible)
-      continue;
     const float *Kj = K + j * hv.ldkv, *Vj = V + j * hv.ldkv;
     // s = scale Q K^T (recomputed), dp = dO V^T
     SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, c->scale, Q, hv.ldq, Kj,
@@ -353,6 +354,7 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
 #pragma omp parallel num_threads(srt_cpu_threads())
   {
     float *ws = workspace + (int64_t)omp_get_thread_num() * thread_floats();
+    one_thread_gemms();
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < tasks; task++) {
       int64_t b = task / c->kv_heads, kv = task % c->kv_heads;

@@ -17,6 +17,12 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                      (long long)m, (long long)n, (long long)k);
   if (m == 0 || n == 0)
     return NULL;
+  if (k == 0) { // an empty sum: C = beta C (beta 0 ignores C, NaN included)
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++)
+        c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    return NULL;
+  }
   dnnl_status_t s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n,
                                k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (s != dnnl_success)
@@ -45,6 +51,6 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
 
 void srt_cpu_gemm_library(char *buf, size_t size) {
   const dnnl_version_t *v = dnnl_version();
-  snprintf(buf, size, "oneDNN %d.%d.%d sgemm, isa %s", v->major, v->minor,
+  snprintf(buf, size, "oneDNN %d.%d.%d sgemm, widest isa %s", v->major, v->minor,
            v->patch, isa_name(dnnl_get_effective_cpu_isa()));
 }

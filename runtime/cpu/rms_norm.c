@@ -40,7 +40,7 @@ void srt_cpu_rms_norm_forward(float *y, const float *x, const float *weight,
     return;
   // [n, features] with groups of g is [n * features / g, g]: one loop.
   int64_t rows = n * (features / g);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * g > kChunk)
   for (int64_t r = 0; r < rows; r++)
     forward_row(y + r * g, x + r * g, weight, g, group_rstd(x + r * g, g, eps), offset);
 }
@@ -52,7 +52,7 @@ void srt_cpu_add_rms_norm_forward(float *sum, float *y, const float *a, const fl
   if (g == 0)
     return;
   // Per row: the sum, then its norm while the row is still in cache.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * features > kChunk)
   for (int64_t t = 0; t < n; t++) {
     float *st = sum + t * features;
     add_row(st, a + t * features, b + t * features, features);
@@ -103,7 +103,7 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
     return;
   int64_t rows = n * (features / g);
   float *rstd = workspace;
-#pragma omp parallel
+#pragma omp parallel if (rows * g > kChunk)
   {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; r++) {

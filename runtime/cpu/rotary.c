@@ -76,7 +76,7 @@ srt_status srt_cpu_rotary_embedding_forward(float *cos_out, float *sin_out,
                      (long long)hd);
   float inv_freq[4096];
   SRT_RETURN_IF_ERROR(srt_cpu_rotary_inv_freq(inv_freq, config));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (B * S * hd > kChunk)
   for (int64_t t = 0; t < B * S; t++) {
     int64_t pos = position_ids ? position_ids[t] : t % S;
     float *c = cos_out + t * hd;

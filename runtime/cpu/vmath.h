@@ -23,7 +23,7 @@
 enum { kLanes = 16 };
 
 /// Elements per task of the elementwise kernels' parallel loops (64 KiB of
-/// fp32): tensors smaller than one chunk run on the calling thread.
+/// fp32): tensors of one chunk or less run on the calling thread.
 enum { kChunk = 1 << 14 };
 
 /// Columns per task of the kernels that sum rows into a [features] vector
@@ -61,6 +61,7 @@ static inline float srt_exp_reduced(float r, float n) {
 /// same bytes, and is one instruction on x86-64-v3/v4.
 static inline float srt_expf_below_88(float x) {
   float xc = x > -87.33654f ? x : -87.33654f; // NaN takes the clamp too
+  xc = xc < 88.72283f ? xc : 88.72283f; // out of the domain, but no UB
   // Round to nearest by the 1.5 * 2^23 trick (exact for |x log2e| < 2^22).
   float n = fmaf(xc, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
   float r = fmaf(n, -0.693359375f, xc);
@@ -76,7 +77,7 @@ static inline float srt_expf(float x) {
   float half = x > 88.0f ? 0.5f * x : x; // e^x = (e^(x/2))^2 up there
   float y = srt_expf_below_88(half > 88.0f ? 88.0f : half); // NaN stays
   y = x > 88.0f ? y * y : y;
-  return x < 88.72283f || x != x ? y : INFINITY;
+  return x <= 88.72283f || x != x ? y : INFINITY;
 }
 
 /// Sum of x[0, n) in fp32: kLanes running sums (element i into lane

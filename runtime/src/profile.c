@@ -8,7 +8,7 @@ static int starts_with(const char *s, const char *prefix) {
 }
 
 srt_op_kind srt_op_kind_of(const char *name) {
-  if (starts_with(name, "linear"))
+  if (starts_with(name, "linear") && strcmp(name, "linear_grad_bias") != 0)
     return SRT_OP_KIND_GEMM;
   if (starts_with(name, "attention"))
     return SRT_OP_KIND_ATTENTION;

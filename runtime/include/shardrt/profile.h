@@ -12,9 +12,11 @@ extern "C" {
 
 /// Kinds of runtime ops, by what bounds them.
 typedef enum srt_op_kind {
-  SRT_OP_KIND_GEMM,        ///< linear and its gradients (the lm_head too)
+  SRT_OP_KIND_GEMM,        ///< linear and its input and weight gradients
+                           ///< (the lm_head too)
   SRT_OP_KIND_ATTENTION,   ///< attention and its gradient
-  SRT_OP_KIND_ELEMENTWISE, ///< embedding, norms, rotary, GLU, add, slices
+  SRT_OP_KIND_ELEMENTWISE, ///< embedding, norms, rotary, GLU, add, slices,
+                           ///< bias gradients
   SRT_OP_KIND_LOSS,        ///< cross-entropy phases (their vocab-parallel
                            ///< collectives included)
   SRT_OP_KIND_COLLECTIVE,  ///< all_reduce, all_gather, reduce_scatter, all_to_all

@@ -186,9 +186,9 @@ static void test_non_causal_and_window(void **state) {
 
 static void test_multi_tile(void **state) {
   (void)state;
-  // 150 queries = tiles of 64, 64, 22, with a window of 40 crossing tile
-  // boundaries, GQA 2 and softcap: finite differences at 60 sampled inputs
-  // per tensor (all of them would take minutes).
+  // 150 queries = query blocks of 128 and 22, with a window of 40 crossing
+  // the block boundary, GQA 2 and softcap: finite differences at 60 sampled
+  // inputs per tensor (all of them would take minutes).
   srt_attention_config c = {.batch = 1, .seq = 150, .heads = 2, .kv_heads = 1,
                             .head_dim = 8, .causal = true, .scale = 0.35355339f,
                             .sliding_window = 40, .softcap = 3.0f};
@@ -196,6 +196,24 @@ static void test_multi_tile(void **state) {
   c.sliding_window = 0;
   c.softcap = 0.0f;
   check_case(&c, 60, 7);
+}
+
+// Past one key tile (512): 700 queries walk up to two key tiles, so the
+// online softmax rescales its running max and sum (FlashAttention-2's
+// alpha); a window of 300 cuts tiles on both sides, and a non-causal run
+// visits tiles after the diagonal. 12 finite-difference samples per tensor.
+static void test_online_softmax_across_key_tiles(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 1, .seq = 700, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f};
+  check_case(&c, 12, 8);
+  c.sliding_window = 300;
+  c.softcap = 3.0f;
+  check_case(&c, 12, 9);
+  c.causal = false;
+  c.sliding_window = 0;
+  c.softcap = 0.0f;
+  check_case(&c, 12, 10);
 }
 
 static void test_rejects_bad_config(void **state) {
@@ -220,6 +238,7 @@ int main(void) {
       cmocka_unit_test(test_softcap),
       cmocka_unit_test(test_non_causal_and_window),
       cmocka_unit_test(test_multi_tile),
+      cmocka_unit_test(test_online_softmax_across_key_tiles),
       cmocka_unit_test(test_rejects_bad_config),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

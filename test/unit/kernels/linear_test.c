@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "kernel_testing.h"
@@ -127,8 +128,23 @@ static void test_rejects_bad_sizes(void **state) {
   srt_status_free(s);
 }
 
+// srt_cpu_gemm with k = 0 is an empty sum: C = beta C, and beta 0 ignores
+// what C held (NaN included), as BLAS sgemm.
+static void test_gemm_empty_k(void **state) {
+  (void)state;
+  float a = 1, b = 1, c[4] = {NAN, 1, 2, 3};
+  assert_null(srt_cpu_gemm(false, false, 2, 2, 0, 1.0f, &a, 1, &b, 2, 0.0f, c, 2));
+  for (int i = 0; i < 4; i++)
+    assert_true(c[i] == 0.0f);
+  float d[4] = {1, 2, 3, 4};
+  assert_null(srt_cpu_gemm(true, true, 2, 2, 0, 1.0f, &a, 2, &b, 1, 0.5f, d, 2));
+  for (int i = 0; i < 4; i++)
+    assert_true(d[i] == 0.5f * (float)(i + 1));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm_empty_k),
       cmocka_unit_test(test_forward),
       cmocka_unit_test(test_backward),
       cmocka_unit_test(test_rejects_bad_sizes),
