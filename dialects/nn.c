@@ -234,7 +234,7 @@ static MlirValue finish1(op_spec *s, MlirType result) {
 }
 
 MlirValue nn_build_embedding(nn_builder *b, const char *module, MlirValue ids,
-                             MlirValue weight, double scale) {
+                             MlirValue weight, double scale, int64_t padding_idx) {
   nn_shape is, ws;
   nn_shape_of(mlirValueGetType(ids), &is);
   nn_shape_of(mlirValueGetType(weight), &ws);
@@ -243,6 +243,7 @@ MlirValue nn_build_embedding(nn_builder *b, const char *module, MlirValue ids,
   spec_init(&s, b, NN_OP_EMBEDDING, module);
   spec_operands(&s, 2, (MlirValue[]){ids, weight});
   spec_float(&s, "scale", scale);
+  spec_int(&s, "padding_idx", padding_idx);
   return finish1(&s, nn_tensor_type(b->ctx, 3, dims, ws.element));
 }
 

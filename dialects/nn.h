@@ -131,8 +131,10 @@ typedef struct nn_builder {
 } nn_builder;
 
 /// ids [B, S] (integer), weight [V, D] -> [B, S, D] in the weight's element type.
+/// padding_idx: the row whose lookups get no gradient (torch nn.Embedding's
+/// padding_idx, in [0, V)), or -1 for none.
 MlirValue nn_build_embedding(nn_builder *b, const char *module, MlirValue ids,
-                             MlirValue weight, double scale);
+                             MlirValue weight, double scale, int64_t padding_idx);
 
 /// x [..., in], weight [out, in], bias [out] or a null value -> [..., out].
 MlirValue nn_build_linear(nn_builder *b, const char *module, MlirValue x,

@@ -18,14 +18,17 @@ irdl.dialect @nn {
   // Token embedding: output[b, s, :] = weight[ids[b, s], :] * scale.
   // ids: tensor<BxSxi64>, weight: [vocab, hidden], output: [B, S, hidden].
   // scale: 1.0, or sqrt(hidden) for Gemma (rounded to the weight dtype).
+  // padding_idx: the row whose lookups give it no gradient (torch
+  // nn.Embedding's padding_idx, the config's pad_token_id), or -1: none.
   irdl.operation @embedding {
     %ids = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %out = irdl.base "!builtin.tensor"
     %scale = irdl.base "#builtin.float"
+    %pad = irdl.base "#builtin.integer"
     irdl.operands(input_ids: %ids, weight: %w)
     irdl.results(output: %out)
-    irdl.attributes {"scale" = %scale}
+    irdl.attributes {"scale" = %scale, "padding_idx" = %pad}
   }
 
   // y = x W^T (+ b). x: [..., in], weight: [out, in], bias: [out], y: [..., out].
@@ -260,15 +263,17 @@ irdl.dialect @nn {
   //===--------------------------------------------------------------------===//
 
   // d weight [V, D] of nn.embedding: rows scatter-added from dy [B, S, D] by
-  // ids [B, S] (times scale); `weight` gives the shape and placement.
+  // ids [B, S] (times scale), tokens equal to padding_idx left out; `weight`
+  // gives the shape and placement.
   irdl.operation @embedding_grad {
     %ids = irdl.base "!builtin.tensor"
     %dy = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
     %scale = irdl.base "#builtin.float"
+    %pad = irdl.base "#builtin.integer"
     irdl.operands(input_ids: %ids, dy: %dy, weight: %w)
     irdl.results(dweight: %w)
-    irdl.attributes {"scale" = %scale}
+    irdl.attributes {"scale" = %scale, "padding_idx" = %pad}
   }
 
   // dx [..., in] = dy [..., out] W [out, in].

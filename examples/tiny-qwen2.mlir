@@ -18,7 +18,7 @@ func.func @forward(%input_ids: tensor<2x8xi64>, %labels: tensor<2x8xi64>,
     %wu: tensor<128x64xf32> {nn.param = "model.layers.0.mlp.up_proj.weight"},
     %wd: tensor<64x128xf32> {nn.param = "model.layers.0.mlp.down_proj.weight"},
     %lnf: tensor<64xf32> {nn.param = "model.norm.weight"}) -> tensor<f32> {
-  %x = "nn.embedding"(%input_ids, %embed) {nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x8xi64>, tensor<256x64xf32>) -> tensor<2x8x64xf32>
+  %x = "nn.embedding"(%input_ids, %embed) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x8xi64>, tensor<256x64xf32>) -> tensor<2x8x64xf32>
   %cos, %sin = "nn.rotary_embedding"() {nn.module = "model.rotary_emb", head_dim = 16 : i64, theta = 1000000.0 : f64, rope_type = "default"} : () -> (tensor<2x8x16xf32>, tensor<2x8x16xf32>)
   %h = "nn.rms_norm"(%x, %ln1) {nn.module = "model.layers.0.input_layernorm", eps = 1.0e-6 : f64, offset = 0.0 : f64, head_dim = 0 : i64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
   %q = "nn.linear"(%h, %wq, %bq) {nn.module = "model.layers.0.self_attn.q_proj"} : (tensor<2x8x64xf32>, tensor<64x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>

@@ -110,6 +110,14 @@ static void check_embedding(checker *c) {
     fail(c, "input_ids must have an integer element type");
   nn_shape expect = {3, {ids.dims[0], ids.dims[1], w.dims[1]}, w.element};
   want_shape(c, "output", &out, &expect);
+  // A global row id: below the local row count only while the vocabulary is
+  // not split (tp-partition marks a split one with nn.vocab_parallel_axis).
+  int64_t pad = nn_attr_int(c->op, "padding_idx", -1);
+  bool split = !mlirAttributeIsNull(
+      mlirOperationGetAttributeByName(c->op, mlirStringRefCreateFromCString("nn.vocab_parallel_axis")));
+  if (pad < -1 || (!split && pad >= w.dims[0]))
+    fail(c, "attribute 'padding_idx' must be -1 (none) or a row of the weight [0, %lld), got %lld",
+         (long long)w.dims[0], (long long)pad);
 }
 
 static void check_linear(checker *c) {

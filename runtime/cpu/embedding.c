@@ -34,10 +34,10 @@ void srt_cpu_embedding_forward(float *out, const int64_t *ids,
 SRT_CPU_CLONES
 static void scatter_columns(float *dweight, const float *dout, const int64_t *ids, int64_t n,
                             int64_t hidden, int64_t vocab_start, int64_t local_vocab,
-                            float scale, int64_t i0, int64_t i1) {
+                            float scale, int64_t padding_idx, int64_t i0, int64_t i1) {
   for (int64_t t = 0; t < n; t++) {
     uint64_t row = (uint64_t)ids[t] - (uint64_t)vocab_start;
-    if (row >= (uint64_t)local_vocab)
+    if (row >= (uint64_t)local_vocab || ids[t] == padding_idx)
       continue;
     float *dw = dweight + (int64_t)row * hidden;
     const float *g = dout + t * hidden;
@@ -50,11 +50,11 @@ static void scatter_columns(float *dweight, const float *dout, const int64_t *id
 void srt_cpu_embedding_backward(float *dweight, const float *dout,
                                 const int64_t *ids, int64_t n, int64_t hidden,
                                 int64_t vocab_start, int64_t local_vocab,
-                                float scale) {
+                                float scale, int64_t padding_idx) {
   // Blocks of 256 columns: each task reads its slice of every token row.
   enum { kBlock = 4 * kColumnBlock };
 #pragma omp parallel for schedule(static) if (n * hidden > kChunk)
   for (int64_t i0 = 0; i0 < hidden; i0 += kBlock)
-    scatter_columns(dweight, dout, ids, n, hidden, vocab_start, local_vocab, scale, i0,
-                    i0 + kBlock < hidden ? i0 + kBlock : hidden);
+    scatter_columns(dweight, dout, ids, n, hidden, vocab_start, local_vocab, scale,
+                    padding_idx, i0, i0 + kBlock < hidden ? i0 + kBlock : hidden);
 }

@@ -14,13 +14,13 @@ static void zero(float *p, int64_t n) {
 
 srt_status srt_cpu_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int64_t dw,
                                      int64_t n, int64_t hidden, int64_t local_vocab,
-                                     int64_t vocab_axis, double scale) {
+                                     int64_t vocab_axis, double scale, int64_t padding_idx) {
   const char *op = "srt_cpu_op_embedding_grad";
   int64_t index, size;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
   zero(ops_f32(e, dw), local_vocab * hidden);
   srt_cpu_embedding_backward(ops_f32(e, dw), ops_f32(e, dy), ops_i64(e, ids), n, hidden,
-                             index * local_vocab, local_vocab, (float)scale);
+                             index * local_vocab, local_vocab, (float)scale, padding_idx);
   return NULL;
 }
 

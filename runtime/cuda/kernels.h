@@ -82,7 +82,7 @@ cudaError_t srt_cuda_embedding_forward(srt_bf16 *y, const int64_t *ids, const sr
 /// dw: [local_vocab, hidden] fp32; dy: [n, hidden].
 cudaError_t srt_cuda_embedding_backward(float *dw, const srt_bf16 *dy, const int64_t *ids,
                                         int64_t n, int64_t hidden, int64_t vocab_start,
-                                        int64_t local_vocab, float scale,
+                                        int64_t local_vocab, float scale, int64_t padding_idx,
                                         cudaStream_t stream);
 
 //===----------------------------------------------------------------------===//

@@ -7,7 +7,7 @@
 
 srt_status srt_cuda_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int64_t dw,
                                       int64_t n, int64_t hidden, int64_t local_vocab,
-                                      int64_t vocab_axis, double scale) {
+                                      int64_t vocab_axis, double scale, int64_t padding_idx) {
   const char *op = "srt_cuda_op_embedding_grad";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(
@@ -16,7 +16,7 @@ srt_status srt_cuda_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int6
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
   return CU_LAUNCH(srt_cuda_embedding_backward(cu_f32(e, dw), cu_bf16(e, dy), cu_i64(e, ids),
                                                n, hidden, index * local_vocab, local_vocab,
-                                               (float)scale, d->compute));
+                                               (float)scale, padding_idx, d->compute));
 }
 
 // dx[n, in] = dy[n, out] W[out, in]: column-major dx^T [in, n] = W (stored

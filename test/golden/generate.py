@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Golden values from Hugging Face transformers for the compiled training step.
 
-    /tmp/torchenv/bin/python test/golden/generate.py     # any python with torch,
-                                                         # transformers, safetensors
+    /tmp/torchenv/bin/python test/golden/generate.py [CASE...]  # any python with
+                                                    # torch, transformers, safetensors
 
-For each of qwen2, qwen3, llama and gemma3 this builds a tiny random model
+For each case (qwen2, qwen3, llama and gemma3, and llama-pad and gemma3-pad
+with a pad token in the batch; CASES below) this builds a tiny random model
 (fp32, eager attention, fixed seed) from the e2e config
-test/e2e/configs/tiny-<arch>.json and writes under test/golden/<arch>/:
+test/e2e/configs/tiny-<arch>.json and writes under test/golden/<case>/:
 
   config.json          the e2e config with OVERRIDES applied (smaller vocabulary
                        and MLP, so that each model's files stay well under 1 MB;
@@ -54,6 +55,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ARCHS = ["qwen2", "qwen3", "llama", "gemma3"]
 PLANS = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama", "gemma3": "gemma3"}
+# Cases: a directory under test/golden -> its architecture, config keys set
+# on top of the e2e config, and the pad id planted in the batch (None:
+# none). The -pad cases check nn.Embedding's padding_idx (issue 15): the pad
+# row gets no gradient from its lookups (Gemma3's tied lm_head still gives it
+# one). Llama with an explicit pad_token_id; Gemma3 with its class default
+# (Gemma3TextConfig.pad_token_id = 0, absent from the config).
+CASES = {arch: (arch, {}, None) for arch in ARCHS}
+CASES["llama-pad"] = ("llama", {"pad_token_id": 3}, 3)
+CASES["gemma3-pad"] = ("gemma3", {}, 0)
 OVERRIDES = {"vocab_size": 128, "intermediate_size": 32}
 BATCH, SEQ = 2, 32
 SEED = 20240808
@@ -123,12 +133,18 @@ def randomize(arch, model, gen):
                 p.copy_(STD * noise)
 
 
-def make_batch(vocab, gen):
+def make_batch(vocab, gen, pad):
     ids = torch.randint(0, vocab, (BATCH, SEQ), generator=gen, dtype=torch.int64)
     labels = ids.clone()
     drop = torch.rand((BATCH, SEQ), generator=gen) < 0.2
     drop[1, :5] = True  # a prompt-like masked prefix
     labels[drop] = -100
+    if pad is not None:
+        ids[ids == pad] = (pad + 1) % vocab  # only the planted pads below
+        ids[0, :4] = pad  # left padding, not scored
+        labels[0, :4] = -100
+        ids[1, 9] = ids[1, 20] = pad  # pads between packed documents, scored
+        labels[1, 9] = labels[1, 20] = pad
     assert (labels[:, 1:] != -100).sum() > SEQ
     return ids, labels
 
@@ -137,28 +153,36 @@ def file_size(path):
     return os.path.getsize(path)
 
 
-def generate(arch):
-    out = os.path.join(HERE, arch)
+def generate(case):
+    arch, extra, pad = CASES[case]
+    out = os.path.join(HERE, case)
     os.makedirs(out, exist_ok=True)
     cfg = build_config(arch)
+    cfg.update(extra)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
         f.write("\n")
     config = transformers.AutoConfig.for_model(
         cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
     config._attn_implementation = "eager"
-    gen = torch.Generator().manual_seed(SEED + ARCHS.index(arch))
+    index = ARCHS.index(case) if case in ARCHS else 100 + list(CASES).index(case)
+    gen = torch.Generator().manual_seed(SEED + index)
     torch.manual_seed(SEED)
     model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32,
                                                           attn_implementation="eager")
     model.train()  # no dropout in these configs; train() as the driver does
     check_interpretation(arch, cfg, model)
+    # The embedding's padding_idx is what shard-import makes of pad_token_id.
+    want_pad = cfg.get("pad_token_id", 0 if arch == "gemma3" else None)
+    assert model.model.embed_tokens.padding_idx == want_pad, model.model.embed_tokens.padding_idx
     randomize(arch, model, gen)
     params = dict(model.named_parameters())  # tied lm_head appears once, as the embedding
     save_file({n: p.detach().clone().contiguous() for n, p in params.items()},
               os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
 
-    ids, labels = make_batch(cfg["vocab_size"], gen)
+    ids, labels = make_batch(cfg["vocab_size"], gen, pad)
+    if pad is not None:
+        assert (ids == pad).sum() == 6, ids
     save_file({"input_ids": ids, "labels": labels}, os.path.join(out, "batch.safetensors"),
               metadata={"format": "pt"})
 
@@ -197,15 +221,15 @@ def generate(arch):
         f.write(f"MAX_GRAD_NORM={MAX_GRAD_NORM!r}\n")
     size = sum(file_size(os.path.join(out, f)) for f in os.listdir(out))
     assert size < MAX_BYTES, f"{arch}: {size} bytes"
-    print(f"{arch}: loss {result.loss.item():.7f} grad_norm {total.item():.6f} "
+    print(f"{case}: loss {result.loss.item():.7f} grad_norm {total.item():.6f} "
           f"{len(params)} parameters, {size / 1024:.0f} KiB in {os.path.relpath(out, ROOT)}")
 
 
 def main():
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
-    for arch in sys.argv[1:] or ARCHS:
-        generate(arch)
+    for case in sys.argv[1:] or CASES:
+        generate(case)
     with open(os.path.join(HERE, "versions.txt"), "w") as f:
         f.write("# the golden files were generated by test/golden/generate.py with\n")
         f.write(f"python {platform.python_version()}\ntorch {torch.__version__}\n")

@@ -6,6 +6,7 @@
 #define SHARD_IMPORT_ARCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum import_family {
   IMPORT_DECODER,    // attention + gated MLP per layer (Llama, Qwen, Gemma)
@@ -35,6 +36,8 @@ typedef struct import_arch {
   bool rope;                   // attention applies RoPE
   double norm_offset;          // RMSNorm multiplies by (offset + w)
   bool default_tie;            // tie_word_embeddings when the key is absent
+  bool padding_idx;            // the embedding's padding_idx is pad_token_id
+  int64_t default_pad;         // pad_token_id when absent (-1: None)
   double default_rope_theta;   // rope_theta when absent
 } import_arch;
 

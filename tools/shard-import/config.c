@@ -135,6 +135,36 @@ static bool get_int(parser *p, const json_t *o, const char *opath,
   return true;
 }
 
+// pad_token_id, the embedding's padding_idx where transformers makes it one
+// (arch->padding_idx): absent, the config class's default; null, none; a
+// negative id counts from the end (torch's padding_idx); outside [-vocab,
+// vocab) refused, as torch's nn.Embedding refuses it.
+static bool get_padding_idx(parser *p, const json_t *o, import_config *c) {
+  c->padding_idx = -1;
+  if (!c->arch->padding_idx)
+    return true;
+  const json_t *raw = json_object_get(o, "pad_token_id");
+  if (raw && json_is_null(raw))
+    return true;
+  key_ref k;
+  const json_t *v = lookup(p, &k, o, "", "pad_token_id");
+  if (!v) {
+    c->padding_idx = c->arch->default_pad < c->vocab ? c->arch->default_pad : -1;
+    return true;
+  }
+  if (!json_is_integer(v))
+    return fail(p, k.rel, "key '%s' must be an integer or null, got %s", k.full,
+                type_name(v));
+  json_int_t id = json_integer_value(v);
+  if (id < -c->vocab || id >= c->vocab)
+    return fail(p, k.rel,
+                "key '%s' is %lld, outside the vocabulary [-%lld, %lld) (it is the "
+                "embedding's padding_idx)",
+                k.full, (long long)id, (long long)c->vocab, (long long)c->vocab);
+  c->padding_idx = id < 0 ? c->vocab + id : id;
+  return true;
+}
+
 // The range a number of the config is meaningful in: (lo, hi] — a value
 // that imports but then trains to NaN (rope_theta 1e-308, eps 1e308) is
 // refused here, naming the key.
@@ -349,7 +379,7 @@ static bool parse_sizes(parser *p) {
       !get_float(p, o, "", "initializer_range", false, 0.02, kInitStd, &c->initializer_range) ||
       !get_bool(p, o, "", "tie_word_embeddings", default_tie, &c->tie) ||
       !get_bool(p, o, "", "attention_bias", false, &c->attention_bias) ||
-      !get_bool(p, o, "", "mlp_bias", false, &c->mlp_bias))
+      !get_bool(p, o, "", "mlp_bias", false, &c->mlp_bias) || !get_padding_idx(p, o, c))
     return false;
 
   const char *act;

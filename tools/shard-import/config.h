@@ -42,6 +42,7 @@ typedef struct import_config {
   double eps;             // RMSNorm epsilon
   double initializer_range; // std of the normal init (default 0.02)
   bool tie;               // lm_head shares the embedding
+  int64_t padding_idx;    // embedding row whose lookups get no gradient, or -1
   bool attention_bias;    // biases on q/k/v/o
   bool mlp_bias;          // biases on the MLP projections
   double attn_scale;      // softmax scale

@@ -218,7 +218,7 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
     scale = sqrt((double)cfg->hidden);
     scale = opts->bf16 ? round_to_bf16(scale) : (double)(float)scale;
   }
-  MlirValue x = nn_build_embedding(&g.b, module, ids, embed, scale);
+  MlirValue x = nn_build_embedding(&g.b, module, ids, embed, scale, cfg->padding_idx);
 
   x = arch->family == IMPORT_NEMOTRON_H ? import_build_nemotron_h(&g, x)
                                         : import_build_decoder(&g, x);

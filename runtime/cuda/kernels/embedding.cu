@@ -52,7 +52,7 @@ constexpr int kIdTile = 1024;
 __global__ void __launch_bounds__(kThreads)
     embedding_backward_kernel(float *dw, const bf16 *dy, const int64_t *ids, int64_t n,
                               int64_t hidden, int64_t vocab_start, int64_t local_vocab,
-                              float scale) {
+                              float scale, int64_t padding_idx) {
   __shared__ int64_t rows[kIdTile];
   __shared__ int part[kIdTile];
   int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -61,7 +61,9 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t t0 = 0; t0 < n; t0 += kIdTile) {
     __syncthreads(); // the previous tile is consumed
     for (int k = threadIdx.x; k < kIdTile; k += blockDim.x) {
-      int64_t row = t0 + k < n ? local_row(ids[t0 + k], vocab_start, local_vocab) : -1;
+      int64_t row = t0 + k < n && ids[t0 + k] != padding_idx
+                        ? local_row(ids[t0 + k], vocab_start, local_vocab)
+                        : -1;
       rows[k] = row;
       part[k] = row < 0 ? -1 : (int)(row % parts);
     }
@@ -104,10 +106,11 @@ cudaError_t srt_cuda_embedding_forward(srt_bf16 *y, const int64_t *ids, const sr
 
 /// dw is zeroed with a memset, then each row hit by tokens receives their sum
 /// in token order (the same fp32 additions as srt_cpu_embedding_backward on a
-/// zeroed dw, so the two agree bit for bit).
+/// zeroed dw, so the two agree bit for bit); tokens equal to padding_idx add
+/// nothing.
 cudaError_t srt_cuda_embedding_backward(float *dw, const srt_bf16 *dy, const int64_t *ids,
                                         int64_t n, int64_t hidden, int64_t vocab_start,
-                                        int64_t local_vocab, float scale,
+                                        int64_t local_vocab, float scale, int64_t padding_idx,
                                         cudaStream_t stream) {
   if (hidden <= 0 || local_vocab <= 0)
     return cudaSuccess;
@@ -118,6 +121,7 @@ cudaError_t srt_cuda_embedding_backward(float *dw, const srt_bf16 *dy, const int
   int64_t slabs = (hidden + 31) / 32;
   dim3 grid((unsigned)slabs, (unsigned)backward_block_rows(slabs));
   embedding_backward_kernel<<<grid, kThreads, 0, stream>>>(dw, as_bf16(dy), ids, n, hidden,
-                                                           vocab_start, local_vocab, scale);
+                                                           vocab_start, local_vocab, scale,
+                                                           padding_idx);
   return cudaGetLastError();
 }

@@ -46,9 +46,10 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                         const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc);
 
-/// Writes the GEMM library, its version and the instruction set its kernels
-/// use, e.g. "oneDNN 2.6.3 sgemm, isa avx512_core_amx", into buf (NUL-
-/// terminated, truncated to size).
+/// Writes the GEMM library, its version and the widest instruction set it
+/// dispatches to on this CPU (fp32 GEMMs use its fp32 part: AVX-512 on
+/// avx512_core_amx), e.g. "oneDNN 2.6.3 sgemm, widest isa avx512_core_amx",
+/// into buf (NUL-terminated, truncated to size).
 void srt_cpu_gemm_library(char *buf, size_t size);
 
 /// Sets the threads every cpu kernel (GEMMs included) uses from now on in this
@@ -78,13 +79,17 @@ void srt_cpu_embedding_forward(float *out, const int64_t *ids,
                                float scale);
 
 /// Gradient of srt_cpu_embedding_forward with respect to the weight:
-///   dweight[ids[t] - vocab_start, :] += scale * dout[t, :]  (ids in range).
+///   dweight[ids[t] - vocab_start, :] += scale * dout[t, :]  (ids in range,
+///                                       and ids[t] != padding_idx).
 /// ACCUMULATES into dweight [local_vocab, hidden]; dout: [n, hidden]. Rows hit
-/// by several tokens receive the sum of their gradients. ids have no gradient.
+/// by several tokens receive the sum of their gradients, in token order.
+/// ids have no gradient. padding_idx (a global id, -1: none) is torch
+/// nn.Embedding's: its lookups give its row no gradient. Threaded over column
+/// blocks: the same bytes for any thread count.
 void srt_cpu_embedding_backward(float *dweight, const float *dout,
                                 const int64_t *ids, int64_t n, int64_t hidden,
                                 int64_t vocab_start, int64_t local_vocab,
-                                float scale);
+                                float scale, int64_t padding_idx);
 
 //===----------------------------------------------------------------------===//
 // linear (runtime/cpu/linear.c)

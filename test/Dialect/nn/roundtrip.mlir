@@ -5,9 +5,9 @@
 // parses back to the same text.
 
 // CHECK-LABEL: func.func @embedding
-// CHECK: "nn.embedding"(%arg0, %arg1) {nn.module = "model.embed_tokens", scale = 3.200000e+01 : f64} : (tensor<2x8xi64>, tensor<256x64xf32>) -> tensor<2x8x64xf32>
+// CHECK: "nn.embedding"(%arg0, %arg1) {nn.module = "model.embed_tokens", padding_idx = -1 : i64, scale = 3.200000e+01 : f64} : (tensor<2x8xi64>, tensor<256x64xf32>) -> tensor<2x8x64xf32>
 func.func @embedding(%ids: tensor<2x8xi64>, %w: tensor<256x64xf32>) -> tensor<2x8x64xf32> {
-  %0 = "nn.embedding"(%ids, %w) {scale = 32.0 : f64, nn.module = "model.embed_tokens"} : (tensor<2x8xi64>, tensor<256x64xf32>) -> tensor<2x8x64xf32>
+  %0 = "nn.embedding"(%ids, %w) {padding_idx = -1 : i64, scale = 32.0 : f64, nn.module = "model.embed_tokens"} : (tensor<2x8xi64>, tensor<256x64xf32>) -> tensor<2x8x64xf32>
   return %0 : tensor<2x8x64xf32>
 }
 

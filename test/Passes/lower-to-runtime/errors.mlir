@@ -46,7 +46,7 @@ module {
   shard.grid @mesh(shape = 1x1)
   // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: the step has no nn.optimizer_step: run nn-autodiff and nn-optimizer first
   func.func @forward_only(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %emb: tensor<16x8xf32> {nn.param = "e"}) -> tensor<2x4x8xf32> {
-    %0 = "nn.embedding"(%ids, %emb) {nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %0 = "nn.embedding"(%ids, %emb) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
     return %0 : tensor<2x4x8xf32>
   }
 }

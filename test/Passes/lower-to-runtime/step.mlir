@@ -35,7 +35,7 @@
 // CHECK: call ptr @srt_op_cross_entropy_grad(ptr %0, i64 4480, i64 64, i64 5056, i64 2, i64 4, i64 16, i64 -100, i64 1)
 // CHECK: call ptr @srt_op_linear_grad_input(ptr %0, i64 5056, i64 2176, i64 4480, i64 8, i64 8, i64 16)
 // CHECK: call ptr @srt_op_linear_grad_weight(ptr %0, i64 5056, i64 4224, i64 2688, i64 8, i64 8, i64 16)
-// CHECK: call ptr @srt_op_embedding_grad(ptr %0, i64 0, i64 4480, i64 640, i64 8, i64 8, i64 16, i64 -1, double 1.000000e+00)
+// CHECK: call ptr @srt_op_embedding_grad(ptr %0, i64 0, i64 4480, i64 640, i64 8, i64 8, i64 16, i64 -1, double 1.000000e+00, i64 -1)
 // CHECK: call ptr @srt_op_optimizer_step(ptr %0, ptr @shard_program, ptr %1, i64 4992, ptr %2)
 // CHECK: ret ptr null
 // CHECK: [[FAIL]]:
@@ -64,13 +64,13 @@ module attributes {nn.config_path = "tiny.json", nn.initializer_range = 2.000000
   func.func @forward(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>,
                      %emb: tensor<16x8xf32> {nn.param = "model.embed_tokens.weight"},
                      %head: tensor<16x8xf32> {nn.param = "lm_head.weight"}) -> tensor<f32> {
-    %0 = "nn.embedding"(%ids, %emb) {nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
+    %0 = "nn.embedding"(%ids, %emb) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
     %1 = "nn.linear"(%0, %head) {nn.module = "lm_head"} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
     %2 = "nn.cross_entropy"(%1, %labels) {ignore_index = -100 : i64, nn.module = "loss", shift = true} : (tensor<2x4x16xf32>, tensor<2x4xi64>) -> tensor<f32>
     %3 = "nn.cross_entropy_grad"(%1, %labels) {ignore_index = -100 : i64, nn.module = "loss", shift = true} : (tensor<2x4x16xf32>, tensor<2x4xi64>) -> tensor<2x4x16xf32>
     %4 = "nn.linear_grad_input"(%3, %head) {nn.module = "lm_head"} : (tensor<2x4x16xf32>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
     %5 = "nn.linear_grad_weight"(%3, %0, %head) {nn.module = "lm_head"} : (tensor<2x4x16xf32>, tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
-    %6 = "nn.embedding_grad"(%ids, %4, %emb) {nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+    %6 = "nn.embedding_grad"(%ids, %4, %emb) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
     "nn.store_grad"(%6) {nn.grad_of = "model.embed_tokens.weight", nn.module = "optimizer"} : (tensor<16x8xf32>) -> ()
     "nn.store_grad"(%5) {nn.grad_of = "lm_head.weight", nn.module = "optimizer"} : (tensor<16x8xf32>) -> ()
     "nn.optimizer_step"(%2) {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64, lr = 1.0e-03 : f64, max_grad_norm = 1.0 : f64, nn.module = "optimizer", norm_type = 2.0 : f64, weight_decay = 1.0e-02 : f64} : (tensor<f32>) -> ()

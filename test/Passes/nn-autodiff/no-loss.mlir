@@ -11,7 +11,7 @@ func.func @f(%x: tensor<2x8xf32> {nn.param = "w"}) -> tensor<2x8xf32> {
 // A parameter that does not reach the loss has no gradient: refused.
 // CHECK: no-loss.mlir:[[@LINE+1]]:1: error: nn-autodiff: parameter 'unused.weight' does not reach the loss: it has no gradient
 func.func @g(%ids: tensor<1x4xi64>, %w: tensor<16x8xf32> {nn.param = "w"}, %u: tensor<8xf32> {nn.param = "unused.weight"}) -> tensor<f32> {
-  %x = "nn.embedding"(%ids, %w) {nn.module = "embed", scale = 1.0 : f64} : (tensor<1x4xi64>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %x = "nn.embedding"(%ids, %w) {padding_idx = -1 : i64, nn.module = "embed", scale = 1.0 : f64} : (tensor<1x4xi64>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
   %l = "nn.linear"(%x, %w) {nn.module = "lm_head"} : (tensor<1x4x8xf32>, tensor<16x8xf32>) -> tensor<1x4x16xf32>
   %loss = "nn.cross_entropy"(%l, %ids) {nn.module = "loss", ignore_index = -100 : i64, shift = true} : (tensor<1x4x16xf32>, tensor<1x4xi64>) -> tensor<f32>
   return %loss : tensor<f32>
@@ -21,7 +21,7 @@ func.func @g(%ids: tensor<1x4xi64>, %w: tensor<16x8xf32> {nn.param = "w"}, %u: t
 
 // Differentiating twice is refused (it would append a second backward).
 func.func @twice(%ids: tensor<1x4xi64>, %w: tensor<16x8xf32> {nn.param = "w"}) -> tensor<f32> {
-  %x = "nn.embedding"(%ids, %w) {nn.module = "embed", scale = 1.0 : f64} : (tensor<1x4xi64>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
+  %x = "nn.embedding"(%ids, %w) {padding_idx = -1 : i64, nn.module = "embed", scale = 1.0 : f64} : (tensor<1x4xi64>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
   %l = "nn.linear"(%x, %w) {nn.module = "lm_head"} : (tensor<1x4x8xf32>, tensor<16x8xf32>) -> tensor<1x4x16xf32>
   %loss = "nn.cross_entropy"(%l, %ids) {nn.module = "loss", ignore_index = -100 : i64, shift = true} : (tensor<1x4x16xf32>, tensor<1x4xi64>) -> tensor<f32>
   // CHECK: no-loss.mlir:[[@LINE+1]]:8: error: nn-autodiff: 'loss': the function already has backward or optimizer ops

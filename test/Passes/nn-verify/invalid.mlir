@@ -29,7 +29,7 @@ func.func @integer_elementwise(%x: tensor<2x8xi32>) -> tensor<2x8xi32> {
 
 func.func @embedding_ids_rank(%ids: tensor<8xi64>, %w: tensor<16x4xf32>) -> tensor<8x4xf32> {
   // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.embedding' (embed_tokens): input_ids must have rank 2, got shape [8]
-  %0 = "nn.embedding"(%ids, %w) {nn.module = "embed_tokens", scale = 1.0 : f64} : (tensor<8xi64>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %0 = "nn.embedding"(%ids, %w) {padding_idx = -1 : i64, nn.module = "embed_tokens", scale = 1.0 : f64} : (tensor<8xi64>, tensor<16x4xf32>) -> tensor<8x4xf32>
   return %0 : tensor<8x4xf32>
 }
 
@@ -37,7 +37,7 @@ func.func @embedding_ids_rank(%ids: tensor<8xi64>, %w: tensor<16x4xf32>) -> tens
 
 func.func @embedding_ids_float(%ids: tensor<2x8xf32>, %w: tensor<16x4xf32>) -> tensor<2x8x4xf32> {
   // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.embedding' (embed_tokens): input_ids must have an integer element type
-  %0 = "nn.embedding"(%ids, %w) {nn.module = "embed_tokens", scale = 1.0 : f64} : (tensor<2x8xf32>, tensor<16x4xf32>) -> tensor<2x8x4xf32>
+  %0 = "nn.embedding"(%ids, %w) {padding_idx = -1 : i64, nn.module = "embed_tokens", scale = 1.0 : f64} : (tensor<2x8xf32>, tensor<16x4xf32>) -> tensor<2x8x4xf32>
   return %0 : tensor<2x8x4xf32>
 }
 
@@ -45,7 +45,7 @@ func.func @embedding_ids_float(%ids: tensor<2x8xf32>, %w: tensor<16x4xf32>) -> t
 
 func.func @embedding_output(%ids: tensor<2x8xi64>, %w: tensor<16x4xf32>) -> tensor<2x8x16xf32> {
   // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.embedding' (embed_tokens): output has shape [2, 8, 16], expected [2, 8, 4]
-  %0 = "nn.embedding"(%ids, %w) {nn.module = "embed_tokens", scale = 1.0 : f64} : (tensor<2x8xi64>, tensor<16x4xf32>) -> tensor<2x8x16xf32>
+  %0 = "nn.embedding"(%ids, %w) {padding_idx = -1 : i64, nn.module = "embed_tokens", scale = 1.0 : f64} : (tensor<2x8xi64>, tensor<16x4xf32>) -> tensor<2x8x16xf32>
   return %0 : tensor<2x8x16xf32>
 }
 

@@ -339,7 +339,7 @@ static void test_activations(void) {
 
 // A vocabulary-parallel shard [100, 150) with ids on both sides of it and
 // repeated rows; hidden 200 takes the vector path, 67 the scalar one.
-static void embedding_case(int64_t hidden, float scale) {
+static void embedding_case(int64_t hidden, float scale, int64_t pad) {
   int64_t n = 300, start = 100, local = 50;
   int64_t *ids = host_alloc((size_t)n * sizeof *ids);
   for (int64_t t = 0; t < n; ++t)
@@ -356,11 +356,12 @@ static void embedding_case(int64_t hidden, float scale) {
   check_bf16(name, y, want, n * hidden, kTolBf16);
 
   float *dw = host_alloc((size_t)(local * hidden) * sizeof *dw);
-  srt_cpu_embedding_backward(dw, dy, ids, n, hidden, start, local, scale);
+  srt_cpu_embedding_backward(dw, dy, ids, n, hidden, start, local, scale, pad);
   float *ddw = out_dev((size_t)(local * hidden) * sizeof(float));
   LAUNCH(srt_cuda_embedding_backward(ddw, up_bf16(dy, n * hidden), dids, n, hidden, start, local,
-                                     scale, 0));
-  snprintf(name, sizeof name, "embedding_backward hidden %lld", (long long)hidden);
+                                     scale, pad, 0));
+  snprintf(name, sizeof name, "embedding_backward hidden %lld padding_idx %lld",
+           (long long)hidden, (long long)pad);
   check_f32(name, ddw, dw, local * hidden, kTolExact);
   release_all();
 }
@@ -902,8 +903,8 @@ int main(void) {
   test_add();
   test_bias();
   test_activations();
-  embedding_case(200, 1.0f);
-  embedding_case(67, 1.5f);
+  embedding_case(200, 1.0f, -1);
+  embedding_case(67, 1.5f, 120); // a row of this shard, hit by some ids
   rms_norm_case(19, 1031, 0, 0.0f);
   rms_norm_case(5, 640, 0, 1.0f);
   rms_norm_case(23, 384, 96, 1.0f);

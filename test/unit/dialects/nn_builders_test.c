@@ -127,7 +127,7 @@ static void test_layer_builds_and_verifies(void **state) {
   MlirValue wg = arg(f, 2, (int64_t[]){128, 64}, f32);
   MlirValue wd = arg(f, 2, (int64_t[]){64, 128}, f32);
 
-  MlirValue x = nn_build_embedding(&f->b, "model.embed_tokens", ids, emb, 8.0);
+  MlirValue x = nn_build_embedding(&f->b, "model.embed_tokens", ids, emb, 8.0, 0);
   assert_shape(x, 3, (int64_t[]){2, 8, 64});
   nn_rope rope = {.head_dim = 16, .theta = 500000.0, .rope_type = "llama3",
                   .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,

@@ -80,7 +80,7 @@ static void test_backward_accumulates_and_matches_fd(void **state) {
     dw[i] = dw0[i];
   float scale = 1.5f;
   srt_cpu_embedding_backward(dw, dout, kIds, kTokens, kHidden, kVocabStart,
-                             kLocalVocab, scale);
+                             kLocalVocab, scale, -1);
 
   double *wd = test_to_double(w, kLocalVocab * kHidden);
   double *cot = test_to_double(dout, kTokens * kHidden);
@@ -98,10 +98,49 @@ static void test_backward_accumulates_and_matches_fd(void **state) {
   free(cot);
 }
 
+// torch nn.Embedding(padding_idx=p): lookups of p give row p no gradient;
+// the other rows get exactly what they get without a padding_idx. p = 5
+// (hit twice, local row 2), and p outside this rank's range (another rank's
+// row, or -1) changes nothing here.
+static void test_backward_padding_idx(void **state) {
+  (void)state;
+  test_rng rng = {9};
+  float dout[kTokens * kHidden], plain[kLocalVocab * kHidden], pad[kLocalVocab * kHidden];
+  test_fill(dout, kTokens * kHidden, &rng, -1, 1);
+  test_fill(plain, kLocalVocab * kHidden, &rng, -1, 1);
+  for (int i = 0; i < kLocalVocab * kHidden; i++)
+    pad[i] = plain[i];
+  float before[kLocalVocab * kHidden];
+  for (int i = 0; i < kLocalVocab * kHidden; i++)
+    before[i] = plain[i];
+  srt_cpu_embedding_backward(plain, dout, kIds, kTokens, kHidden, kVocabStart, kLocalVocab,
+                             2.0f, -1);
+  srt_cpu_embedding_backward(pad, dout, kIds, kTokens, kHidden, kVocabStart, kLocalVocab,
+                             2.0f, 5);
+  for (int r = 0; r < kLocalVocab; r++)
+    for (int i = 0; i < kHidden; i++) {
+      int k = r * kHidden + i;
+      if (r + kVocabStart == 5)
+        assert_true(pad[k] == before[k]); // untouched: accumulates nothing
+      else
+        assert_true(pad[k] == plain[k]);
+    }
+  for (int64_t other = 0; other < 3; other++) { // 100: another rank's; -1: none
+    int64_t p = other == 0 ? 100 : other == 1 ? 0 : -1;
+    float again[kLocalVocab * kHidden];
+    for (int i = 0; i < kLocalVocab * kHidden; i++)
+      again[i] = before[i];
+    srt_cpu_embedding_backward(again, dout, kIds, kTokens, kHidden, kVocabStart, kLocalVocab,
+                               2.0f, p);
+    assert_memory_equal(again, plain, sizeof again);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forward_masks_out_of_range_ids),
       cmocka_unit_test(test_backward_accumulates_and_matches_fd),
+      cmocka_unit_test(test_backward_padding_idx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

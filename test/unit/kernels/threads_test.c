@@ -137,7 +137,7 @@ static void run_embedding(float *out, void *p) {
   test_rng rng = {9};
   test_fill(table, kLocal * kFeatures, &rng, -1, 1);
   srt_cpu_embedding_forward(out, d->ids, table, kRows, kFeatures, 100, kLocal, 2.0f);
-  srt_cpu_embedding_backward(out + kN, d->b, d->ids, kRows, kFeatures, 100, kLocal, 0.5f);
+  srt_cpu_embedding_backward(out + kN, d->b, d->ids, kRows, kFeatures, 100, kLocal, 0.5f, 433);
   free(table);
 }
 static void run_cross_entropy(float *out, void *p) {
@@ -164,8 +164,9 @@ static void run_adamw(float *out, void *p) {
   srt_cpu_adamw_step(out, out + kN, out + 2 * kN, d->w, kN, 7, &c);
 }
 
-// Attention: GQA (8 query heads on 2 KV heads), causal, seq 300 (a partial
-// last block), and the sliding-window and softcap variants.
+// Attention: GQA (8 query heads on 2 KV heads), causal, seq 1100 (several
+// key tiles and a partial last query block), and the sliding-window and
+// softcap variants.
 typedef struct attn_data {
   srt_attention_config cfg;
   float *q, *k, *v;
@@ -207,16 +208,17 @@ static void test_rowwise_kernels(void **state) {
 static void test_attention(void **state) {
   (void)state;
   test_rng rng = {7};
-  attn_data a = {.cfg = {.batch = 2, .seq = 300, .heads = 8, .kv_heads = 2, .head_dim = 64,
-                         .causal = true, .scale = 0.125f}};
-  int64_t qn = 2 * 300 * 8 * 64, kvn = 2 * 300 * 2 * 64;
+  enum { kSeq = 1100 };
+  attn_data a = {.cfg = {.batch = 2, .seq = kSeq, .heads = 8, .kv_heads = 2, .head_dim = 32,
+                         .causal = true, .scale = 0.17677670f}};
+  int64_t qn = 2 * kSeq * 8 * 32, kvn = 2 * kSeq * 2 * 32;
   a.q = kt_calloc(qn, 4), a.k = kt_calloc(kvn, 4), a.v = kt_calloc(kvn, 4);
   test_fill(a.q, qn, &rng, -1, 1);
   test_fill(a.k, kvn, &rng, -1, 1);
   test_fill(a.v, kvn, &rng, -1, 1);
-  int64_t floats = 3 * qn + 2 * kvn + 2 * 8 * 300;
+  int64_t floats = 3 * qn + 2 * kvn + 2 * 8 * kSeq;
   same_bytes("attention causal GQA", run_attention, &a, floats);
-  a.cfg.sliding_window = 100;
+  a.cfg.sliding_window = 600;
   same_bytes("attention sliding window", run_attention, &a, floats);
   a.cfg.sliding_window = 0;
   a.cfg.softcap = 20.0f;

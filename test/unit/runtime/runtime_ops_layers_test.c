@@ -40,9 +40,9 @@ static void test_embedding_vocab_axis(void **state) {
   int64_t dy = arena_floats(2, N * HID), dw = arena_alloc(lv * HID * 4);
   int64_t dw_full = arena_alloc(VOCAB * HID * 4);
   memset(F(dw_full), 0, VOCAB * HID * 4);
-  srt_cpu_embedding_backward(F(dw_full), F(dy), I(ids), N, HID, 0, VOCAB, 2.0f);
+  srt_cpu_embedding_backward(F(dw_full), F(dy), I(ids), N, HID, 0, VOCAB, 2.0f, -1);
   poison(dw, lv * HID);
-  ASSERT_OK(srt_op_embedding_grad(&e, ids, dy, dw, N, HID, lv, 1, 2.0));
+  ASSERT_OK(srt_op_embedding_grad(&e, ids, dy, dw, N, HID, lv, 1, 2.0, -1));
   assert_close(F(dw), F(dw_full) + idx * lv * HID, lv * HID, 0, "embedding grad slice");
   // No axis: the whole vocabulary on every rank.
   poison(y, N * HID);

@@ -122,7 +122,7 @@ static srt_status tiny_step(srt_exec *e, const srt_step_options *o, srt_step_res
   TRY(srt_op_all_reduce(e, A_DHN, A_DHN, N * H, 1, 0, SRT_OP_F32)); // Partial over tp
   TRY(srt_op_rms_norm_grad_weight(e, A_H, A_DHN, g_norm, N, H, H, 1e-6));
   TRY(srt_op_rms_norm_grad_input(e, A_H, norm, A_DHN, A_DH, N, H, H, 1e-6, 0.0));
-  TRY(srt_op_embedding_grad(e, A_IDS, A_DH, g_emb, N, H, V, -1, 1.0));
+  TRY(srt_op_embedding_grad(e, A_IDS, A_DH, g_emb, N, H, V, -1, 1.0, -1));
   // Each dp rank holds its rows' addend of every gradient: sum over dp.
   TRY(srt_op_all_reduce(e, g_emb, g_emb, V * H, 0, 0, SRT_OP_F32));
   TRY(srt_op_all_reduce(e, g_norm, g_norm, H, 0, 0, SRT_OP_F32));
