@@ -9,17 +9,21 @@
 #   bench/gemm_libs.sh [BUILD_DIR] [THREADS]     defaults: build, nproc
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+usage="usage: bench/gemm_libs.sh [BUILD_DIR] [THREADS]  (defaults: build, nproc; about 3 minutes)"
+[[ ${1:-} == -h || ${1:-} == --help ]] && { echo "$usage"; exit 0; }
 build=${1:-$here/build}
 threads=${2:-$(nproc)}
+[[ -d $build ]] || { echo "gemm_libs: BUILD_DIR '$build' is not a directory" >&2; echo "$usage" >&2; exit 2; }
+[[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "gemm_libs: THREADS must be a positive count, got '$threads'" >&2; exit 2; }
 bin=$build/bin/gemm_libs
-[[ -x $bin ]] || { echo "gemm_libs: $bin not built (needs libopenblas-dev)" >&2; exit 1; }
+[[ -x $bin ]] || { echo "gemm_libs: $bin is not built: configure $build with OpenBLAS installed (libopenblas-dev, scripts/setup.sh installs it), then ninja -C $build gemm_libs" >&2; exit 1; }
 
 # The widest OpenBLAS x86-64 core the CPU's feature bits allow.
 flags=$(grep -m1 '^flags' /proc/cpuinfo || true)
 core=Prescott
 [[ $flags == *" avx2 "* ]] && core=Haswell
 [[ $flags == *" avx512f "* && $flags == *" avx512bw "* ]] && core=SkylakeX
-[[ $flags == *" avx512_bf16 "* ]] && core=CooperLake
+[[ $flags == *" avx512_bf16 "* ]] && core=Cooperlake
 
 echo "== OpenBLAS as detected, and oneDNN =="
 "$bin" "$threads"

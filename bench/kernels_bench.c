@@ -3,13 +3,16 @@
 // GFLOP/s (srt_cpu_gemm, the library printed) and a threaded copy's GB/s.
 //
 // Usage: kernels_bench [--quick] [--threads N]. Prints a table; asserts
-// nothing. Threads default to the cores online (srt_cpu_set_threads).
+// nothing. Threads default to the CPUs this process may run on
+// (srt_cpu_set_threads).
 // FLOP counts are the useful arithmetic of each op (stated per row below);
 // bytes are the compulsory traffic (each input read once, each output written
 // once). Elementwise kernels are memory-bound: their /copy ratio is the
 // number to read; their sgemm ratio shows how far from the compute limit
 // they are by nature.
+#define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,18 +219,43 @@ static void run_ce_bwd(void *p) {
                                  1.0f, (float)c->cfg.seq, &c->cfg);
 }
 
+static const char kUsage[] =
+    "usage: kernels_bench [--quick] [--threads N]\n"
+    "  --quick: smaller shapes, shorter timing (the sgemm reference is the same)\n"
+    "  --threads N: 1..4096 (default: the CPUs this process may run on)\n";
+
+// CPUs this process may run on (taskset, a launcher's binding).
+static int usable_cpus(void) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
 int main(int argc, char **argv) {
   bool quick = false;
-  int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = usable_cpus();
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--quick") == 0) {
+    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+      printf("%s", kUsage);
+      return 0;
+    } else if (strcmp(argv[i], "--quick") == 0) {
       quick = true;
-    } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc &&
-               atoi(argv[i + 1]) > 0) {
-      threads = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--threads") == 0) {
+      char *end = NULL;
+      long n = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+      if (i + 1 >= argc || end == argv[i + 1] || *end || n < 1 || n > 4096) {
+        fprintf(stderr, "kernels_bench: --threads needs a count in 1..4096, got %s%s%s\n%s",
+                i + 1 < argc ? "'" : "nothing", i + 1 < argc ? argv[i + 1] : "",
+                i + 1 < argc ? "'" : "", kUsage);
+        return 2;
+      }
+      threads = (int)n;
+      i++;
     } else {
-      fprintf(stderr, "kernels_bench: unknown or bad argument '%s' (usage: "
-              "kernels_bench [--quick] [--threads N], N > 0)\n", argv[i]);
+      fprintf(stderr, "kernels_bench: unknown argument '%s'\n%s", argv[i], kUsage);
       return 2;
     }
   }

@@ -161,13 +161,18 @@ static void print_threads(const train_threads *t, const srt_backend *backend) {
          t->threads == 1 ? "" : "s", t->cores, t->local_ranks, t->local_ranks == 1 ? "" : "s");
   if (t->bound > 0 && t->bound < t->cores)
     printf(", bound to %d", t->bound);
-  printf("; --threads N overrides)");
+  printf(t->from_env ? "; from OMP_NUM_THREADS)" : "; --threads N overrides)");
   if (!backend) {
     char lib[128];
     srt_cpu_gemm_library(lib, sizeof lib);
     printf("; GEMM: %s", lib);
   }
   printf("\n");
+  int usable = t->bound > 0 ? t->bound : t->cores;
+  if (t->threads > usable)
+    printf("train: note: %d threads per rank on %d CPU%s it may use: they will take turns "
+           "(slower); see --threads\n",
+           t->threads, usable, usable == 1 ? "" : "s");
 }
 
 // --profile: rank 0's seconds per step by op kind; "other" is the step's

@@ -30,10 +30,11 @@ const char *train_usage(void) {
          "    rank stalled or died) ends the whole job with exit 1, naming the\n"
          "    collective, the step and the ranks that never arrived (default 600;\n"
          "    0: wait forever).\n"
-         "  --threads N: threads of the cpu kernels per rank (default: the node's\n"
-         "    cores / the ranks on the node, at most the cores the rank is bound to).\n"
-         "  --profile: after the run, seconds per step by op kind (GEMM, attention,\n"
-         "    elementwise, loss, collectives, optimizer) and the step total.\n"
+         "  --threads N: threads of the cpu kernels per rank (default: OMP_NUM_THREADS\n"
+         "    if set, else the node's cores / the ranks on the node, at most the cores\n"
+         "    the rank is bound to).\n"
+         "  --profile: after the run, milliseconds per step by op kind (GEMM,\n"
+         "    attention, elementwise, loss, collectives, optimizer) and the step total.\n"
          "  --batch-file FILE: safetensors with input_ids and labels, I64 [batch, seq]\n"
          "    (labels may hold -100, ignored by the loss), used for every step instead\n"
          "    of token-file batches.\n"
@@ -105,6 +106,15 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     const char *f = argv[i];
     if (!strcmp(f, "--help") || !strcmp(f, "-h"))
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "help requested");
+    if (f[0] != '-')
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "unexpected argument '%s'%s%s (flags take their value as the next "
+                       "argument; --profile takes none)",
+                       f, i > 1 ? " after " : "", i > 1 ? argv[i - 1] : "");
+    if (!strncmp(f, "--", 2) && strchr(f, '='))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "'%s': give the value as the next argument ('%.*s %s')", f,
+                       (int)(strchr(f, '=') - f), f, strchr(f, '=') + 1);
     bool valueless = !strcmp(f, "--profile");
     if (!valueless && i + 1 >= argc)
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: missing value (or unknown flag)", f);

@@ -1,10 +1,13 @@
 // Threads per rank of the cpu kernels: by default the node's cores shared
 // evenly by the ranks on the node (ranks x threads = cores), never more than
-// the cores the launcher bound this rank to; --threads N overrides it.
+// the cores the launcher bound this rank to; OMP_NUM_THREADS, then
+// --threads N, override it.
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
+#include <ctype.h>
 #include <mpi.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "shardrt/kernels.h"
@@ -30,14 +33,28 @@ static int bound_cpus(void) {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
 }
 
+// OMP_NUM_THREADS as OpenMP reads it for the first level: its leading
+// positive count ("4" or "4,2"), or 0 when unset or not a count.
+static int omp_num_threads_env(void) {
+  const char *v = getenv("OMP_NUM_THREADS");
+  if (!v || !isdigit((unsigned char)*v))
+    return 0;
+  long n = strtol(v, NULL, 10);
+  return n > 0 && n <= 4096 ? (int)n : 0;
+}
+
 train_threads train_choose_threads(int64_t requested) {
   train_threads t = {.cores = (int)sysconf(_SC_NPROCESSORS_ONLN),
                      .local_ranks = local_ranks(),
                      .bound = bound_cpus()};
   if (t.cores < 1)
     t.cores = 1;
+  int from_env = omp_num_threads_env();
   if (requested > 0) {
     t.threads = (int)requested;
+  } else if (from_env > 0) {
+    t.threads = from_env;
+    t.from_env = true;
   } else {
     t.threads = t.cores / t.local_ranks > 0 ? t.cores / t.local_ranks : 1;
     if (t.bound > 0 && t.bound < t.threads)

@@ -45,11 +45,13 @@ typedef struct train_threads {
   int cores;       ///< CPUs online on this node
   int local_ranks; ///< ranks of the job on this node (MPI_COMM_TYPE_SHARED)
   int bound;       ///< CPUs this rank may run on (affinity), -1 if unknown
+  bool from_env;   ///< the count came from OMP_NUM_THREADS
 } train_threads;
 
 /// Sets this rank's kernel threads (srt_cpu_set_threads): `requested` when
-/// > 0 (--threads), else cores / local_ranks (at least 1), lowered to the
-/// CPUs the launcher bound the rank to. Collective over MPI_COMM_WORLD (the
+/// > 0 (--threads), else OMP_NUM_THREADS's first count when set, else
+/// cores / local_ranks (at least 1) lowered to the CPUs the launcher bound
+/// the rank to. Collective over MPI_COMM_WORLD (the
 /// node split). Never fails: an unknown count falls back to 1 rank / 1 CPU.
 train_threads train_choose_threads(int64_t requested);
 

@@ -94,6 +94,10 @@ expect_error "token id >= vocab" "id 195" "vocabulary of 128" -- \
   run 1 "$BIN/train_tiny_v128" --data "$T/utf8.bin" --steps 1 "${COMMON[@]}"
 expect_error "--threads 0" "--threads" "below the minimum 1" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --threads 0
+expect_error "--threads=2" "'--threads=2': give the value as the next argument ('--threads 2')" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --threads=2
+expect_error "a value after --profile" "unexpected argument '1' after --profile" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile 1
 expect_error "--profile twice" "--profile given twice" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile \
   --profile
@@ -123,6 +127,15 @@ for n in 1 3; do
     END { exit bad }' || fail "--threads $n changes the losses beyond 1e-6"
 done
 echo "ok: --threads 1 and 3 give the default run's losses within 1e-6"
+OMP_NUM_THREADS=3 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" \
+  >"$T/env.log" || fail "OMP_NUM_THREADS run"
+threads_line "$T/env.log" | grep -q "^train: 3 threads per rank .*from OMP_NUM_THREADS" \
+  || fail "OMP_NUM_THREADS=3 not applied: $(threads_line "$T/env.log")"
+OMP_NUM_THREADS=3 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" \
+  --threads 1 >"$T/env1.log" || fail "--threads over OMP_NUM_THREADS run"
+threads_line "$T/env1.log" | grep -q "^train: 1 thread per rank" \
+  || fail "--threads 1 does not override OMP_NUM_THREADS: $(threads_line "$T/env1.log")"
+echo "ok: OMP_NUM_THREADS sets the threads, --threads overrides it"
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 3 "${COMMON[@]}" --profile \
   >"$T/profile.log" || fail "--profile run"
 grep '^profile:' "$T/profile.log"
