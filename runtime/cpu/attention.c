@@ -239,30 +239,55 @@ static void keep_first(srt_status *first, srt_status s) {
   }
 }
 
-srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
-                                     const float *k, const float *v,
-                                     float *workspace,
-                                     const srt_attention_config *config) {
-  SRT_RETURN_IF_ERROR(check_config("attention forward", config));
-  const srt_attention_config *c = config;
-  int64_t blocks = (c->seq + kQueryBlock - 1) / kQueryBlock;
-  int64_t tasks = c->batch * c->heads * blocks;
+// The operands of one attention call, shared by its tasks.
+typedef struct attention_args {
+  const srt_attention_config *c;
+  const float *q, *k, *v, *out, *dout, *lse_in;
+  float *o, *lse, *dq, *dk, *dv;
+} attention_args;
+
+// One task of a call on this thread's tiles `ws`.
+typedef srt_status (*attention_task)(const attention_args *a, float *ws, int64_t task);
+
+// Runs tasks [0, tasks) on the kernels' threads, each thread on its own
+// slice of `workspace` with its tile GEMMs on itself; returns the first
+// error. Tasks write disjoint outputs (dynamic scheduling changes no byte).
+static srt_status run_tasks(const attention_args *a, float *workspace, int64_t tasks,
+                            attention_task fn) {
   srt_status first = NULL;
-  // Causal blocks differ in cost: dynamic scheduling; tasks are independent,
-  // so who runs which changes no result.
 #pragma omp parallel num_threads(srt_cpu_threads())
   {
     float *ws = workspace + (int64_t)omp_get_thread_num() * thread_floats();
     one_thread_gemms();
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; task++) {
-      int64_t bh = task / blocks, i0 = task % blocks * kQueryBlock;
-      int64_t i1 = i0 + kQueryBlock < c->seq ? i0 + kQueryBlock : c->seq;
-      keep_first(&first, forward_block(out, lse, q, k, v, ws, c, bh / c->heads,
-                                       bh % c->heads, i0, i1));
-    }
+    for (int64_t task = 0; task < tasks; task++)
+      keep_first(&first, fn(a, ws, task));
   }
   return first;
+}
+
+static int64_t query_blocks(const srt_attention_config *c) {
+  return (c->seq + kQueryBlock - 1) / kQueryBlock;
+}
+
+// Forward task: query block task % blocks of (b, h) = task / blocks.
+static srt_status forward_task(const attention_args *a, float *ws, int64_t task) {
+  const srt_attention_config *c = a->c;
+  int64_t blocks = query_blocks(c), bh = task / blocks, i0 = task % blocks * kQueryBlock;
+  int64_t i1 = i0 + kQueryBlock < c->seq ? i0 + kQueryBlock : c->seq;
+  return forward_block(a->o, a->lse, a->q, a->k, a->v, ws, c, bh / c->heads, bh % c->heads,
+                       i0, i1);
+}
+
+srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
+                                     const float *k, const float *v,
+                                     float *workspace,
+                                     const srt_attention_config *config) {
+  SRT_RETURN_IF_ERROR(check_config("attention forward", config));
+  attention_args a = {.c = config, .q = q, .k = k, .v = v, .o = out, .lse = lse};
+  // Causal blocks differ in cost: dynamic scheduling.
+  return run_tasks(&a, workspace, config->batch * config->heads * query_blocks(config),
+                   forward_task);
 }
 
 // dS = P (dP - D) scale (softcap: times 1 - tanh^2) on one row of tile t;
@@ -294,10 +319,12 @@ static void backward_row(float *s, float *dp, int64_t nk, int64_t lo, int64_t hi
 
 // The backward of queries [i0, i1) of (b, h): dQ rows written, dK/dV of its
 // KV head accumulated.
-static srt_status backward_block(const float *const in[6], float *dq, float *dk,
-                                 float *dv, float *ws, const srt_attention_config *c,
-                                 int64_t b, int64_t h, int64_t i0, int64_t i1) {
-  const float *q = in[0], *k = in[1], *v = in[2], *out = in[3], *dout = in[4], *lse = in[5];
+static srt_status backward_block(const attention_args *a, float *ws, int64_t b, int64_t h,
+                                 int64_t i0, int64_t i1) {
+  const srt_attention_config *c = a->c;
+  const float *q = a->q, *k = a->k, *v = a->v, *out = a->out, *dout = a->dout;
+  const float *lse = a->lse_in;
+  float *dq = a->dq, *dk = a->dk, *dv = a->dv;
   head_view hv = view_of(c, b, h);
   int64_t hd = c->head_dim, m = i1 - i0;
   const float *Q = q + hv.q_off + i0 * hv.ldq, *dO = dout + hv.q_off + i0 * hv.ldq;
@@ -335,6 +362,19 @@ static srt_status backward_block(const float *const in[6], float *dq, float *dk,
   return NULL;
 }
 
+// Backward task: every query head and block of (b, kv) = (task / KV,
+// task % KV), in order, so its dK/dV rows sum in a fixed order.
+static srt_status backward_task(const attention_args *a, float *ws, int64_t task) {
+  const srt_attention_config *c = a->c;
+  int64_t group = c->heads / c->kv_heads, b = task / c->kv_heads, kv = task % c->kv_heads;
+  for (int64_t h = kv * group; h < (kv + 1) * group; h++)
+    for (int64_t i0 = 0; i0 < c->seq; i0 += kQueryBlock) {
+      int64_t i1 = i0 + kQueryBlock < c->seq ? i0 + kQueryBlock : c->seq;
+      SRT_RETURN_IF_ERROR(backward_block(a, ws, b, h, i0, i1));
+    }
+  return NULL;
+}
+
 srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
                                       const float *dout, const float *q,
                                       const float *k, const float *v,
@@ -343,27 +383,11 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
                                       const srt_attention_config *config) {
   SRT_RETURN_IF_ERROR(check_config("attention backward", config));
   const srt_attention_config *c = config;
-  const float *const in[6] = {q, k, v, out, dout, lse};
-  int64_t group = c->heads / c->kv_heads;
   // dk/dv sum over query blocks and over the heads sharing a KV head.
   size_t kv_floats = (size_t)(c->batch * c->seq * c->kv_heads * c->head_dim);
   memset(dk, 0, kv_floats * sizeof *dk);
   memset(dv, 0, kv_floats * sizeof *dv);
-  int64_t tasks = c->batch * c->kv_heads;
-  srt_status first = NULL;
-#pragma omp parallel num_threads(srt_cpu_threads())
-  {
-    float *ws = workspace + (int64_t)omp_get_thread_num() * thread_floats();
-    one_thread_gemms();
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t task = 0; task < tasks; task++) {
-      int64_t b = task / c->kv_heads, kv = task % c->kv_heads;
-      for (int64_t h = kv * group; h < (kv + 1) * group; h++)
-        for (int64_t i0 = 0; i0 < c->seq; i0 += kQueryBlock) {
-          int64_t i1 = i0 + kQueryBlock < c->seq ? i0 + kQueryBlock : c->seq;
-          keep_first(&first, backward_block(in, dq, dk, dv, ws, c, b, h, i0, i1));
-        }
-    }
-  }
-  return first;
+  attention_args a = {.c = c, .q = q, .k = k, .v = v, .out = out, .dout = dout,
+                      .lse_in = lse, .dq = dq, .dk = dk, .dv = dv};
+  return run_tasks(&a, workspace, c->batch * c->kv_heads, backward_task);
 }
