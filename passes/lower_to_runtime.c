@@ -833,6 +833,8 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     char model_path[1024];
     snprintf(model_path, sizeof model_path, "%.*s", (int)model.length, model.data);
     tp_program_desc d = {.model = model_path,
+                         .config_json = nn_attr_str(module, "nn.config_json"),
+                         .checkpoint_names = nn_attr_str(module, "nn.checkpoint_names"),
                          .mesh = r.mesh,
                          .batch = ids.dims[0] * r.mesh.size[0],
                          .seq = ids.dims[1],

@@ -134,6 +134,8 @@ static tp_placement logits_placement(const tp_program_desc *d, int axis) {
 static void program(aggregate *a, const tp_program_desc *d) {
   set_i32(a, kProgram_abi, SRT_PROGRAM_ABI);
   set_ptr(a, kProgram_model, "model_path");
+  set_ptr(a, kProgram_config_json, "config_json");
+  set_ptr(a, kProgram_checkpoint_names, "checkpoint_names");
   set_i64(a, kProgram_dp, d->mesh.size[0]);
   set_i64(a, kProgram_tp, d->mesh.size[1]);
   set_i64(a, kProgram_batch, d->batch);
@@ -166,6 +168,9 @@ void tp_emit_program_table(lb_builder *b, const tp_program_desc *d) {
     lb_global_string(b, name, d->params[i].name.data, d->params[i].name.length);
   }
   lb_global_string(b, "model_path", d->model, strlen(d->model));
+  lb_global_string(b, "config_json", d->config_json.data, d->config_json.length);
+  lb_global_string(b, "checkpoint_names", d->checkpoint_names.data,
+                   d->checkpoint_names.length);
 
   // srt_param_info params[num_params] (one zero entry when there is none).
   int n = d->num_params > 0 ? d->num_params : 1;

@@ -32,6 +32,8 @@ typedef struct tp_program_param {
 /// Everything the table records.
 typedef struct tp_program_desc {
   const char *model; // config.json path
+  MlirStringRef config_json;      // its text
+  MlirStringRef checkpoint_names; // shardrt/checkpoint_names.h text ("" for none)
   tp_mesh mesh;
   int64_t batch, seq, vocab; // global
   double initializer_range;

@@ -91,10 +91,10 @@ static srt_status verify(const srt_safetensors *file, const srt_tensor_info *in)
   return NULL;
 }
 
-static srt_status prepare_load(const srt_safetensors *file, const int coord[2],
-                               const srt_tensor *t, const int64_t *want,
+static srt_status prepare_load(const srt_safetensors *file, const char *stored,
+                               const int coord[2], const srt_tensor *t, const int64_t *want,
                                const char *which, const srt_tensor_info **info) {
-  const char *name = name_of(t), *path = srt_safetensors_path(file);
+  const char *name = stored, *path = srt_safetensors_path(file);
   if (t->dtype != SRT_F32)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "checkpoint load: tensor '%s' has dtype %s; loads fill F32",
@@ -148,8 +148,14 @@ srt_status srt_checkpoint_load_shard(const srt_safetensors *file,
                                      const srt_mesh *mesh,
                                      const int coord[SRT_MESH_NDIMS],
                                      srt_tensor *t) {
+  return srt_checkpoint_load_shard_as(file, name_of(t), mesh, coord, t);
+}
+
+srt_status srt_checkpoint_load_shard_as(const srt_safetensors *file, const char *stored,
+                                        const srt_mesh *mesh,
+                                        const int coord[SRT_MESH_NDIMS], srt_tensor *t) {
   const srt_tensor_info *in;
-  SRT_RETURN_IF_ERROR(prepare_load(file, coord, t, t->global_shape, "global", &in));
+  SRT_RETURN_IF_ERROR(prepare_load(file, stored, coord, t, t->global_shape, "global", &in));
   int64_t offset[SRT_MAX_RANK], box[SRT_MAX_RANK];
   SRT_RETURN_IF_ERROR(srt_local_offset(t->name, t->ndim, t->global_shape,
                                        t->placements, mesh, coord, offset));
@@ -182,7 +188,7 @@ srt_status srt_checkpoint_load_local(const srt_safetensors *file,
                      srt_safetensors_path(file), m ? m : "(none)", c ? c : "(none)",
                      want_coord, want_mesh);
   const srt_tensor_info *in;
-  SRT_RETURN_IF_ERROR(prepare_load(file, coord, t, t->local_shape, "local", &in));
+  SRT_RETURN_IF_ERROR(prepare_load(file, name_of(t), coord, t, t->local_shape, "local", &in));
   return srt_convert_to_f32(in->data, in->dtype, srt_tensor_local_numel(t), t->data);
 }
 
@@ -316,8 +322,60 @@ srt_status srt_checkpoint_save_consolidated_meta(srt_context *ctx, const char *p
                                                  const srt_tensor *tensors, size_t n,
                                                  const char *const *metadata,
                                                  size_t n_metadata) {
+  srt_checkpoint_item *items = calloc(n ? n : 1, sizeof *items);
+  if (!items)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint save: out of memory");
+  for (size_t i = 0; i < n; ++i)
+    items[i] = (srt_checkpoint_item){tensors[i].name, tensors[i].dtype, &tensors[i], NULL};
+  srt_status s = srt_checkpoint_save_items(ctx, path, items, n, metadata, n_metadata);
+  free(items);
+  return s;
+}
+
+// The bytes of item `it` as stored: a gathered tensor (collective; rank 0
+// converts it to the stored dtype) or a carried tensor's own bytes. *out
+// is malloc'ed (NULL for a carried tensor, whose bytes are used in place).
+static srt_status item_bytes(srt_context *ctx, const srt_checkpoint_item *it, bool root,
+                             void **out, const void **bytes) {
+  *out = NULL;
+  if (!it->tensor) {
+    *bytes = it->raw->data;
+    return NULL;
+  }
+  const srt_tensor *t = it->tensor;
+  int64_t numel = srt_shape_numel(t->ndim, t->global_shape);
+  size_t size = (size_t)numel * srt_dtype_size(t->dtype);
+  void *full = malloc(size ? size : 1);
+  if (!full)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "checkpoint save: cannot allocate %zu bytes to gather '%s'", size,
+                     name_of(t));
+  srt_status s = srt_full_tensor(ctx, t, full);
+  // Narrowing in place: the stored element is never wider than F32.
+  if (!s && root && it->dtype != t->dtype)
+    s = srt_convert_from_f32(full, it->dtype, numel, full);
+  if (s) {
+    free(full);
+    return s;
+  }
+  *out = full;
+  *bytes = full;
+  return NULL;
+}
+
+srt_status srt_checkpoint_save_items(srt_context *ctx, const char *path,
+                                     const srt_checkpoint_item *items, size_t n,
+                                     const char *const *metadata, size_t n_metadata) {
   srt_group *world = srt_context_group(ctx, SRT_GROUP_WORLD);
   int root = srt_group_rank(world) == 0;
+  for (size_t i = 0; i < n; ++i)
+    if ((items[i].tensor == NULL) == (items[i].raw == NULL) ||
+        (items[i].tensor && (items[i].tensor->dtype != SRT_F32 ||
+                             (items[i].dtype != SRT_F32 && items[i].dtype != SRT_BF16 &&
+                              items[i].dtype != SRT_F16))))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "checkpoint save: item '%s' must be an F32 tensor stored as F32, "
+                       "BF16 or F16, or a carried tensor", items[i].name);
   srt_safetensors_entry *e = calloc(n ? n : 1, sizeof *e);
   const char **meta = calloc(2 * (n_metadata + 1), sizeof *meta);
   if (!e || !meta) {
@@ -325,9 +383,13 @@ srt_status srt_checkpoint_save_consolidated_meta(srt_context *ctx, const char *p
     free(meta);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint save: out of memory");
   }
-  for (size_t i = 0; i < n; ++i)
-    e[i] = (srt_safetensors_entry){tensors[i].name, tensors[i].dtype, tensors[i].ndim,
-                                   tensors[i].global_shape, NULL};
+  for (size_t i = 0; i < n; ++i) {
+    const srt_checkpoint_item *it = &items[i];
+    e[i] = it->tensor ? (srt_safetensors_entry){it->name, it->dtype, it->tensor->ndim,
+                                                it->tensor->global_shape, NULL}
+                      : (srt_safetensors_entry){it->name, it->raw->dtype, it->raw->rank,
+                                                it->raw->shape, NULL};
+  }
   meta[0] = "format";
   meta[1] = "pt";
   for (size_t i = 0; i < 2 * n_metadata; ++i)
@@ -343,19 +405,12 @@ srt_status srt_checkpoint_save_consolidated_meta(srt_context *ctx, const char *p
   // so that nobody waits forever; rank 0 just stops writing.
   srt_status s = NULL;
   for (size_t i = 0; i < n && !s; ++i) {
-    const srt_tensor *t = &tensors[i];
-    size_t bytes = (size_t)srt_shape_numel(t->ndim, t->global_shape) *
-                   srt_dtype_size(t->dtype);
-    void *full = malloc(bytes ? bytes : 1);
-    if (!full)
-      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
-                    "checkpoint save: cannot allocate %zu bytes to gather '%s'",
-                    bytes, name_of(t));
-    else
-      s = srt_full_tensor(ctx, t, full);
+    void *owned = NULL;
+    const void *bytes = NULL;
+    s = item_bytes(ctx, &items[i], root, &owned, &bytes);
     if (!s && root && !write_status)
-      write_status = srt_safetensors_writer_put(w, full);
-    free(full);
+      write_status = srt_safetensors_writer_put(w, bytes);
+    free(owned);
   }
   if (root) {
     if (!s && !write_status)

@@ -249,7 +249,10 @@ int main(int argc, char **argv) {
   srt_tokens *tokens = NULL;
   train_state state = {0, 0};
   char prev_optim[4096] = "";
+  train_input input = {0};
   int failed = any_failed(ctx, check_program(p, srt_context_mesh(ctx)));
+  if (!failed)
+    failed = any_failed(ctx, train_input_open(p, &input));
   // The device first: a machine without one is told so before minutes of
   // initialising or loading weights on the host.
   void *device = NULL;
@@ -267,7 +270,7 @@ int main(int argc, char **argv) {
   if (!failed && o.batch_file) // the same batch for every step
     failed = any_failed(ctx, train_load_batch_file(ctx, p, arena, o.batch_file));
   if (!failed) {
-    s = o.load ? train_load(ctx, p, arena, o.load, &state, prev_optim)
+    s = o.load ? train_load(ctx, p, arena, o.load, &state, &input, prev_optim)
                : train_init_weights(ctx, p, arena, o.seed);
     failed = any_failed(ctx, s);
   }
@@ -396,7 +399,7 @@ int main(int argc, char **argv) {
       }
     }
     if (o.save && ((o.save_every > 0 && step % o.save_every == 0) || step == o.steps)) {
-      s = train_save(ctx, p, arena, o.save, &state, prev_optim);
+      s = train_save(ctx, p, arena, o.save, &state, &input, prev_optim);
       if (s) { // collective: every rank gets rank 0's outcome
         if (rank == 0)
           report(s, -1);
@@ -416,6 +419,7 @@ int main(int argc, char **argv) {
   if (!failed && rank == 0 && o.profile)
     print_profile(&profile, warm_up_left_out);
   srt_tokens_close(tokens);
+  train_input_close(&input);
   if (backend && device) {
     srt_status c = backend->close(device);
     if (c) {

@@ -47,16 +47,6 @@ static char *concat(const char *a, const char *b) {
   return s;
 }
 
-// The directory part of `path` ("" or ending in '/') into buf.
-static void dir_of(const char *path, char *buf, size_t len) {
-  const char *slash = strrchr(path, '/');
-  size_t n = slash ? (size_t)(slash - path + 1) : 0;
-  if (n >= len)
-    n = 0;
-  memcpy(buf, path, n);
-  buf[n] = 0;
-}
-
 static const char *base_of(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
@@ -110,8 +100,48 @@ static srt_status first_non_finite(srt_context *ctx, const srt_program *p,
   return NULL;
 }
 
+// The weights file: every parameter under the input's layout of names
+// (stored as `dtype`), then every tensor of the input that a carried module
+// owns, byte for byte. The stored names go to names[] (freed here).
+srt_status train_save_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              const train_input *in, srt_dtype dtype, const char *path,
+                              const char *const *meta, size_t n_meta) {
+  size_t n = (size_t)p->num_params, carried = 0;
+  for (size_t i = 0; in->src && i < srt_checkpoint_source_count(in->src); ++i)
+    carried += in->carried[i];
+  srt_checkpoint_item *items = calloc(n + carried + 1, sizeof *items);
+  srt_tensor *views = calloc(n + 1, sizeof *views);
+  char **names = calloc(n + 1, sizeof *names);
+  srt_status s = items && views && names
+                     ? NULL
+                     : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+  char stored[1024];
+  for (size_t k = 0; k < n && !s; ++k) {
+    views[k] = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+    if (!srt_checkpoint_name_stored(&in->names, in->layout, p->params[k].name, stored,
+                                    sizeof stored) ||
+        !(names[k] = strdup(stored)))
+      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: cannot name '%s'", p->params[k].name);
+    else
+      items[k] = (srt_checkpoint_item){names[k], dtype, &views[k], NULL};
+  }
+  size_t m = n;
+  for (size_t i = 0; !s && in->src && i < srt_checkpoint_source_count(in->src); ++i)
+    if (in->carried[i]) {
+      const srt_tensor_info *t = srt_checkpoint_source_get(in->src, i, NULL);
+      items[m++] = (srt_checkpoint_item){t->name, t->dtype, NULL, t};
+    }
+  if (!s)
+    s = srt_checkpoint_save_items(ctx, path, items, m, meta, n_meta);
+  free_names(names, (int64_t)n);
+  free(views);
+  free(items);
+  return s;
+}
+
 srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                      const char *path, const train_state *state, char *prev_optim) {
+                      const char *path, const train_state *state, const train_input *in,
+                      char *prev_optim) {
   int32_t n = p->num_params;
   // Never replace a checkpoint with weights that are no longer numbers.
   int32_t bad;
@@ -159,12 +189,10 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   }
   // 2. The weights, whose metadata names the optimizer file: the commit point.
   if (!s) {
-    for (int32_t k = 0; k < n; ++k)
-      views[k] = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
     const char *meta[] = {"shardrt.step",      step_s, "shardrt.adam_step",
                           adam_s,              "shardrt.optimizer", base_of(optim),
                           "shardrt.model",     p->model ? p->model : ""};
-    s = srt_checkpoint_save_consolidated_meta(ctx, path, views, (size_t)n, meta, 4);
+    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, meta, 4);
   }
   // 3. The previous optimizer file of THIS checkpoint path is no longer
   // referenced. One that belongs to another checkpoint (the one a run was
@@ -182,18 +210,18 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   return s;
 }
 
-// The tensors of `f` that the program does not have: an error naming the first.
-static srt_status check_no_extra(const srt_safetensors *f, const srt_program *p,
-                                 const char *what) {
+// The optimizer file's tensors that the program does not have: an error
+// naming the first.
+static srt_status check_no_extra_moments(const srt_safetensors *f, const srt_program *p) {
   size_t count = srt_safetensors_count(f);
   for (size_t i = 0; i < count; ++i) {
     const char *name = srt_safetensors_get(f, i)->name;
     int known = 0;
-    for (int32_t k = 0; k < p->num_params && !known; ++k)
-      known = strncmp(name, p->params[k].name, strlen(p->params[k].name)) == 0 &&
-              (name[strlen(p->params[k].name)] == 0 ||
-               (what && (!strcmp(name + strlen(p->params[k].name), ".exp_avg") ||
-                         !strcmp(name + strlen(p->params[k].name), ".exp_avg_sq"))));
+    for (int32_t k = 0; k < p->num_params && !known; ++k) {
+      size_t len = strlen(p->params[k].name);
+      known = strncmp(name, p->params[k].name, len) == 0 &&
+              (!strcmp(name + len, ".exp_avg") || !strcmp(name + len, ".exp_avg_sq"));
+    }
     if (!known)
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "checkpoint '%s' holds tensor '%s', which model '%s' does not have: "
@@ -203,34 +231,101 @@ static srt_status check_no_extra(const srt_safetensors *f, const srt_program *p,
   return NULL;
 }
 
+// How many parameters `src` holds under `layout`.
+static int32_t found_under(const srt_program *p, const train_input *in, int layout) {
+  int32_t found = 0;
+  char stored[1024];
+  for (int32_t k = 0; k < p->num_params; ++k)
+    found += srt_checkpoint_name_stored(&in->names, layout, p->params[k].name, stored,
+                                        sizeof stored) &&
+             srt_checkpoint_source_lookup(in->src, stored, NULL) != NULL;
+  return found;
+}
+
+// The weights: the layout holding the most parameters, each parameter's
+// shard from it, and every other tensor either a carried module's (kept for
+// the saves) or an error.
+static srt_status load_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                               train_input *in) {
+  const srt_mesh *mesh = srt_context_mesh(ctx);
+  int coord[SRT_MESH_NDIMS];
+  srt_context_coord(ctx, coord);
+  int32_t most = -1;
+  for (int l = 0; l <= in->names.num_layouts; ++l) {
+    int32_t found = found_under(p, in, l);
+    if (found > most) {
+      most = found;
+      in->layout = l;
+    }
+  }
+  char stored[1024];
+  for (int32_t k = 0; k < p->num_params; ++k) {
+    srt_tensor t = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+    const srt_safetensors *f = NULL;
+    if (!srt_checkpoint_name_stored(&in->names, in->layout, t.name, stored, sizeof stored) ||
+        !srt_checkpoint_source_lookup(in->src, stored, &f))
+      return SRT_ERROR(SRT_NOT_FOUND, "checkpoint '%s': no tensor named '%s' (parameter '%s' "
+                       "of model '%s')", srt_checkpoint_source_path(in->src), stored, t.name,
+                       p->model ? p->model : "?");
+    SRT_RETURN_IF_ERROR(srt_checkpoint_load_shard_as(f, stored, mesh, coord, &t));
+    if (k == 0)
+      in->dtype = srt_checkpoint_source_lookup(in->src, stored, NULL)->dtype;
+  }
+  size_t count = srt_checkpoint_source_count(in->src);
+  in->carried = calloc(count ? count : 1, sizeof *in->carried);
+  if (!in->carried)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+  char mem[1024];
+  for (size_t i = 0; i < count; ++i) {
+    const srt_tensor_info *t = srt_checkpoint_source_get(in->src, i, NULL);
+    bool known = false;
+    if (srt_checkpoint_name_in_memory(&in->names, in->layout, t->name, mem, sizeof mem)) {
+      for (int32_t k = 0; k < p->num_params && !known; ++k)
+        known = !strcmp(mem, p->params[k].name);
+      in->carried[i] = !known && srt_checkpoint_name_carried(&in->names, mem);
+      known = known || in->carried[i];
+    }
+    if (!known)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "checkpoint '%s' holds tensor '%s', which model '%s' does not have: "
+                       "a checkpoint of another model?",
+                       srt_checkpoint_source_path(in->src), t->name, p->model ? p->model : "?");
+  }
+  return NULL;
+}
+
+srt_status train_input_open(const srt_program *p, train_input *in) {
+  memset(in, 0, sizeof *in);
+  in->dtype = SRT_F32;
+  return srt_checkpoint_names_parse(p->checkpoint_names, &in->names);
+}
+
+void train_input_close(train_input *in) {
+  srt_checkpoint_source_close(in->src);
+  free(in->carried);
+  in->src = NULL;
+  in->carried = NULL;
+}
+
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                      const char *path, train_state *state, char *prev_optim) {
+                      const char *path, train_state *state, train_input *in,
+                      char *prev_optim) {
   const srt_mesh *mesh = srt_context_mesh(ctx);
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(ctx, coord);
   *state = (train_state){0, 0};
   prev_optim[0] = 0;
-  srt_safetensors *f = NULL;
-  SRT_RETURN_IF_ERROR(srt_safetensors_open(path, &f));
-  srt_status s = NULL;
-  for (int32_t k = 0; k < p->num_params && !s; ++k) {
-    srt_tensor t = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
-    s = srt_checkpoint_load_shard(f, mesh, coord, &t);
-  }
-  if (!s)
-    s = check_no_extra(f, p, NULL);
+  SRT_RETURN_IF_ERROR(srt_checkpoint_source_open(path, &in->src));
+  srt_status s = load_weights(ctx, p, arena, in);
   srt_checkpoint_meta meta = {NULL, -1, -1};
   if (!s)
-    s = srt_checkpoint_read_meta(f, &meta);
-  if (s || !meta.optimizer) {
-    srt_safetensors_close(f);
+    s = srt_checkpoint_read_meta(srt_checkpoint_source_first(in->src), &meta);
+  if (s || !meta.optimizer)
     return s; // weights only: a fresh optimizer at step 0
-  }
   int64_t step = meta.step, adam = meta.adam_step;
-  char optim[PATH_MAX_LEN], dir[PATH_MAX_LEN];
-  dir_of(path, dir, sizeof dir);
-  int len = snprintf(optim, sizeof optim, "%s%s", dir, meta.optimizer);
-  srt_safetensors_close(f);
+  char optim[PATH_MAX_LEN];
+  int len = snprintf(optim, sizeof optim, "%s%s", srt_checkpoint_source_dir(in->src),
+                     meta.optimizer);
   if (len < 0 || (size_t)len >= sizeof optim)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "checkpoint '%s': its optimizer file's path is "
                      "longer than %zu bytes", path, sizeof optim - 1);
@@ -264,7 +359,7 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   for (int32_t i = 0; i < 2 * n && !s; ++i)
     s = srt_checkpoint_load_shard(o, mesh, coord, &views[i]);
   if (!s)
-    s = check_no_extra(o, p, "optimizer");
+    s = check_no_extra_moments(o, p);
   free_names(names, 2 * n);
   free(views);
   srt_safetensors_close(o);

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shardrt/checkpoint_names.h"
+#include "shardrt/checkpoint_source.h"
 #include "shardrt/context.h"
 #include "shardrt/program.h"
 #include "shardrt/tensor.h"
@@ -78,29 +80,62 @@ typedef struct train_state {
   int64_t adam_step; ///< AdamW updates done (skipped steps do not count)
 } train_state;
 
-/// Saves weights (consolidated, Hugging Face names, "<path>") and optimizer
+/// The checkpoint a run was loaded from, kept open for the whole run: saves
+/// and exports name the weights as it did (its layout) and carry the tensors
+/// of the modules the program does not train (a vision tower) through,
+/// byte for byte.
+typedef struct train_input {
+  srt_checkpoint_source *src; ///< NULL when the weights were initialised
+  srt_checkpoint_names names; ///< the program's layouts and carried modules
+  int layout;                 ///< of src's names (0: the in-memory names)
+  bool *carried;              ///< per tensor of src (its name order): carried
+  srt_dtype dtype;            ///< src's dtype of the first parameter (F32 if none)
+} train_input;
+
+/// Parses the program's checkpoint_names into a fresh *in (nothing loaded).
+/// Errors: as srt_checkpoint_names_parse.
+srt_status train_input_open(const srt_program *p, train_input *in);
+
+/// Closes the input checkpoint (in stays usable as "nothing loaded").
+void train_input_close(train_input *in);
+
+/// Saves weights (consolidated, Hugging Face names in the input's layout,
+/// with its carried tensors: train_save_weights) to "<path>" and optimizer
 /// state ("<path>.optim-<step>": exp_avg / exp_avg_sq per parameter and the
 /// step counters) atomically: the optimizer file is written first, then the
 /// weights file, whose metadata names it, replaces the previous one (the
 /// commit point); then the previous optimizer file is removed. A crash at any
 /// point leaves a loadable checkpoint. `prev_optim` (in/out, size 4096)
 /// holds the optimizer file of the previous save or load ("" if none).
-/// Collective over the world. Errors: as srt_checkpoint_save_consolidated_meta.
+/// Collective over the world. Errors: as srt_checkpoint_save_items.
 srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                      const char *path, const train_state *state, char *prev_optim);
+                      const char *path, const train_state *state, const train_input *in,
+                      char *prev_optim);
 
-/// Loads a checkpoint into this rank's slices: the weights from the full
-/// safetensors file `path` (any Hugging Face checkpoint of this model), and,
-/// when its metadata names an optimizer file, the moments and step counters
-/// (else both start at zero). Every parameter must be present with its
-/// global shape, and the file must hold no tensor the program lacks.
+/// Writes one weights file `path` (atomically, rank 0; collective): every
+/// parameter whole, named by the input's layout and stored as `dtype` (F32,
+/// BF16, F16), then the input's carried tensors byte for byte; `meta`
+/// holds `n_meta` extra metadata pairs. Errors: as srt_checkpoint_save_items.
+srt_status train_save_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              const train_input *in, srt_dtype dtype, const char *path,
+                              const char *const *meta, size_t n_meta);
+
+/// Loads a checkpoint into this rank's slices: the weights from `path` (a
+/// safetensors file, a model directory or an index:
+/// srt_checkpoint_source_open; any Hugging Face checkpoint of this model,
+/// its names in any layout the program knows), and, when the first weights
+/// file's metadata names an optimizer file (in the same directory), the
+/// moments and step counters (else both start at zero). Every parameter
+/// must be present with its global shape; any other tensor must belong to
+/// a carried module. The source stays open in `in` (train_input_open'ed).
 /// `prev_optim` receives the optimizer file's path ("" if none).
 /// Errors: SRT_NOT_FOUND for a missing file or tensor; SRT_INVALID_ARGUMENT
 /// for a shape mismatch or an unknown tensor (a checkpoint of another
 /// model), naming the file, the tensor and both shapes; SRT_DATA_LOSS for an
-/// optimizer file that does not match the weights.
+/// optimizer file that does not match the weights; the reader's errors.
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                      const char *path, train_state *state, char *prev_optim);
+                      const char *path, train_state *state, train_input *in,
+                      char *prev_optim);
 
 /// Reads a batch file (--batch-file): a safetensors file holding
 /// `input_ids` and `labels`, I64 [batch, seq] (the program's global batch

@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mlir-c/BuiltinAttributes.h>
+
 #include "config.h"
 #include "diagnostics.h"
 #include "args.h"
@@ -223,6 +225,19 @@ static bool write_module(MlirOperation module, const char *target, const char *p
   return ok;
 }
 
+// The config's text (an export writes it back as the model directory's
+// config.json) and the checkpoint name layouts of its architecture, as
+// module attributes that lower-to-runtime puts in the program table.
+static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
+                                    const import_config *cfg) {
+  const char *names = cfg->arch->checkpoint_names ? cfg->arch->checkpoint_names : "";
+  mlirOperationSetAttributeByName(
+      module, mlirStringRefCreateFromCString("nn.config_json"),
+      mlirStringAttrGet(ctx, mlirStringRefCreate(cfg->text, cfg->text_len)));
+  mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("nn.checkpoint_names"),
+                                  mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(names)));
+}
+
 static int run(const options *o) {
   if (!tool_check_output("shard-compile", o->output, o->config))
     return 1;
@@ -241,12 +256,15 @@ static int run(const options *o) {
   bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);
   if (!ok)
     fprintf(stderr, "shard-compile: %s\n", err);
-  if (ok && o->weights && !import_check_weights(o->weights, &model, SRT_F32, err, sizeof err)) {
+  if (ok && o->weights && !import_check_weights(o->weights, &model, SRT_F32, true,
+                                                  cfg.arch->checkpoint_names, err, sizeof err)) {
     fprintf(stderr, "%s\n", err);
     ok = false;
   }
   double t1 = tool_now_ms();
   MlirOperation module = ok ? mlirModuleGetOperation(model.module) : (MlirOperation){NULL};
+  if (ok) // what the training binary's checkpoints and exports need (program.h)
+    record_checkpoint_facts(ctx, module, &cfg);
   bool mlir_only = !strcmp(o->emit, "mlir");
   ok = ok && compile(ctx, module, o, !mlir_only);
   double t2 = tool_now_ms();

@@ -4,6 +4,19 @@
 #include <stdio.h>
 #include <string.h>
 
+// Gemma3ForConditionalGeneration's checkpoints: transformers keeps the
+// modules as model.language_model / model.vision_tower /
+// model.multi_modal_projector and lm_head in memory, and writes (4.x and
+// 5.x save_pretrained, the published Gemma 3 4B/12B/27B) language_model.model,
+// vision_tower, multi_modal_projector and language_model.lm_head on disk;
+// it reads both (conversion_mapping.py, the "llava" renamings gemma3 uses).
+// The vision tower and projector are not trained here: carried through.
+static const char kGemma3Names[] =
+    "carry model.vision_tower.\n"
+    "carry model.multi_modal_projector.\n"
+    "layout model.language_model.=language_model.model. lm_head.=language_model.lm_head. "
+    "model.vision_tower.=vision_tower. model.multi_modal_projector.=multi_modal_projector.\n";
+
 // padding_idx / default_pad: transformers builds the embedding of Llama,
 // Qwen2, Qwen3 and Gemma3 as nn.Embedding(vocab, hidden, config.pad_token_id)
 // (modeling_<arch>.py; the pad_token_id defaults of LlamaConfig, Qwen2Config,
@@ -41,7 +54,7 @@ static const import_arch kArchs[] = {
      .eps_key = "rms_norm_eps", .qk_norm = true, .sandwich_norms = true,
      .scale_embeddings = true, .local_rope = true, .rope = true, .query_scalar = true,
      .norm_offset = 1.0, .default_tie = true, .default_rope_theta = 1e6,
-     .padding_idx = true, .default_pad = 0},
+     .padding_idx = true, .default_pad = 0, .checkpoint_names = kGemma3Names},
     {.architecture = "NemotronHForCausalLM", .model_type = "nemotron_h",
      .family = IMPORT_NEMOTRON_H, .prefix = "backbone", .embed = "embeddings",
      .final_norm = "norm_f", .activation_key = "mlp_hidden_act",

@@ -39,6 +39,8 @@ typedef struct import_arch {
   bool padding_idx;            // the embedding's padding_idx is pad_token_id
   int64_t default_pad;         // pad_token_id when absent (-1: None)
   double default_rope_theta;   // rope_theta when absent
+  const char *checkpoint_names; // layouts and carried modules of its checkpoints
+                                // (shardrt/checkpoint_names.h), or NULL
 } import_arch;
 
 /// The row whose `architecture` equals `name`, or NULL.

@@ -260,7 +260,8 @@ int main(int argc, char **argv) {
     ok = verify(ctx, model.module);
   double t4 = tool_now_ms();
   if (ok && o.weights) {
-    ok = import_check_weights(o.weights, &model, o.bf16 ? SRT_BF16 : SRT_F32, err,
+    ok = import_check_weights(o.weights, &model, o.bf16 ? SRT_BF16 : SRT_F32, false,
+                              cfg.arch->checkpoint_names, err,
                               sizeof err);
     if (!ok)
       fprintf(stderr, "%s\n", err);

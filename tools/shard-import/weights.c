@@ -2,28 +2,25 @@
 // against the graph's parameters.
 #include "weights.h"
 
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "shardrt/checkpoint_names.h"
+#include "shardrt/checkpoint_source.h"
 #include "shardrt/safetensors.h"
-#include "source.h"
 
 typedef struct checker {
   const import_model *m;
-  srt_dtype dtype;
+  srt_dtype dtype;  // what every parameter must be stored as
+  bool convertible; // or any dtype the training driver converts (F32, BF16, F16, F64)
   const import_param **order; // the parameters sorted by name
   char *err;
   size_t errlen;
-  // The checkpoint: shards and, in index mode, the weight map.
-  srt_safetensors **files;
-  char **file_names; // as written in the index (or the file's path)
-  int num_files;
-  json_t *weight_map; // NULL for a single file
-  const char *index_path;
+  const srt_checkpoint_source *src;
+  srt_checkpoint_names names;
+  int layout; // of the checkpoint's names
 } checker;
 
 __attribute__((format(printf, 3, 4))) static bool fail(checker *c, const char *file,
@@ -74,6 +71,10 @@ static const char *dims_str(int rank, const int64_t *dims, char *buf, size_t len
   return buf;
 }
 
+static bool convertible(srt_dtype d) {
+  return d == SRT_F32 || d == SRT_BF16 || d == SRT_F16 || d == SRT_F64;
+}
+
 // Compares tensor `t` of `file` with parameter `p`.
 static bool check_tensor(checker *c, const char *file, const srt_tensor_info *t,
                          const import_param *p) {
@@ -85,8 +86,11 @@ static bool check_tensor(checker *c, const char *file, const srt_tensor_info *t,
     return fail(c, file, "tensor '%s' has shape %s, but the graph expects %s",
                 t->name, dims_str(t->rank, t->shape, b1, sizeof b1),
                 dims_str(p->rank, p->dims, b2, sizeof b2));
-  if (t->dtype != c->dtype)
-    return fail(c, file, "tensor '%s' is %s, but the graph's parameters are %s%s",
+  if (c->convertible ? !convertible(t->dtype) : t->dtype != c->dtype)
+    return c->convertible
+               ? fail(c, file, "tensor '%s' is %s; training loads F32, BF16, F16 or F64",
+                      t->name, srt_dtype_name(t->dtype))
+               : fail(c, file, "tensor '%s' is %s, but the graph's parameters are %s%s",
                 t->name, srt_dtype_name(t->dtype), srt_dtype_name(c->dtype),
                 t->dtype == SRT_BF16 ? " (import with --dtype bf16)"
                 : t->dtype == SRT_F32 ? " (import with --dtype f32)"
@@ -94,151 +98,83 @@ static bool check_tensor(checker *c, const char *file, const srt_tensor_info *t,
   return true;
 }
 
-// A tensor the graph has no parameter for: the tied lm_head copy is fine.
-static bool check_extra(checker *c, const char *file, const srt_tensor_info *t) {
+// A tensor the graph has no parameter for (`mem`: its in-memory name): the
+// tied lm_head copy and the tensors of carried modules are fine.
+static bool check_extra(checker *c, const char *file, const srt_tensor_info *t,
+                        const char *mem) {
   const import_model *m = c->m;
-  if (m->tied_name && !strcmp(t->name, m->tied_name))
+  if (m->tied_name && !strcmp(mem, m->tied_name))
     return check_tensor(c, file, t, &m->params[m->tied_to]);
+  if (srt_checkpoint_name_carried(&c->names, mem))
+    return true;
   return fail(c, file, "tensor '%s' is not a parameter of the graph (extra tensor)",
               t->name);
 }
 
 //===----------------------------------------------------------------------===//
-// Opening the checkpoint
+// Checking the checkpoint
 //===----------------------------------------------------------------------===//
 
-static bool add_file(checker *c, const char *path, const char *name, int *index) {
-  for (int i = 0; i < c->num_files; ++i)
-    if (!strcmp(c->file_names[i], name)) {
-      *index = i;
-      return true;
+// How many parameters the checkpoint holds under `layout`.
+static int found_under(const checker *c, int layout) {
+  int found = 0;
+  char stored[1024];
+  for (int i = 0; i < c->m->num_params; ++i)
+    found += srt_checkpoint_name_stored(&c->names, layout, c->m->params[i].name, stored,
+                                        sizeof stored) &&
+             srt_checkpoint_source_lookup(c->src, stored, NULL) != NULL;
+  return found;
+}
+
+// The layout holding the most parameters (the first of equals).
+static int choose_layout(const checker *c) {
+  int best = 0, most = -1;
+  for (int l = 0; l <= c->names.num_layouts; ++l) {
+    int n = found_under(c, l);
+    if (n > most) {
+      best = l;
+      most = n;
     }
-  srt_safetensors *f;
-  srt_status s = srt_safetensors_open(path, &f);
+  }
+  return best;
+}
+
+static bool check_source(checker *c) {
+  const char *where = srt_checkpoint_source_path(c->src);
+  c->layout = choose_layout(c);
+  char stored[1024], mem[1024], b[128];
+  for (int i = 0; i < c->m->num_params; ++i) {
+    const import_param *p = &c->m->params[i];
+    const srt_safetensors *f = NULL;
+    const srt_tensor_info *t =
+        srt_checkpoint_name_stored(&c->names, c->layout, p->name, stored, sizeof stored)
+            ? srt_checkpoint_source_lookup(c->src, stored, &f)
+            : NULL;
+    if (!t)
+      return fail(c, where, "missing tensor '%s' (%s %s, required by the graph)", stored,
+                  c->convertible ? "F32, BF16 or F16" : srt_dtype_name(c->dtype),
+                  dims_str(p->rank, p->dims, b, sizeof b));
+    if (!check_tensor(c, srt_safetensors_path(f), t, p))
+      return false;
+  }
+  for (size_t i = 0; i < srt_checkpoint_source_count(c->src); ++i) {
+    const srt_safetensors *f;
+    const srt_tensor_info *t = srt_checkpoint_source_get(c->src, i, &f);
+    if (!srt_checkpoint_name_in_memory(&c->names, c->layout, t->name, mem, sizeof mem))
+      return fail(c, srt_safetensors_path(f), "tensor name '%.200s...' is too long", t->name);
+    if (!find_param(c, mem) && !check_extra(c, srt_safetensors_path(f), t, mem))
+      return false;
+  }
+  return true;
+}
+
+bool import_check_weights(const char *path, const import_model *m, srt_dtype dtype,
+                          bool any_float, const char *checkpoint_names, char *err,
+                          size_t errlen) {
+  checker c = {.m = m, .dtype = dtype, .convertible = any_float, .err = err, .errlen = errlen};
+  srt_status s = srt_checkpoint_names_parse(checkpoint_names, &c.names);
   if (s)
-    return fail_status(c, s);
-  srt_safetensors **files = realloc(c->files, (size_t)(c->num_files + 1) * sizeof *files);
-  char **names = files ? realloc(c->file_names, (size_t)(c->num_files + 1) * sizeof *names)
-                       : NULL;
-  if (files)
-    c->files = files;
-  if (names)
-    c->file_names = names;
-  char *copy = names ? strdup(name) : NULL;
-  if (!copy) {
-    srt_safetensors_close(f);
-    return fail(c, path, "out of memory");
-  }
-  c->files[c->num_files] = f;
-  c->file_names[c->num_files] = copy;
-  *index = c->num_files++;
-  return true;
-}
-
-static bool is_dir(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool exists(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0;
-}
-
-// One file: every parameter in it, nothing else.
-static bool check_single(checker *c, const char *path) {
-  int fi;
-  if (!add_file(c, path, path, &fi))
-    return false;
-  srt_safetensors *f = c->files[fi];
-  for (int i = 0; i < c->m->num_params; ++i) {
-    const import_param *p = &c->m->params[i];
-    const srt_tensor_info *t = srt_safetensors_lookup(f, p->name);
-    char b[128];
-    if (!t)
-      return fail(c, path, "missing tensor '%s' (%s %s, required by the graph)",
-                  p->name, srt_dtype_name(c->dtype),
-                  dims_str(p->rank, p->dims, b, sizeof b));
-    if (!check_tensor(c, path, t, p))
-      return false;
-  }
-  for (size_t i = 0; i < srt_safetensors_count(f); ++i) {
-    const srt_tensor_info *t = srt_safetensors_get(f, i);
-    if (!find_param(c, t->name) && !check_extra(c, path, t))
-      return false;
-  }
-  return true;
-}
-
-// Shards listed by model.safetensors.index.json in `dir`.
-static bool check_index(checker *c, const char *dir, const char *index_path) {
-  // Read as every other input: a regular file only (a FIFO would block),
-  // of bounded size (a real index is under 100 KiB).
-  char why[1024];
-  size_t len = 0;
-  char *text = tool_read_file(index_path, (size_t)64 << 20, &len, why, sizeof why);
-  if (!text)
-    return fail(c, index_path, "%s", why);
-  json_error_t jerr;
-  json_t *index = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-  free(text);
-  if (!index)
-    return fail(c, index_path, "malformed JSON at line %d, column %d: %s",
-                jerr.line, jerr.column, jerr.text);
-  c->weight_map = json_incref(json_object_get(index, "weight_map"));
-  json_decref(index);
-  if (!json_is_object(c->weight_map))
-    return fail(c, index_path, "missing or non-object key 'weight_map'");
-
-  // Open every shard the map names; check each listed tensor exists there.
-  const char *name;
-  json_t *value;
-  char path[4096];
-  json_object_foreach(c->weight_map, name, value) {
-    const char *file = json_string_value(value);
-    if (!file || !file[0] || strchr(file, '/') || !strcmp(file, "..") ||
-        !strcmp(file, "."))
-      return fail(c, index_path,
-                  "weight_map entry '%s' must be a file name in the same directory",
-                  name);
-    if (snprintf(path, sizeof path, "%s/%s", dir, file) >= (int)sizeof path)
-      return fail(c, index_path, "the path of shard '%s' is too long", file);
-    int fi;
-    if (!add_file(c, path, file, &fi))
-      return false;
-    const srt_tensor_info *t = srt_safetensors_lookup(c->files[fi], name);
-    if (!t)
-      return fail(c, index_path,
-                  "weight_map puts tensor '%s' in '%s', which has no such tensor",
-                  name, file);
-    const import_param *p = find_param(c, name);
-    if (p ? !check_tensor(c, srt_safetensors_path(c->files[fi]), t, p)
-          : !check_extra(c, srt_safetensors_path(c->files[fi]), t))
-      return false;
-  }
-  for (int i = 0; i < c->m->num_params; ++i) {
-    const import_param *p = &c->m->params[i];
-    char b[128];
-    if (!json_object_get(c->weight_map, p->name))
-      return fail(c, index_path, "missing tensor '%s' (%s %s, required by the graph)",
-                  p->name, srt_dtype_name(c->dtype),
-                  dims_str(p->rank, p->dims, b, sizeof b));
-  }
-  for (int i = 0; i < c->num_files; ++i) {
-    for (size_t j = 0; j < srt_safetensors_count(c->files[i]); ++j) {
-      const srt_tensor_info *t = srt_safetensors_get(c->files[i], j);
-      if (!json_object_get(c->weight_map, t->name))
-        return fail(c, srt_safetensors_path(c->files[i]),
-                    "tensor '%s' is not listed in %s (extra tensor)", t->name,
-                    index_path);
-    }
-  }
-  return true;
-}
-
-bool import_check_weights(const char *path, const import_model *m,
-                          srt_dtype dtype, char *err, size_t errlen) {
-  checker c = {.m = m, .dtype = dtype, .err = err, .errlen = errlen};
+    return fail_status(&c, s);
   c.order = malloc((size_t)(m->num_params ? m->num_params : 1) * sizeof *c.order);
   if (!c.order) {
     snprintf(err, errlen, "%s: error: out of memory", path);
@@ -247,32 +183,10 @@ bool import_check_weights(const char *path, const import_model *m,
   for (int i = 0; i < m->num_params; ++i)
     c.order[i] = &m->params[i];
   qsort(c.order, (size_t)m->num_params, sizeof *c.order, by_name);
-  bool ok;
-  if (is_dir(path)) {
-    char index[4096], single[4096];
-    bool fits =
-        snprintf(index, sizeof index, "%s/model.safetensors.index.json", path) <
-            (int)sizeof index &&
-        snprintf(single, sizeof single, "%s/model.safetensors", path) < (int)sizeof single;
-    if (!fits)
-      ok = fail(&c, path, "the directory's path is too long to name its files");
-    else if (exists(index))
-      ok = check_index(&c, path, index);
-    else if (exists(single))
-      ok = check_single(&c, single);
-    else
-      ok = fail(&c, path, "directory has neither model.safetensors.index.json nor "
-                          "model.safetensors");
-  } else {
-    ok = check_single(&c, path);
-  }
-  for (int i = 0; i < c.num_files; ++i) {
-    srt_safetensors_close(c.files[i]);
-    free(c.file_names[i]);
-  }
-  free(c.files);
-  free(c.file_names);
-  json_decref(c.weight_map);
+  srt_checkpoint_source *src = NULL;
+  s = srt_checkpoint_source_open(path, &src);
+  bool ok = s ? fail_status(&c, s) : (c.src = src, check_source(&c));
+  srt_checkpoint_source_close(src);
   free(c.order);
   return ok;
 }

@@ -35,6 +35,15 @@ srt_status srt_checkpoint_load_shard(const srt_safetensors *file,
                                      const int coord[SRT_MESH_NDIMS],
                                      srt_tensor *t);
 
+/// srt_checkpoint_load_shard of the tensor stored as `stored` in `file`
+/// (a checkpoint layout that names it otherwise than t->name, e.g.
+/// transformers' on-disk "language_model.model.*" for an in-memory
+/// "model.language_model.*"). Errors: as srt_checkpoint_load_shard,
+/// naming `stored`.
+srt_status srt_checkpoint_load_shard_as(const srt_safetensors *file, const char *stored,
+                                        const srt_mesh *mesh,
+                                        const int coord[SRT_MESH_NDIMS], srt_tensor *t);
+
 /// Loads t->data from a per-rank file written by srt_checkpoint_save_local:
 /// the stored tensor `t->name` must have t->local_shape, and the file's
 /// mesh and coordinate (metadata) must be this rank's. Same conversions as
@@ -110,5 +119,24 @@ srt_status srt_checkpoint_save_consolidated_meta(srt_context *ctx, const char *p
                                                  const srt_tensor *tensors, size_t n,
                                                  const char *const *metadata,
                                                  size_t n_metadata);
+
+/// One tensor of a file srt_checkpoint_save_items writes.
+typedef struct srt_checkpoint_item {
+  const char *name;            ///< its name in the file
+  srt_dtype dtype;             ///< stored dtype of `tensor`: F32, BF16 or F16
+                               ///< (rounded to nearest even); ignored for `raw`
+  const srt_tensor *tensor;    ///< F32, sharded: gathered whole (collective), or NULL
+  const srt_tensor_info *raw;  ///< when `tensor` is NULL: a tensor of an open file,
+                               ///< written byte for byte (its dtype and shape)
+} srt_checkpoint_item;
+
+/// srt_checkpoint_save_consolidated_meta of `items` (a carried tensor's
+/// bytes are copied from its mapping on rank 0; every rank must pass the
+/// same items). Errors: SRT_INVALID_ARGUMENT naming an item that is
+/// neither or both, or a tensor that is not F32 or a stored dtype other
+/// than F32, BF16, F16; else as srt_checkpoint_save_consolidated_meta.
+srt_status srt_checkpoint_save_items(srt_context *ctx, const char *path,
+                                     const srt_checkpoint_item *items, size_t n,
+                                     const char *const *metadata, size_t n_metadata);
 
 #endif // SHARDRT_CHECKPOINT_H

@@ -22,6 +22,17 @@ float srt_f16_to_f32(uint16_t bits);
 /// NaN with its sign; overflow rounds to infinity like the hardware does.
 uint16_t srt_f32_to_bf16(float x);
 
+/// float32 -> IEEE binary16 bits, rounding to nearest even (as the
+/// hardware's vcvtps2ph and torch's .half()): subnormal results below
+/// 2^-14, overflow (|x| >= 65520) to infinity, NaN to a quiet NaN with its
+/// sign and the top of its payload.
+uint16_t srt_f32_to_f16(float x);
+
+/// Converts `n` float32 elements at `src` to `dtype` at `dst` (which need
+/// not be aligned): F32 copied, BF16 and F16 rounded to nearest even.
+/// Errors: SRT_INVALID_ARGUMENT for another dtype.
+srt_status srt_convert_from_f32(const float *src, srt_dtype dtype, int64_t n, void *dst);
+
 /// Converts `n` elements of `dtype` at `src` to float32 at `dst`. `src`
 /// need not be aligned (bytes are read with memcpy: safetensors data may
 /// start at any offset). F32 is copied, F16/BF16 widened exactly, F64

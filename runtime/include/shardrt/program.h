@@ -16,7 +16,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 4
+#define SRT_PROGRAM_ABI 5
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -92,6 +92,8 @@ typedef enum srt_param_init { SRT_INIT_NORMAL, SRT_INIT_ZEROS, SRT_INIT_ONES } s
 #define SRT_PROGRAM_FIELDS(F, A)                                                         \
   F(I32, abi)                        /* SRT_PROGRAM_ABI */                               \
   F(STR, model)                      /* config.json path it was compiled from */        \
+  F(STR, config_json)                /* that file's text, as compiled (exports) */       \
+  F(STR, checkpoint_names)           /* layouts, carried modules: checkpoint_names.h */ \
   F(I64, dp) F(I64, tp)              /* mesh it was partitioned for */                   \
   F(I64, batch) F(I64, seq)          /* global batch and sequence length */              \
   F(I64, local_batch)                /* batch / dp */                                    \

@@ -83,11 +83,66 @@ static void test_convert_unaligned(void **state) {
                "cannot convert I32 to F32");
 }
 
+// float32 -> binary16 against the compiler's _Float16 conversion (GCC and
+// clang on x86-64: round to nearest even, IEEE 754): every float32 whose
+// low 11 bits are 0 or 0xfff/0x1000 neighbours (that covers every halfway
+// case and its neighbours in each binade), plus a stride over the rest.
+static void test_f32_to_f16_against_compiler(void **state) {
+  (void)state;
+  int64_t checked = 0;
+  for (uint64_t hi = 0; hi < (1u << 20); ++hi) {
+    const uint32_t lows[] = {0, 1, 0xfff, 0x1000, 0x1001, 0x7ff, 0x2000 - 1};
+    for (size_t k = 0; k < sizeof lows / sizeof *lows; ++k) {
+      uint32_t u = (uint32_t)(hi << 12) ^ lows[k];
+      float x;
+      memcpy(&x, &u, 4);
+      _Float16 h = (_Float16)x;
+      uint16_t want;
+      memcpy(&want, &h, 2);
+      uint16_t got = srt_f32_to_f16(x);
+      if (isnan(x)) { // both quiet NaNs of the same sign
+        if ((got & 0x7e00u) != 0x7e00u || (got & 0x8000u) != (want & 0x8000u))
+          fail_msg("f32 0x%08x (NaN) -> f16 0x%04x", u, got);
+      } else if (got != want) {
+        fail_msg("f32 0x%08x (%a) -> f16 0x%04x, expected 0x%04x", u, (double)x, got, want);
+      }
+      ++checked;
+    }
+  }
+  assert_true(checked > 7000000);
+  // Edges by value: the largest half, the first value rounding to infinity,
+  // the smallest subnormal and half of it (ties to even: zero).
+  assert_int_equal(srt_f32_to_f16(65504.0f), 0x7bff);
+  assert_int_equal(srt_f32_to_f16(65520.0f), 0x7c00);
+  assert_int_equal(srt_f32_to_f16(0x1p-24f), 0x0001);
+  assert_int_equal(srt_f32_to_f16(0x1p-25f), 0x0000);
+  assert_int_equal(srt_f32_to_f16(-0x1.8p-25f), 0x8001);
+}
+
+static void test_convert_from_f32(void **state) {
+  (void)state;
+  const float x[3] = {1.0f, -2.5f, 0x1p-20f};
+  unsigned char buf[1 + 3 * 4];
+  assert_null(srt_convert_from_f32(x, SRT_BF16, 3, buf + 1)); // unaligned
+  float back[3];
+  assert_null(srt_convert_to_f32(buf + 1, SRT_BF16, 3, back));
+  assert_memory_equal(back, x, sizeof back); // all three are bf16-exact
+  assert_null(srt_convert_from_f32(x, SRT_F16, 3, buf + 1));
+  assert_null(srt_convert_to_f32(buf + 1, SRT_F16, 3, back));
+  assert_memory_equal(back, x, sizeof back);
+  srt_status s = srt_convert_from_f32(x, SRT_I64, 3, buf);
+  assert_non_null(s);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_exhaustive),
       cmocka_unit_test(test_f16_exhaustive),
       cmocka_unit_test(test_f32_to_bf16_rounding),
+      cmocka_unit_test(test_f32_to_f16_against_compiler),
+      cmocka_unit_test(test_convert_from_f32),
       cmocka_unit_test(test_convert_unaligned),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
