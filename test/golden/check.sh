@@ -31,8 +31,13 @@
 set -u
 ARCH=$1 G=$2 BIN=$3 MPI=$4 W=$5
 . "$(dirname "$0")/../e2e/lib.sh"
+# WEIGHTS: what --weights and --load get, relative to GOLDEN (a model
+# directory for the cases written by save_pretrained). CARRIED: prefixes of
+# the tensors a --save after the step must give back byte for byte.
+WEIGHTS=model.safetensors CARRIED=
 # shellcheck disable=SC1091 # generated: PLAN BATCH SEQ LR BETAS EPS WEIGHT_DECAY MAX_GRAD_NORM
 . "$G/step.env"
+CKPT=$G/$WEIGHTS
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 
 VARIANTS=(
@@ -44,18 +49,27 @@ status=0
 for v in "${VARIANTS[@]}"; do
   read -r name np flags <<<"$v"
   # shellcheck disable=SC2086 # flags are words
-  compile "$name" "$G/config.json" "$PLAN" $flags --keep-logits --weights "$G/model.safetensors" \
+  compile "$name" "$G/config.json" "$PLAN" $flags --keep-logits --weights "$CKPT" \
     || { echo "FAIL: $ARCH $name: does not compile"; status=1; continue; }
-  run "$np" "$W/$name" --batch-file "$G/batch.safetensors" --load "$G/model.safetensors" \
+  save=()
+  [ -n "$CARRIED" ] && save=(--save "$W/$name.saved.safetensors")
+  run "$np" "$W/$name" --batch-file "$G/batch.safetensors" --load "$CKPT" \
     --steps 1 --lr "$LR" --betas "$BETAS" --eps "$EPS" --weight-decay "$WEIGHT_DECAY" \
-    --max-grad-norm "$MAX_GRAD_NORM" --dump "$W/$name.dump.safetensors" >"$W/$name.log" 2>&1 \
+    --max-grad-norm "$MAX_GRAD_NORM" --dump "$W/$name.dump.safetensors" "${save[@]}" \
+    >"$W/$name.log" 2>&1 \
     || { cat "$W/$name.log"; echo "FAIL: $ARCH $name: the step failed"; status=1; continue; }
   verdict=ok
   # transformers' file has no optimizer state: its weights, step 1 (not a resume).
-  grep -q "loaded the weights of '$G/model.safetensors'; training starts at step 1" "$W/$name.log" \
+  grep -q "loaded the weights of '$CKPT'; training starts at step 1" "$W/$name.log" \
     || { cat "$W/$name.log"; echo "FAIL: $ARCH $name: the Hugging Face checkpoint not loaded as weights only"; status=1; }
   "$BIN/golden_compare" "$W/$name.dump.safetensors" "$G/expected.safetensors" \
     >"$W/$name.cmp" 2>&1 || { verdict=FAIL; cat "$W/$name.cmp"; status=1; }
+  if [ -n "$CARRIED" ]; then
+    # shellcheck disable=SC2086 # prefixes are words
+    "$BIN/carried_check" "$W/$name.saved.safetensors" "$CKPT/model.safetensors" $CARRIED \
+      >"$W/$name.carried" 2>&1 || { verdict=FAIL; status=1; }
+    cat "$W/$name.carried"
+  fi
   grep '^step ' "$W/$name.log"
   printf 'GOLDEN %-6s %-5s %s %s\n' "$ARCH" "$name" \
     "$(grep '^max_rel ' "$W/$name.cmp" || echo 'no comparison')" "$verdict"

@@ -64,6 +64,25 @@ PLANS = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama", "gemma3": "gemma3
 CASES = {arch: (arch, {}, None) for arch in ARCHS}
 CASES["llama-pad"] = ("llama", {"pad_token_id": 3}, 3)
 CASES["gemma3-pad"] = ("gemma3", {}, 0)
+# Checkpoints as transformers writes them (issue 15), each its own layout:
+#   gemma3-cg: Gemma3ForConditionalGeneration with a tiny vision tower, config
+#     and weights by save_pretrained (text under language_model.model.*, the
+#     tower and projector beside it); check.sh also saves after the step and
+#     requires every non-text tensor back byte for byte.
+#   gemma3-sparse: the same model class from a sparse text_config (the keys
+#     published Gemma 3 configs leave to Gemma3TextConfig's defaults).
+#   llama-bf16-sharded: bf16 weights over several shards with
+#     model.safetensors.index.json, loaded as a model directory (--load DIR).
+CASES["gemma3-cg"] = ("gemma3", {}, None)
+CASES["gemma3-sparse"] = ("gemma3", {}, None)
+CASES["llama-bf16-sharded"] = ("llama", {}, None)
+KINDS = {"gemma3-cg": "conditional", "gemma3-sparse": "sparse",
+         "llama-bf16-sharded": "bf16-sharded"}
+# The text_config keys the sparse case keeps: the rest come from defaults.
+SPARSE_KEEP = ["model_type", "vocab_size", "hidden_size", "intermediate_size",
+               "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"]
+TINY_VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                   num_attention_heads=2, image_size=28, patch_size=14)
 OVERRIDES = {"vocab_size": 128, "intermediate_size": 32}
 BATCH, SEQ = 2, 32
 SEED = 20240808
@@ -80,10 +99,15 @@ def build_config(arch):
     return cfg
 
 
+def text_model(model):
+    """The decoder stack: model.model, or a conditional model's language model."""
+    return getattr(model.model, "language_model", model.model)
+
+
 def check_interpretation(arch, cfg, model):
     """Asserts that transformers reads the config the way shard-import does."""
-    c = model.config
-    inner = model.model
+    c = model.config.get_text_config()
+    inner = text_model(model)
     layer0 = inner.layers[0].self_attn
     assert c.vocab_size == cfg["vocab_size"] and c.hidden_size == cfg["hidden_size"]
     assert c.num_attention_heads == cfg["num_attention_heads"]
@@ -153,34 +177,108 @@ def file_size(path):
     return os.path.getsize(path)
 
 
-def generate(case):
-    arch, extra, pad = CASES[case]
-    out = os.path.join(HERE, case)
-    os.makedirs(out, exist_ok=True)
-    cfg = build_config(arch)
-    cfg.update(extra)
-    with open(os.path.join(out, "config.json"), "w") as f:
-        json.dump(cfg, f, indent=2)
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
         f.write("\n")
-    config = transformers.AutoConfig.for_model(
-        cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+
+
+def conditional_config(cfg):
+    """A Gemma3Config around the tiny text config, with a tiny vision tower."""
+    text = {k: v for k, v in cfg.items() if k not in ("architectures", "torch_dtype")}
+    v = cfg["vocab_size"]
+    return transformers.Gemma3Config(text_config=text, vision_config=TINY_VISION,
+                                     mm_tokens_per_image=4, image_token_index=v - 1,
+                                     boi_token_index=v - 3, eoi_token_index=v - 2)
+
+
+def sparse_config(out, cfg):
+    """Writes the conditional config with a sparse text_config; returns it as
+    transformers reads it back."""
+    conditional_config(cfg).save_pretrained(out)
+    path = os.path.join(out, "config.json")
+    with open(path) as f:
+        full = json.load(f)
+    full["text_config"] = {k: full["text_config"][k] for k in SPARSE_KEEP}
+    write_json(path, full)
+    return transformers.AutoConfig.from_pretrained(out)
+
+
+def build_model(case, out, cfg):
+    """The model in float32 and, for the plain cases, its config.json."""
+    kind = KINDS.get(case, "causal")
+    if kind == "causal" or kind == "bf16-sharded":
+        write_json(os.path.join(out, "config.json"), cfg)
+        config = transformers.AutoConfig.for_model(
+            cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+        cls = transformers.AutoModelForCausalLM
+    else:
+        config = conditional_config(cfg) if kind == "conditional" else sparse_config(out, cfg)
+        cls = transformers.Gemma3ForConditionalGeneration
     config._attn_implementation = "eager"
-    index = ARCHS.index(case) if case in ARCHS else 100 + list(CASES).index(case)
-    gen = torch.Generator().manual_seed(SEED + index)
+    make = cls.from_config if cls is transformers.AutoModelForCausalLM else cls._from_config
+    return make(config, dtype=torch.float32, attn_implementation="eager")
+
+
+def save_weights(case, out, model, params):
+    """The checkpoint of `case` in its own layout (see CASES)."""
+    kind = KINDS.get(case, "causal")
+    if kind == "causal":
+        save_file({n: p.detach().clone().contiguous() for n, p in params.items()},
+                  os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    elif kind == "conditional":
+        model.save_pretrained(out)  # config.json and model.safetensors as published
+    elif kind == "sparse":  # the weights only: the sparse config.json stays
+        tmp = os.path.join(out, "tmp")
+        model.save_pretrained(tmp)
+        os.replace(os.path.join(tmp, "model.safetensors"), os.path.join(out, "model.safetensors"))
+        for f in os.listdir(tmp):
+            os.remove(os.path.join(tmp, f))
+        os.rmdir(tmp)
+    else:  # bf16 over several shards, with the index
+        # A bf16 copy of the state only: model.to(bfloat16) would round the
+        # rotary inv_freq buffer of the reference step too.
+        # The tied lm_head is the embedding: not written twice (as transformers).
+        state = {n: t.detach().to(torch.bfloat16) for n, t in model.state_dict().items()
+                 if not (n == "lm_head.weight" and model.config.tie_word_embeddings)}
+        model.save_pretrained(out, state_dict=state, max_shard_size="40KB")
+        assert os.path.exists(os.path.join(out, "model.safetensors.index.json"))
+        shards = [f for f in os.listdir(out) if f.startswith("model-")]
+        assert len(shards) >= 3, shards
+    for f in ("generation_config.json",):
+        if os.path.exists(os.path.join(out, f)):
+            os.remove(os.path.join(out, f))
+
+
+def reference_step(case, out, cfg, seed):
+    """Draws the weights and the batch, writes them, and runs transformers'
+    step on them."""
+    arch, _, pad = CASES[case]
+    gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(SEED)
-    model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32,
-                                                          attn_implementation="eager")
+    model = build_model(case, out, cfg)
     model.train()  # no dropout in these configs; train() as the driver does
-    check_interpretation(arch, cfg, model)
+    if KINDS.get(case) != "sparse":
+        check_interpretation(arch, cfg, model)
+    inner = text_model(model)
     # The embedding's padding_idx is what shard-import makes of pad_token_id.
     want_pad = cfg.get("pad_token_id", 0 if arch == "gemma3" else None)
-    assert model.model.embed_tokens.padding_idx == want_pad, model.model.embed_tokens.padding_idx
+    assert inner.embed_tokens.padding_idx == want_pad, inner.embed_tokens.padding_idx
     randomize(arch, model, gen)
-    params = dict(model.named_parameters())  # tied lm_head appears once, as the embedding
-    save_file({n: p.detach().clone().contiguous() for n, p in params.items()},
-              os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
+    if KINDS.get(case) == "bf16-sharded":  # weights exactly representable in bf16
+        with torch.no_grad():
+            for p in model.parameters():
+                p.copy_(p.to(torch.bfloat16).to(torch.float32))
+    # What the compiled step trains: the text model (a tied lm_head appears
+    # once, as the embedding); a vision tower is carried, not trained.
+    params = {n: p for n, p in model.named_parameters()
+              if "vision_tower" not in n and "multi_modal_projector" not in n}
+    save_weights(case, out, model, params)
 
-    ids, labels = make_batch(cfg["vocab_size"], gen, pad)
+    # A conditional model's image, begin- and end-of-image ids (the last
+    # three) stay out of a text batch.
+    text_vocab = cfg["vocab_size"] - (3 if case in KINDS and arch == "gemma3" else 0)
+    ids, labels = make_batch(text_vocab, gen, pad)
     if pad is not None:
         assert (ids == pad).sum() == 6, ids
     save_file({"input_ids": ids, "labels": labels}, os.path.join(out, "batch.safetensors"),
@@ -200,6 +298,20 @@ def generate(case):
     opt = torch.optim.AdamW(list(params.values()), lr=LR, betas=BETAS, eps=EPS,
                             weight_decay=WEIGHT_DECAY)
     opt.step()
+    return params, result, logits, norms, total
+
+
+def generate(case):
+    arch, extra, pad = CASES[case]
+    out = os.path.join(HERE, case)
+    if os.path.isdir(out):
+        for f in os.listdir(out):
+            os.remove(os.path.join(out, f))
+    os.makedirs(out, exist_ok=True)
+    cfg = build_config(arch)
+    cfg.update(extra)
+    index = ARCHS.index(case) if case in ARCHS else 100 + list(CASES).index(case)
+    params, result, logits, norms, total = reference_step(case, out, cfg, SEED + index)
 
     ld = logits.double()
     expected = {
@@ -219,6 +331,10 @@ def generate(case):
         f.write(f"PLAN={PLANS[arch]}\nBATCH={BATCH}\nSEQ={SEQ}\nLR={LR!r}\n")
         f.write(f"BETAS={BETAS[0]!r},{BETAS[1]!r}\nEPS={EPS!r}\nWEIGHT_DECAY={WEIGHT_DECAY!r}\n")
         f.write(f"MAX_GRAD_NORM={MAX_GRAD_NORM!r}\n")
+        if case in KINDS:  # a model directory, loaded as transformers would
+            f.write("WEIGHTS=.\n")
+        if KINDS.get(case) == "conditional":  # saved back: these bytes unchanged
+            f.write("CARRIED='vision_tower. multi_modal_projector.'\n")
     size = sum(file_size(os.path.join(out, f)) for f in os.listdir(out))
     assert size < MAX_BYTES, f"{arch}: {size} bytes"
     print(f"{case}: loss {result.loss.item():.7f} grad_norm {total.item():.6f} "
