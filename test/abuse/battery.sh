@@ -91,7 +91,9 @@ printf '{"architectures": ["Qwen2ForCausalLM"], "hidden_size": 128, "hidden_size
 printf '%*s' 100000 '' | tr ' ' '[' >"$F/cfg-deep.json"
 printf '[1, 2, 3]\n' >"$F/cfg-array.json"
 printf '\xff\xfe{}\n' >"$F/cfg-not-utf8.json"
-printf '{"architectures": ["Qwen2ForCausalLM"]}\n' >"$F/cfg-sparse.json"
+# Absent keys take the config class's defaults (a bare Qwen2 config is
+# Qwen2Config()); NemotronH's block list has none.
+printf '{"architectures": ["NemotronHForCausalLM"]}\n' >"$F/cfg-sparse.json"
 # Plans with one hostile entry each (a plan entry that matches no module is
 # only a warning, as in the reference, so it is not among them).
 PLAN_EXPECT=()

@@ -248,6 +248,8 @@ static int run(const options *o) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
+  if (cfg.warnings) // keys the compiled step ignores
+    fputs(cfg.warnings, stderr);
   MlirContext ctx = nn_context_create();
   tool_diagnostics diag = {0};
   tool_diagnostics_attach(ctx, &diag);

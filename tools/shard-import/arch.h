@@ -35,10 +35,9 @@ typedef struct import_arch {
   bool query_scalar;           // scale = query_pre_attn_scalar ** -0.5
   bool rope;                   // attention applies RoPE
   double norm_offset;          // RMSNorm multiplies by (offset + w)
-  bool default_tie;            // tie_word_embeddings when the key is absent
   bool padding_idx;            // the embedding's padding_idx is pad_token_id
-  int64_t default_pad;         // pad_token_id when absent (-1: None)
-  double default_rope_theta;   // rope_theta when absent
+  const char *config_class;     // transformers class of the (text) config
+  const char *top_config_class; // class of the top level of a composite config
   const char *checkpoint_names; // layouts and carried modules of its checkpoints
                                 // (shardrt/checkpoint_names.h), or NULL
 } import_arch;

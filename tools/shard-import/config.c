@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_class.h"
 #include "json_locate.h"
 #include "source.h"
 
@@ -20,9 +21,40 @@ typedef struct parser {
   import_config *cfg;
   json_t *root; // the whole file
   json_t *obj;  // the text config object (root, or root[text_config])
+  const import_config_class *cls, *top_cls; // of obj and (composite) root
+  json_t *seen;     // keys looked up: "" + key for obj, "^" + key for root
+  json_t *defaults; // the default values handed out (kept alive here)
   char *err;
   size_t errlen;
 } parser;
+
+// Appends one formatted line to the heap string *buf (nothing when out of
+// memory: these are reports, not results).
+__attribute__((format(printf, 2, 3))) static void append_line(char **buf, const char *fmt,
+                                                               ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  size_t old = *buf ? strlen(*buf) : 0, add = strlen(line);
+  char *grown = realloc(*buf, old + add + 2);
+  if (!grown)
+    return;
+  memcpy(grown + old, line, add);
+  grown[old + add] = '\n';
+  grown[old + add + 1] = 0;
+  *buf = grown;
+}
+
+// Records that `key` of the text config (or, with top, of the top level)
+// was read, so that it is not reported as ignored.
+static void mark_seen(parser *p, bool top, const char *key) {
+  char k[200];
+  snprintf(k, sizeof k, "%s%s", top ? "^" : "", key);
+  if (p->seen)
+    json_object_set_new(p->seen, k, json_true());
+}
 
 //===----------------------------------------------------------------------===//
 // Errors
@@ -40,11 +72,23 @@ static const char *qualify(const parser *p, const char *key, char *buf,
 
 // Writes `PATH:LINE:COL: error: MESSAGE` (the position of `key` below the
 // scope, when written; `PATH: error:` otherwise) and returns false.
+// A value the config does not write came from its class: the message says
+// which, so that the user knows what to write.
+static void note_default(parser *p, const char *key) {
+  const import_config_class *cls = p->cls;
+  const char *value = import_config_class_default(cls, key);
+  size_t n = strlen(p->err);
+  if (value && n < p->errlen)
+    snprintf(p->err + n, p->errlen - n, " (%s is not written: %s's default %s)", key,
+             cls->name, value);
+}
+
 __attribute__((format(printf, 3, 4))) static bool fail(parser *p, const char *key,
                                                         const char *fmt, ...) {
   int line, col;
   int n;
-  if (key && import_config_locate(p->cfg, key, &line, &col))
+  bool written = key && import_config_locate(p->cfg, key, &line, &col);
+  if (written)
     n = snprintf(p->err, p->errlen, "%s:%d:%d: error: ", p->cfg->path, line, col);
   else
     n = snprintf(p->err, p->errlen, "%s: error: ", p->cfg->path);
@@ -54,6 +98,8 @@ __attribute__((format(printf, 3, 4))) static bool fail(parser *p, const char *ke
   va_start(ap, fmt);
   vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
   va_end(ap);
+  if (key && !written)
+    note_default(p, key);
   return false;
 }
 
@@ -85,6 +131,28 @@ typedef struct key_ref {
   char full[200]; // path from the top, for messages
 } key_ref;
 
+// The default of `key` (absent from object `o`) from the config class of
+// `o`, when `o` is the text config or a composite's top level: recorded in
+// cfg->defaults_used. NULL when the class has none.
+static const json_t *class_default(parser *p, const json_t *o, const char *key) {
+  bool top = o == p->root && p->root != p->obj;
+  const import_config_class *cls = top ? p->top_cls : o == p->obj ? p->cls : NULL;
+  const char *text = import_config_class_default(cls, key);
+  json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+  if (!v || json_array_append_new(p->defaults, v) != 0)
+    return NULL;
+  char where[200];
+  if (top || !p->cfg->scope[0])
+    snprintf(where, sizeof where, "%s", key);
+  else
+    snprintf(where, sizeof where, "%s.%s", p->cfg->scope, key);
+  char line[400];
+  snprintf(line, sizeof line, "%s = %s (%s default, %s)", where, text, cls->name, cls->source);
+  if (!p->cfg->defaults_used || !strstr(p->cfg->defaults_used, line))
+    append_line(&p->cfg->defaults_used, "%s", line);
+  return json_is_null(v) ? NULL : v;
+}
+
 static const json_t *lookup(parser *p, key_ref *k, const json_t *o,
                             const char *opath, const char *key) {
   k->o = o;
@@ -95,7 +163,11 @@ static const json_t *lookup(parser *p, key_ref *k, const json_t *o,
   else
     snprintf(k->rel, sizeof k->rel, "%s", key);
   qualify(p, k->rel, k->full, sizeof k->full);
+  if (!opath[0] && (o == p->obj || o == p->root))
+    mark_seen(p, o != p->obj, key);
   const json_t *v = json_object_get(o, key);
+  if (!v && !opath[0])
+    return class_default(p, o, key);
   return json_is_null(v) ? NULL : v;
 }
 
@@ -136,22 +208,22 @@ static bool get_int(parser *p, const json_t *o, const char *opath,
 }
 
 // pad_token_id, the embedding's padding_idx where transformers makes it one
-// (arch->padding_idx): absent, the config class's default; null, none; a
+// (arch->padding_idx): absent, the config class's default (config_class.c);
+// null, none; a
 // negative id counts from the end (torch's padding_idx); outside [-vocab,
 // vocab) refused, as torch's nn.Embedding refuses it.
 static bool get_padding_idx(parser *p, const json_t *o, import_config *c) {
   c->padding_idx = -1;
   if (!c->arch->padding_idx)
     return true;
+  mark_seen(p, false, "pad_token_id");
   const json_t *raw = json_object_get(o, "pad_token_id");
   if (raw && json_is_null(raw))
     return true;
   key_ref k;
   const json_t *v = lookup(p, &k, o, "", "pad_token_id");
-  if (!v) {
-    c->padding_idx = c->arch->default_pad < c->vocab ? c->arch->default_pad : -1;
+  if (!v) // absent with a None default
     return true;
-  }
   if (!json_is_integer(v))
     return fail(p, k.rel, "key '%s' must be an integer or null, got %s", k.full,
                 type_name(v));
@@ -289,6 +361,8 @@ static bool parse_arch(parser *p) {
                          "the architecture");
   }
 
+  p->cls = import_config_class_by_name(c->arch->config_class);
+  p->top_cls = import_config_class_by_name(c->arch->top_config_class);
   p->obj = p->root;
   if (c->arch->text_config) {
     const json_t *text = json_object_get(p->root, c->arch->text_config);
@@ -325,10 +399,21 @@ static bool parse_arch(parser *p) {
 static bool parse_sizes(parser *p) {
   import_config *c = p->cfg;
   const json_t *o = p->obj;
+  // NemotronH's transformers 5 config has no num_hidden_layers: the length
+  // of its block list is the number (NemotronHConfig.num_hidden_layers).
+  int64_t implied_layers = 0;
+  if (c->arch->family == IMPORT_NEMOTRON_H) {
+    const json_t *pattern = json_object_get(o, "hybrid_override_pattern");
+    const json_t *types = json_object_get(o, "layers_block_type");
+    implied_layers = json_is_string(pattern) ? (int64_t)json_string_length(pattern)
+                     : json_is_array(types)  ? (int64_t)json_array_size(types)
+                                             : 0;
+  }
   if (!get_int(p, o, "", "vocab_size", true, 0, 1, &c->vocab) ||
       !get_int(p, o, "", "hidden_size", true, 0, 1, &c->hidden) ||
       !get_int(p, o, "", "intermediate_size", true, 0, 1, &c->intermediate) ||
-      !get_int(p, o, "", "num_hidden_layers", true, 0, 1, &c->layers) ||
+      !get_int(p, o, "", "num_hidden_layers", implied_layers == 0, implied_layers, 1,
+               &c->layers) ||
       !get_int(p, o, "", "num_attention_heads", true, 0, 1, &c->heads) ||
       !get_int(p, o, "", "num_key_value_heads", false, c->heads, 1, &c->kv_heads))
     return false;
@@ -347,9 +432,13 @@ static bool parse_sizes(parser *p) {
                 "num_key_value_heads %lld",
                 (long long)c->heads, (long long)c->kv_heads);
 
-  // head_dim: explicit (NemotronH spells it attention_head_dim), else implied.
-  const char *hd_key =
-      json_object_get(o, "attention_head_dim") ? "attention_head_dim" : "head_dim";
+  // head_dim: explicit (NemotronH's 4.x remote code spells it
+  // attention_head_dim; transformers 5 reads head_dim), else the class's
+  // default, else implied.
+  mark_seen(p, false, "attention_head_dim");
+  const char *hd_key = !json_object_get(o, "head_dim") && json_object_get(o, "attention_head_dim")
+                           ? "attention_head_dim"
+                           : "head_dim";
   if (!get_int(p, o, "", hd_key, false, 0, 1, &c->head_dim))
     return false;
   if (c->head_dim == 0) {
@@ -366,11 +455,12 @@ static bool parse_sizes(parser *p) {
 
   // Composite models may say tie_word_embeddings at the top level; the
   // text config's own value wins.
-  bool default_tie = c->arch->default_tie;
-  if (c->arch->text_config) {
+  bool default_tie = false;
+  if (c->arch->text_config)
+    mark_seen(p, true, "tie_word_embeddings");
+  if (c->arch->text_config && !json_object_get(o, "tie_word_embeddings")) {
     c->scope = "";
-    bool ok = get_bool(p, p->root, "", "tie_word_embeddings", default_tie,
-                       &default_tie);
+    bool ok = get_bool(p, p->root, "", "tie_word_embeddings", false, &default_tie);
     c->scope = c->arch->text_config;
     if (!ok)
       return false;
@@ -422,6 +512,8 @@ static bool parse_hybrid_pattern(parser *p) {
   import_config *c = p->cfg;
   const json_t *pattern = json_object_get(p->obj, "hybrid_override_pattern");
   const json_t *types = json_object_get(p->obj, "layers_block_type");
+  mark_seen(p, false, "hybrid_override_pattern");
+  mark_seen(p, false, "layers_block_type");
   if (json_is_string(pattern)) {
     const char *s = json_string_value(pattern);
     size_t n = json_string_length(pattern);
@@ -438,8 +530,8 @@ static bool parse_hybrid_pattern(parser *p) {
       default:
         return fail(p, "hybrid_override_pattern",
                     "hybrid_override_pattern[%zu] is '%c', which is not supported "
-                    "(expected 'M' Mamba2, '*' attention or '-' MLP)",
-                    i, s[i]);
+                    "(expected 'M' Mamba2, '*' attention or '-' MLP%s)",
+                    i, s[i], s[i] == 'E' ? "; 'E' mixture-of-experts blocks are not" : "");
       }
     }
     return true;
@@ -449,19 +541,24 @@ static bool parse_hybrid_pattern(parser *p) {
       return fail(p, "layers_block_type",
                   "layers_block_type has %zu entries but num_hidden_layers is %lld",
                   json_array_size(types), (long long)c->layers);
+    // The names of the remote code (4.x: mamba, attention) and of
+    // transformers 5's NemotronHConfig (linear_attention, full_attention).
     for (size_t i = 0; i < json_array_size(types); ++i) {
       const char *t = json_string_value(json_array_get(types, i));
-      if (t && !strcmp(t, "mamba"))
+      if (t && (!strcmp(t, "mamba") || !strcmp(t, "linear_attention")))
         c->blocks[i] = IMPORT_BLOCK_MAMBA;
-      else if (t && !strcmp(t, "attention"))
+      else if (t && (!strcmp(t, "attention") || !strcmp(t, "full_attention")))
         c->blocks[i] = IMPORT_BLOCK_ATTENTION;
       else if (t && !strcmp(t, "mlp"))
         c->blocks[i] = IMPORT_BLOCK_MLP;
       else
         return fail(p, "layers_block_type",
-                    "layers_block_type[%zu] is %s%s%s, expected \"mamba\", "
-                    "\"attention\" or \"mlp\"",
-                    i, t ? "\"" : "", t ? t : "not a string", t ? "\"" : "");
+                    "layers_block_type[%zu] is %s%s%s, expected \"mamba\" or "
+                    "\"linear_attention\" (Mamba2), \"attention\" or \"full_attention\", "
+                    "or \"mlp\"%s",
+                    i, t ? "\"" : "", t ? t : "not a string", t ? "\"" : "",
+                    t && !strcmp(t, "moe") ? " (mixture-of-experts blocks are not supported)"
+                                           : "");
     }
     return true;
   }
@@ -478,6 +575,13 @@ static bool parse_hybrid_pattern(parser *p) {
 static bool parse_decoder_layers(parser *p) {
   import_config *c = p->cfg;
   const json_t *o = p->obj;
+  // The keys transformers derives layer_types from when it is absent, and
+  // the window a sliding layer would have: considered either way.
+  static const char *const kLayerKeys[] = {"layer_types", "sliding_window_pattern",
+                                           "use_sliding_window", "max_window_layers",
+                                           "sliding_window"};
+  for (size_t i = 0; i < sizeof kLayerKeys / sizeof *kLayerKeys; ++i)
+    mark_seen(p, false, kLayerKeys[i]);
   const json_t *types = json_object_get(o, "layer_types");
   if (types && !json_is_null(types)) {
     if (!json_is_array(types) || (int64_t)json_array_size(types) != c->layers)
@@ -555,20 +659,35 @@ static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
   return true;
 }
 
+// A number default of the text config's class, not recorded as used (for
+// the bases of rope_parameters entries, which transformers 5 always writes).
+static double peek_default(const parser *p, const char *key, double fallback) {
+  const char *text = import_config_class_default(p->cls, key);
+  return text ? strtod(text, NULL) : fallback;
+}
+
 static bool parse_rope(parser *p) {
   import_config *c = p->cfg;
   const json_t *o = p->obj;
-  double base = c->arch->default_rope_theta;
-  c->rope = (import_rope){.theta = base, .type = "default"};
-  c->rope_local = (import_rope){.theta = 10000.0, .type = "default"};
-  if (c->arch->local_rope &&
-      !get_float(p, o, "", "rope_local_base_freq", false, 10000.0, kRopeBase,
-                 &c->rope_local.theta))
-    return false;
-
+  mark_seen(p, false, "rope_theta");
+  mark_seen(p, false, "rope_local_base_freq");
+  mark_seen(p, false, "rope_scaling");
+  double base = json_object_get(o, "rope_theta") ? 0 : peek_default(p, "rope_theta", 1e4);
+  double local = peek_default(p, "rope_local_base_freq", 1e4);
   const json_t *params;
   if (!get_obj(p, o, "", "rope_parameters", &params))
     return false;
+  if (!params) { // transformers 4.x: the bases are keys of their own
+    if (!get_float(p, o, "", "rope_theta", false, base, kRopeBase, &base) ||
+        (c->arch->local_rope &&
+         !get_float(p, o, "", "rope_local_base_freq", false, local, kRopeBase, &local)))
+      return false;
+  } else if (json_object_get(o, "rope_theta") &&
+             !get_float(p, o, "", "rope_theta", false, base, kRopeBase, &base)) {
+    return false;
+  }
+  c->rope = (import_rope){.theta = base, .type = "default"};
+  c->rope_local = (import_rope){.theta = local, .type = "default"};
   if (params) { // transformers 5.x
     const json_t *full = json_object_get(params, "full_attention");
     const json_t *sliding = json_object_get(params, "sliding_attention");
@@ -592,8 +711,7 @@ static bool parse_rope(parser *p) {
   }
   // transformers 4.x
   const json_t *scaling;
-  if (!get_float(p, o, "", "rope_theta", false, base, kRopeBase, &c->rope.theta) ||
-      !get_obj(p, o, "", "rope_scaling", &scaling))
+  if (!get_obj(p, o, "", "rope_scaling", &scaling))
     return false;
   return !scaling ||
          parse_rope_spec(p, scaling, "rope_scaling", c->rope.theta, &c->rope);
@@ -636,6 +754,59 @@ static bool parse_mamba(parser *p) {
 }
 
 //===----------------------------------------------------------------------===//
+// Keys the step ignores
+//===----------------------------------------------------------------------===//
+
+__attribute__((format(printf, 3, 4))) static void warn(parser *p, const char *key,
+                                                        const char *fmt, ...) {
+  int line = 1, col = 1;
+  import_config_locate(p->cfg, key, &line, &col);
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  append_line(&p->cfg->warnings, "%s:%d:%d: warning: %s", p->cfg->path, line, col, msg);
+}
+
+// Dropout: transformers applies it in training; the compiled step has none.
+static void check_dropout(parser *p, const json_t *o, const char *key) {
+  const json_t *v = json_object_get(o, key);
+  if (json_is_number(v) && json_number_value(v) != 0.0)
+    warn(p, key, "key '%s' is %g: the compiled step has no dropout, it trains as with 0",
+         key, json_number_value(v));
+}
+
+// Every key of the text config (and of a composite's top level) that was
+// not read and is not inert for its class: a warning each.
+static void report_ignored(parser *p) {
+  const char *key;
+  json_t *v;
+  check_dropout(p, p->obj, "attention_dropout");
+  check_dropout(p, p->obj, "hidden_dropout");
+  json_object_foreach(p->obj, key, v) {
+    char k[200];
+    snprintf(k, sizeof k, "%s", key);
+    if (!json_object_get(p->seen, k) && !import_config_class_inert(p->cls, key))
+      warn(p, key, "key '%s%s%s' is not used by shard-import: the compiled step does not "
+           "depend on it (%s)", p->cfg->scope, p->cfg->scope[0] ? "." : "", key,
+           p->cls ? p->cls->name : "?");
+  }
+  if (p->obj == p->root)
+    return;
+  const char *scope = p->cfg->scope;
+  p->cfg->scope = "";
+  json_object_foreach(p->root, key, v) {
+    char k[200];
+    snprintf(k, sizeof k, "^%s", key);
+    if (!json_object_get(p->seen, k) && !import_config_class_inert(p->top_cls, key))
+      warn(p, key, "key '%s' is not used by shard-import: the compiled step does not "
+           "depend on it (%s)", key, p->top_cls ? p->top_cls->name : "?");
+  }
+  p->cfg->scope = scope;
+}
+
+//===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
 
@@ -653,7 +824,8 @@ bool import_config_parse(const char *path, const char *text, size_t len,
   cfg->text[len] = '\0';
   cfg->text_len = len;
 
-  parser p = {.cfg = cfg, .err = err, .errlen = errlen};
+  parser p = {.cfg = cfg, .err = err, .errlen = errlen, .seen = json_object(),
+              .defaults = json_array()};
   json_error_t jerr;
   p.root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
   bool ok = false;
@@ -671,8 +843,12 @@ bool import_config_parse(const char *path, const char *text, size_t len,
       ok = parse_hybrid_pattern(&p) && parse_mamba(&p);
     else
       ok = parse_decoder_layers(&p) && (!cfg->arch->rope || parse_rope(&p));
+    if (ok)
+      report_ignored(&p);
   }
   json_decref(p.root);
+  json_decref(p.seen);
+  json_decref(p.defaults);
   if (!ok)
     import_config_free(cfg);
   return ok;
@@ -698,6 +874,8 @@ void import_config_free(import_config *cfg) {
   free(cfg->path);
   free(cfg->text);
   free(cfg->blocks);
+  free(cfg->defaults_used);
+  free(cfg->warnings);
   *cfg = (import_config){.scope = ""};
 }
 

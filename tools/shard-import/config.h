@@ -56,6 +56,13 @@ typedef struct import_config {
   int64_t mamba_heads, mamba_head_dim, n_groups, ssm_state, conv_kernel,
       chunk_size;
   double mamba_eps;
+
+  // Reports (heap strings of lines, NULL when empty): the config class
+  // defaults applied to absent keys, "key = value (Class default, source)",
+  // and warnings about keys the compiled step ignores, each a whole
+  // `PATH:LINE:COL: warning: ...` line.
+  char *defaults_used;
+  char *warnings;
 } import_config;
 
 /// Parses `text` (`len` bytes, the contents of `path`) into `cfg`. On

@@ -237,6 +237,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s\n", err);
     return 1;
   }
+  if (cfg.warnings) // keys the compiled step ignores
+    fputs(cfg.warnings, stderr);
   double t1 = tool_now_ms();
 
   MlirContext ctx = nn_context_create();

@@ -2,6 +2,7 @@
 #include "summary.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 // Sums saturate at INT64_MAX rather than overflow (absurd configs).
 static int64_t add_sat(int64_t a, int64_t b) {
@@ -97,4 +98,15 @@ void import_summary_print(FILE *out, const import_config *cfg,
             m->params[m->tied_to].name);
   else
     fprintf(out, "tied: none\n");
+  // The keys the config left to its class's defaults, one per line.
+  if (cfg->defaults_used) {
+    fprintf(out, "defaults:\n");
+    for (const char *line = cfg->defaults_used; *line;) {
+      const char *end = strchr(line, '\n');
+      fprintf(out, "  %.*s\n", (int)(end - line), line);
+      line = end + 1;
+    }
+  } else {
+    fprintf(out, "defaults: none (every key is written)\n");
+  }
 }

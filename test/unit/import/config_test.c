@@ -214,15 +214,49 @@ static void malformed_json(void **state) {
                "malformed JSON", "duplicate", NULL);
 }
 
-static void missing_keys(void **state) {
+// Absent keys take their config class's default (transformers'), and say
+// so in defaults_used; a key no class defaults stays required.
+static void class_defaults(void **state) {
   char buf[4096];
-  expect_error(edit("hidden_size", NULL, buf, sizeof buf),
-               "t.json: error: missing required key 'hidden_size' (Qwen2ForCausalLM)",
-               NULL);
-  expect_error(edit("num_hidden_layers", NULL, buf, sizeof buf),
+  import_config c;
+  char err[2048];
+  edit("hidden_size", NULL, buf, sizeof buf);
+  if (!import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err))
+    fail_msg("%s", err);
+  assert_int_equal(c.hidden, 4096); // Qwen2Config.hidden_size
+  assert_non_null(c.defaults_used);
+  assert_non_null(strstr(c.defaults_used, "hidden_size = 4096 (Qwen2Config default, "
+                                          "transformers 5.24.0 models/qwen2/"));
+  assert_null(c.warnings);
+  import_config_free(&c);
+  // Qwen2Config.num_key_value_heads is 32 when absent (not the head count):
+  // with 4 heads that is refused, as transformers' model cannot be built.
+  expect_error(edit("num_key_value_heads", NULL, buf, sizeof buf),
+               "num_attention_heads 4 is not a multiple of num_key_value_heads 32", NULL);
+  // NemotronH without a block list has no layer count to derive.
+  expect_error("{\"architectures\": [\"NemotronHForCausalLM\"]}",
                "missing required key 'num_hidden_layers'", NULL);
-  expect_error(edit("num_attention_heads", NULL, buf, sizeof buf),
-               "missing required key 'num_attention_heads'", NULL);
+}
+
+// Keys the compiled step does not read: one warning each, with the
+// position; inert keys (token ids, bookkeeping) and zero dropout: none.
+static void ignored_keys(void **state) {
+  char buf[4096];
+  import_config c;
+  char err[2048];
+  edit("rope_theta",
+       "  \"rope_theta\": 10000.0, \"frobnicate\": 3, \"bos_token_id\": 1,"
+       " \"attention_dropout\": 0.0, \"hidden_dropout\": 0.1,",
+       buf, sizeof buf);
+  if (!import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err))
+    fail_msg("%s", err);
+  assert_non_null(c.warnings);
+  assert_non_null(strstr(c.warnings, "t.json:11:26: warning: key 'frobnicate' is not used"));
+  assert_non_null(strstr(c.warnings, "key 'hidden_dropout' is 0.1: the compiled step has no "
+                                     "dropout"));
+  assert_null(strstr(c.warnings, "bos_token_id"));
+  assert_null(strstr(c.warnings, "attention_dropout"));
+  import_config_free(&c);
 }
 
 static void wrongly_typed_keys(void **state) {
@@ -332,13 +366,16 @@ static void layer_kinds(void **state) {
   expect_error(edit("rope_theta",
                     "  \"layer_types\": [\"full_attention\", \"chunked\"],", buf, sizeof buf),
                "layer_types[1] must be", NULL);
-  expect_error(edit("rope_theta",
-                    "  \"layer_types\": [\"full_attention\", \"sliding_attention\"],",
-                    buf, sizeof buf),
-               "missing required key 'sliding_window'", NULL);
-  // Qwen2 4.x: use_sliding_window makes layers >= max_window_layers sliding.
+  // A sliding layer without a window: Qwen2Config's sliding_window, 4096.
   import_config c;
   char err[2048];
+  edit("rope_theta", "  \"layer_types\": [\"full_attention\", \"sliding_attention\"],",
+       buf, sizeof buf);
+  assert_true(import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err));
+  assert_int_equal(c.sliding_window, 4096);
+  assert_non_null(strstr(c.defaults_used, "sliding_window = 4096 (Qwen2Config default"));
+  import_config_free(&c);
+  // Qwen2 4.x: use_sliding_window makes layers >= max_window_layers sliding.
   edit("rope_theta",
        "  \"use_sliding_window\": true, \"max_window_layers\": 1, \"sliding_window\": 64,",
        buf, sizeof buf);
@@ -374,8 +411,31 @@ static void nemotron_errors(void **state) {
   snprintf(buf, sizeof buf, base, "M*-", "");
   assert_true(import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err));
   assert_int_equal(c.blocks[1], IMPORT_BLOCK_ATTENTION);
-  assert_int_equal(c.head_dim, 8);
+  // No head_dim / attention_head_dim: NemotronHConfig.head_dim, 128 (not
+  // hidden_size / num_attention_heads).
+  assert_int_equal(c.head_dim, 128);
   import_config_free(&c);
+
+  // transformers 5's own config.json: layers_block_type with its names and
+  // no num_hidden_layers; attention reads head_dim.
+  const char *v5 =
+      "{\"architectures\": [\"NemotronHForCausalLM\"], \"vocab_size\": 64,"
+      " \"hidden_size\": 32, \"intermediate_size\": 64, \"num_attention_heads\": 4,"
+      " \"num_key_value_heads\": 2, \"head_dim\": 16, \"mamba_num_heads\": 4,"
+      " \"mamba_head_dim\": 8, \"n_groups\": 2, \"ssm_state_size\": 8, \"conv_kernel\": 4,"
+      " \"layers_block_type\": [\"linear_attention\", \"mlp\", \"full_attention\", %s]}";
+  snprintf(buf, sizeof buf, v5, "\"mlp\"");
+  if (!import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err))
+    fail_msg("%s", err);
+  assert_int_equal(c.layers, 4);
+  assert_int_equal(c.blocks[0], IMPORT_BLOCK_MAMBA);
+  assert_int_equal(c.blocks[2], IMPORT_BLOCK_ATTENTION);
+  assert_int_equal(c.head_dim, 16);
+  assert_true(c.eps == 1e-5); // NemotronHConfig.layer_norm_epsilon
+  import_config_free(&c);
+  snprintf(buf, sizeof buf, v5, "\"moe\"");
+  expect_error(buf, "layers_block_type[3] is \"moe\"",
+               "mixture-of-experts blocks are not supported", NULL);
 }
 
 static void gemma3_conditional_generation(void **state) {
@@ -409,9 +469,28 @@ static void gemma3_conditional_generation(void **state) {
 
   expect_error("{\"architectures\": [\"Gemma3ForConditionalGeneration\"]}",
                "Gemma3ForConditionalGeneration needs the object 'text_config'", NULL);
-  expect_error("{\"architectures\": [\"Gemma3ForConditionalGeneration\"],\n"
-               " \"text_config\": {\"model_type\": \"gemma3_text\", \"hidden_size\": 64}}",
-               "missing required key 'text_config.vocab_size'", NULL);
+  // A sparse text_config, as published Gemma 3 configs have: the rest is
+  // Gemma3TextConfig's defaults, reported with the scope.
+  const char *sparse = "{\"architectures\": [\"Gemma3ForConditionalGeneration\"],\n"
+                       " \"text_config\": {\"model_type\": \"gemma3_text\", \"hidden_size\": 64}}";
+  if (!import_config_parse("t.json", sparse, strlen(sparse), &c, err, sizeof err))
+    fail_msg("%s", err);
+  assert_int_equal(c.vocab, 262208);
+  assert_int_equal(c.heads, 8);
+  assert_int_equal(c.kv_heads, 4);
+  assert_int_equal(c.head_dim, 256);
+  assert_int_equal(c.layers, 26);
+  assert_int_equal(c.padding_idx, 0);
+  assert_int_equal(c.sliding_window, 4096);
+  assert_true(c.attn_scale == 1.0 / 16); // query_pre_attn_scalar 256
+  assert_true(c.tie);
+  assert_true(c.rope.theta == 1e6 && c.rope_local.theta == 1e4);
+  assert_int_equal(c.blocks[5], IMPORT_BLOCK_FULL); // sliding_window_pattern 6
+  assert_int_equal(c.blocks[4], IMPORT_BLOCK_SLIDING);
+  assert_non_null(strstr(c.defaults_used, "text_config.vocab_size = 262208 "
+                                          "(Gemma3TextConfig default"));
+  assert_non_null(strstr(c.defaults_used, "text_config.query_pre_attn_scalar = 256"));
+  import_config_free(&c);
 }
 
 int main(void) {
@@ -423,7 +502,8 @@ int main(void) {
       cmocka_unit_test(nemotron_h_pattern),
       cmocka_unit_test(tiny_parses),
       cmocka_unit_test(malformed_json),
-      cmocka_unit_test(missing_keys),
+      cmocka_unit_test(class_defaults),
+      cmocka_unit_test(ignored_keys),
       cmocka_unit_test(wrongly_typed_keys),
       cmocka_unit_test(unknown_architecture),
       cmocka_unit_test(impossible_sizes),
