@@ -280,6 +280,8 @@ int main(int argc, char **argv) {
     if (target)
       failed = any_failed(ctx, check_writable(target, i ? "--dump" : "--save"));
   }
+  if (!failed && o.export_dir)
+    failed = any_failed(ctx, train_export_check(ctx, o.export_dir));
   if (!failed && o.dump && state.step >= o.steps) // identical on every rank
     failed = any_failed(ctx, SRT_ERROR(SRT_INVALID_ARGUMENT,
                                        "--dump '%s': no step to run (loaded at step %lld, "
@@ -380,8 +382,8 @@ int main(int argc, char **argv) {
       break;
     }
     // The host copy of the persistent region is read by dumps and saves.
-    int to_host = (o.dump && step == o.steps) ||
-                   (o.save && ((o.save_every > 0 && step % o.save_every == 0) || step == o.steps));
+    bool save_point = (o.save_every > 0 && step % o.save_every == 0) || step == o.steps;
+    int to_host = (o.dump && step == o.steps) || ((o.save || o.export_dir) && save_point);
     if (backend && to_host &&
         (failed = any_failed(ctx, backend->to_host(device, p, arena, 0, p->persistent_bytes))))
       break;
@@ -398,7 +400,21 @@ int main(int argc, char **argv) {
         fflush(stdout);
       }
     }
-    if (o.save && ((o.save_every > 0 && step % o.save_every == 0) || step == o.steps)) {
+    if (o.export_dir && save_point) {
+      s = train_export(ctx, p, arena, &o, &state, &input);
+      if (s) { // collective: every rank gets rank 0's outcome
+        if (rank == 0)
+          report(s, -1);
+        else
+          srt_status_free(s);
+        failed = 1;
+        break;
+      } else if (rank == 0) {
+        printf("exported '%s' at step %lld\n", o.export_dir, (long long)step);
+        fflush(stdout);
+      }
+    }
+    if (o.save && save_point) {
       s = train_save(ctx, p, arena, o.save, &state, &input, prev_optim);
       if (s) { // collective: every rank gets rank 0's outcome
         if (rank == 0)

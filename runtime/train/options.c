@@ -19,6 +19,7 @@ const char *train_usage(void) {
          "         [--norm-type 2|inf|p] [--load CKPT] [--save CKPT] [--save-every N]\n"
          "         [--seed S] [--log-every N] [--dump FILE] [--max-skipped N]\n"
          "         [--timeout SECONDS] [--threads N] [--profile]\n"
+         "         [--export DIR] [--export-dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
          "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
          "  TOKENS is a token file (shard-tokens);\n"
          "  K is the last step to run (a resumed run continues to K);\n"
@@ -41,7 +42,14 @@ const char *train_usage(void) {
          "  --dump FILE: after the last step, a safetensors file with loss, grad_norm\n"
          "    (total, before clipping), grad_norm.<param> (each, before clipping), the\n"
          "    updated parameters (whole, HF names) and, for programs compiled with\n"
-         "    shard-compile --keep-logits, logits [batch, seq, vocab].\n";
+         "    shard-compile --keep-logits, logits [batch, seq, vocab].\n"
+         "  --export DIR: a Hugging Face model directory, written (replaced whole) when a\n"
+         "    --save is and after the last step: config.json, model.safetensors or\n"
+         "    shards of at most --max-shard-size (default 5GB; B, KB, MB, GB are powers\n"
+         "    of 10, KiB, MiB, GiB of 2) with model.safetensors.index.json, the\n"
+         "    tokenizer files beside the compiled config, and optimizer.safetensors\n"
+         "    (--load DIR resumes from it). Weights are in --export-dtype, by default\n"
+         "    the loaded checkpoint's dtype, else the config's, else f32.\n";
 }
 
 static srt_status parse_double(const char *flag, const char *v, double *out) {
@@ -86,6 +94,41 @@ static srt_status parse_float(const char *flag, const char *v, float *out) {
   return NULL;
 }
 
+static srt_status parse_export_dtype(const char *v, srt_dtype *out) {
+  static const struct {
+    const char *name;
+    srt_dtype dtype;
+  } kNames[] = {{"f32", SRT_F32}, {"float32", SRT_F32}, {"bf16", SRT_BF16},
+                {"bfloat16", SRT_BF16}, {"f16", SRT_F16}, {"float16", SRT_F16}};
+  for (size_t i = 0; i < sizeof kNames / sizeof *kNames; ++i)
+    if (!strcmp(v, kNames[i].name)) {
+      *out = kNames[i].dtype;
+      return NULL;
+    }
+  return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export-dtype '%s': expected f32, bf16 or f16", v);
+}
+
+// A byte count as transformers' max_shard_size spells it: digits, then B,
+// KB, MB, GB (powers of 10) or KiB, MiB, GiB (powers of 2), or nothing.
+static srt_status parse_size(const char *flag, const char *v, int64_t *out) {
+  static const struct {
+    const char *unit;
+    int64_t scale;
+  } kUnits[] = {{"", 1},          {"B", 1},          {"KB", 1000},          {"MB", 1000000},
+                {"GB", 1000000000}, {"KiB", 1 << 10}, {"MiB", 1 << 20},       {"GiB", 1 << 30}};
+  char *end;
+  errno = 0;
+  long long n = isdigit((unsigned char)*v) ? strtoll(v, &end, 10) : -1;
+  for (size_t i = 0; n > 0 && errno == 0 && i < sizeof kUnits / sizeof *kUnits; ++i)
+    if (!strcmp(end, kUnits[i].unit) && n <= INT64_MAX / kUnits[i].scale) {
+      *out = n * kUnits[i].scale;
+      return NULL;
+    }
+  return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                   "%s '%s': expected a positive byte count, optionally with B, KB, MB, GB, "
+                   "KiB, MiB or GiB (e.g. 5GB)", flag, v);
+}
+
 srt_status train_parse_options(int argc, char **argv, train_options *o) {
   *o = (train_options){.steps = -1,
                        .lr = NAN,
@@ -97,7 +140,9 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        .norm_type = 2.0,
                        .log_every = 1,
                        .max_skipped = 5,
-                       .timeout_s = 600};
+                       .timeout_s = 600,
+                       .export_dtype = SRT_DTYPE_COUNT,
+                       .max_shard_bytes = INT64_C(5000000000)};
   // Flags seen so far, each with its value (NULL for --profile), so that a
   // second value is refused instead of silently replacing the first.
   const char *seen[64][2];
@@ -198,6 +243,12 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       o->batch_file = v;
     } else if (!strcmp(f, "--dump")) {
       o->dump = v;
+    } else if (!strcmp(f, "--export")) {
+      o->export_dir = v;
+    } else if (!strcmp(f, "--export-dtype")) {
+      SRT_RETURN_IF_ERROR(parse_export_dtype(v, &o->export_dtype));
+    } else if (!strcmp(f, "--max-shard-size")) {
+      SRT_RETURN_IF_ERROR(parse_size(f, v, &o->max_shard_bytes));
     } else {
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "unknown flag '%s'", f);
     }
@@ -205,7 +256,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   // File names: none empty or beyond the system's limit.
   const char *paths[][2] = {{"--data", o->data},       {"--batch-file", o->batch_file},
                             {"--load", o->load},       {"--save", o->save},
-                            {"--dump", o->dump}};
+                            {"--dump", o->dump},       {"--export", o->export_dir}};
   for (size_t k = 0; k < sizeof paths / sizeof *paths; ++k) {
     const char *p = paths[k][1];
     if (p && !*p)
@@ -221,6 +272,10 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     SRT_RETURN_IF_ERROR(srt_output_check_name("--save", o->save, strlen(".optim--999.tmp") + 16));
   if (o->dump)
     SRT_RETURN_IF_ERROR(srt_output_check_name("--dump", o->dump, strlen(".tmp")));
+  if (!o->export_dir && (o->export_dtype != SRT_DTYPE_COUNT || o->max_shard_bytes != INT64_C(5000000000)))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export-dtype and --max-shard-size need --export DIR");
+  if (o->export_dir)
+    SRT_RETURN_IF_ERROR(srt_output_check_name("--export", o->export_dir, strlen(".partial")));
   if (o->data && o->batch_file)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "--data '%s' and --batch-file '%s': give one source of batches", o->data,

@@ -77,7 +77,7 @@ static void free_names(char **names, int64_t n) {
 }
 
 // The first parameter with a non-finite element on any rank (-1: none).
-static srt_status first_non_finite(srt_context *ctx, const srt_program *p,
+srt_status train_first_non_finite(srt_context *ctx, const srt_program *p,
                                    const uint8_t *arena, int32_t *which) {
   int32_t bad = INT32_MAX;
   for (int32_t k = 0; k < p->num_params && bad == INT32_MAX; ++k) {
@@ -100,52 +100,77 @@ static srt_status first_non_finite(srt_context *ctx, const srt_program *p,
   return NULL;
 }
 
-// The weights file: every parameter under the input's layout of names
-// (stored as `dtype`), then every tensor of the input that a carried module
-// owns, byte for byte. The stored names go to names[] (freed here).
-srt_status train_save_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                              const train_input *in, srt_dtype dtype, const char *path,
-                              const char *const *meta, size_t n_meta) {
+void train_weights_free(train_weights *w) {
+  free_names(w->names, (int64_t)w->num_params);
+  free(w->views);
+  free(w->items);
+  *w = (train_weights){0};
+}
+
+srt_status train_weights_collect(const srt_program *p, uint8_t *arena, const train_input *in,
+                                 srt_dtype dtype, train_weights *w) {
   size_t n = (size_t)p->num_params, carried = 0;
   for (size_t i = 0; in->src && i < srt_checkpoint_source_count(in->src); ++i)
     carried += in->carried[i];
-  srt_checkpoint_item *items = calloc(n + carried + 1, sizeof *items);
-  srt_tensor *views = calloc(n + 1, sizeof *views);
-  char **names = calloc(n + 1, sizeof *names);
-  srt_status s = items && views && names
-                     ? NULL
-                     : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+  *w = (train_weights){.items = calloc(n + carried + 1, sizeof *w->items),
+                       .views = calloc(n + 1, sizeof *w->views),
+                       .names = calloc(n + 1, sizeof *w->names),
+                       .num_params = n};
+  if (!w->items || !w->views || !w->names) {
+    train_weights_free(w);
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
+  }
   char stored[1024];
-  for (size_t k = 0; k < n && !s; ++k) {
-    views[k] = train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
+  for (size_t k = 0; k < n; ++k) {
+    w->views[k] =
+        train_param_view(&p->params[k], p->params[k].name, arena, p->params[k].offset);
     if (!srt_checkpoint_name_stored(&in->names, in->layout, p->params[k].name, stored,
                                     sizeof stored) ||
-        !(names[k] = strdup(stored)))
-      s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: cannot name '%s'", p->params[k].name);
-    else
-      items[k] = (srt_checkpoint_item){names[k], dtype, &views[k], NULL};
+        !(w->names[k] = strdup(stored))) {
+      train_weights_free(w);
+      return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: cannot name '%s'",
+                       p->params[k].name);
+    }
+    w->items[w->n++] = (srt_checkpoint_item){w->names[k], dtype, &w->views[k], NULL};
   }
-  size_t m = n;
-  for (size_t i = 0; !s && in->src && i < srt_checkpoint_source_count(in->src); ++i)
+  for (size_t i = 0; in->src && i < srt_checkpoint_source_count(in->src); ++i)
     if (in->carried[i]) {
       const srt_tensor_info *t = srt_checkpoint_source_get(in->src, i, NULL);
-      items[m++] = (srt_checkpoint_item){t->name, t->dtype, NULL, t};
+      w->items[w->n++] = (srt_checkpoint_item){t->name, t->dtype, NULL, t};
     }
+  return NULL;
+}
+
+srt_status train_save_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              const train_input *in, srt_dtype dtype, const char *path,
+                              const char *const *meta, size_t n_meta) {
+  train_weights w;
+  SRT_RETURN_IF_ERROR(train_weights_collect(p, arena, in, dtype, &w));
+  srt_status s = srt_checkpoint_save_items(ctx, path, w.items, w.n, meta, n_meta);
+  train_weights_free(&w);
+  return s;
+}
+
+srt_status train_save_moments(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              const char *path, const char *const *meta, size_t n_meta) {
+  int32_t n = p->num_params;
+  srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);
+  char **names = calloc((size_t)(2 * n + 1), sizeof *names);
+  srt_status s = views && names ? moment_views(p, arena, views, names)
+                                : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
   if (!s)
-    s = srt_checkpoint_save_items(ctx, path, items, m, meta, n_meta);
-  free_names(names, (int64_t)n);
+    s = srt_checkpoint_save_consolidated_meta(ctx, path, views, (size_t)(2 * n), meta, n_meta);
+  free_names(names, 2 * n);
   free(views);
-  free(items);
   return s;
 }
 
 srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, const train_state *state, const train_input *in,
                       char *prev_optim) {
-  int32_t n = p->num_params;
   // Never replace a checkpoint with weights that are no longer numbers.
   int32_t bad;
-  SRT_RETURN_IF_ERROR(first_non_finite(ctx, p, arena, &bad));
+  SRT_RETURN_IF_ERROR(train_first_non_finite(ctx, p, arena, &bad));
   if (bad >= 0)
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
                      "checkpoint: parameter '%s' has non-finite values at step %lld: not "
@@ -172,27 +197,17 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   }
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
-  srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);
-  char **names = calloc((size_t)(2 * n + 1), sizeof *names);
-  if (!views || !names) {
-    free(views);
-    free(names);
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "checkpoint: out of memory");
-  }
-  srt_status s = moment_views(p, arena, views, names);
   // 1. The optimizer state, under a name of its own (the previous one stays).
-  if (!s) {
-    const char *meta[] = {"shardrt.step",      step_s,           "shardrt.adam_step",
-                          adam_s,              "shardrt.weights", base_of(path),
-                          "shardrt.model",     p->model ? p->model : ""};
-    s = srt_checkpoint_save_consolidated_meta(ctx, optim, views, (size_t)(2 * n), meta, 4);
-  }
+  const char *meta[] = {"shardrt.step",      step_s,           "shardrt.adam_step",
+                        adam_s,              "shardrt.weights", base_of(path),
+                        "shardrt.model",     p->model ? p->model : ""};
+  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 4);
   // 2. The weights, whose metadata names the optimizer file: the commit point.
   if (!s) {
-    const char *meta[] = {"shardrt.step",      step_s, "shardrt.adam_step",
-                          adam_s,              "shardrt.optimizer", base_of(optim),
-                          "shardrt.model",     p->model ? p->model : ""};
-    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, meta, 4);
+    const char *wmeta[] = {"shardrt.step",      step_s, "shardrt.adam_step",
+                           adam_s,              "shardrt.optimizer", base_of(optim),
+                           "shardrt.model",     p->model ? p->model : ""};
+    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta, 4);
   }
   // 3. The previous optimizer file of THIS checkpoint path is no longer
   // referenced. One that belongs to another checkpoint (the one a run was
@@ -205,8 +220,6 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
       remove(prev_optim);
     snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
   }
-  free_names(names, 2 * n);
-  free(views);
   return s;
 }
 

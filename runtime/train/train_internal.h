@@ -8,12 +8,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shardrt/checkpoint.h"
 #include "shardrt/checkpoint_names.h"
 #include "shardrt/checkpoint_source.h"
 #include "shardrt/context.h"
 #include "shardrt/program.h"
 #include "shardrt/tensor.h"
 #include "shardrt/status.h"
+#include "shardrt/types.h"
 
 /// The compiled step this driver trains (defined by generated code).
 extern const srt_program shard_program;
@@ -39,6 +41,9 @@ typedef struct train_options {
   double timeout_s;      ///< --timeout SECONDS: deadline of every collective (600; 0: none)
   int64_t threads;       ///< --threads N: cpu kernel threads per rank (0: cores / ranks per node)
   bool profile;          ///< --profile: time per op kind after the run
+  const char *export_dir; ///< --export DIR: a Hugging Face model directory, or NULL
+  srt_dtype export_dtype; ///< --export-dtype f32|bf16|f16 (SRT_DTYPE_COUNT: the input's)
+  int64_t max_shard_bytes; ///< --max-shard-size SIZE (5 GB: 5 * 10^9 bytes)
 } train_options;
 
 /// The cpu kernels' threads of this rank and what they were chosen from.
@@ -119,6 +124,61 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
 srt_status train_save_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               const train_input *in, srt_dtype dtype, const char *path,
                               const char *const *meta, size_t n_meta);
+
+/// The tensors of a weights file: every parameter (a view of the arena,
+/// named by the input's layout, stored as `dtype`) then the input's carried
+/// tensors (byte for byte), as srt_checkpoint_save_items takes them.
+typedef struct train_weights {
+  srt_checkpoint_item *items;
+  size_t n;          ///< items
+  srt_tensor *views; ///< [num_params]
+  char **names;      ///< [num_params] stored names (owned)
+  size_t num_params;
+} train_weights;
+
+/// Builds *w. Errors: SRT_RESOURCE_EXHAUSTED.
+srt_status train_weights_collect(const srt_program *p, uint8_t *arena, const train_input *in,
+                                 srt_dtype dtype, train_weights *w);
+
+/// Frees what train_weights_collect allocated.
+void train_weights_free(train_weights *w);
+
+/// Writes the AdamW moments ("<param>.exp_avg", "<param>.exp_avg_sq", F32,
+/// whole) to `path` with `meta` (collective, atomic).
+/// Errors: as srt_checkpoint_save_consolidated_meta.
+srt_status train_save_moments(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                              const char *path, const char *const *meta, size_t n_meta);
+
+/// The first parameter with a non-finite element on any rank into *which
+/// (-1: none). Collective. Errors: as srt_all_reduce.
+srt_status train_first_non_finite(srt_context *ctx, const srt_program *p,
+                                  const uint8_t *arena, int32_t *which);
+
+/// Checks before any step that --export DIR may be written: DIR is absent,
+/// an empty directory, or an earlier export (it holds optimizer.safetensors
+/// with shardrt.step metadata), so that an export never replaces a folder
+/// it did not write. Collective (rank 0 looks). Errors: SRT_INVALID_ARGUMENT
+/// naming DIR and what it is.
+srt_status train_export_check(srt_context *ctx, const char *dir);
+
+/// Writes the Hugging Face model directory `o->export_dir` after step
+/// `state->step`: the weights (the input's layout, its carried tensors, in
+/// o->export_dtype or the input's dtype, else the config's, else F32) as
+/// model.safetensors or shards of at most o->max_shard_bytes
+/// ("model-00001-of-0000N.safetensors", transformers' greedy split in
+/// tensor order, a tensor larger than the limit alone in its shard) with
+/// model.safetensors.index.json; config.json (the compiled config, its
+/// dtype keys set to the weights'); the tokenizer and generation files
+/// found beside the compiled config; optimizer.safetensors (the moments and
+/// step counters, named in every weights file's metadata, so --load DIR
+/// resumes). Everything is written into "<DIR>.partial" and then swapped
+/// with DIR in one rename (renameat2 RENAME_EXCHANGE), so a crash leaves
+/// the previous export whole. Collective; every rank returns rank 0's
+/// outcome. Errors: SRT_FAILED_PRECONDITION for non-finite weights; SRT_IO
+/// naming the file and the OS error; as srt_checkpoint_save_items.
+srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                        const train_options *o, const train_state *state,
+                        const train_input *in);
 
 /// Loads a checkpoint into this rank's slices: the weights from `path` (a
 /// safetensors file, a model directory or an index:
