@@ -284,6 +284,8 @@ void nn_build_rotary_embedding(nn_builder *b, const char *module,
   spec_int(&s, "head_dim", rope->head_dim);
   spec_float(&s, "theta", rope->theta);
   spec_str(&s, "rope_type", rope->rope_type);
+  if (strcmp(rope->rope_type, "linear") == 0)
+    spec_float(&s, "factor", rope->factor);
   if (strcmp(rope->rope_type, "llama3") == 0) {
     spec_float(&s, "factor", rope->factor);
     spec_float(&s, "low_freq_factor", rope->low_freq_factor);

@@ -150,7 +150,7 @@ MlirValue nn_build_rms_norm(nn_builder *b, const char *module, MlirValue x,
 typedef struct nn_rope {
   int64_t head_dim;
   double theta;
-  const char *rope_type; // "default" or "llama3"
+  const char *rope_type; // "default", "llama3" or "linear"
   double factor, low_freq_factor, high_freq_factor;
   int64_t original_max_position_embeddings;
 } nn_rope;

@@ -62,7 +62,8 @@ irdl.dialect @nn {
   // model from positions (position_ids [B, S], or 0..S-1 when absent) and
   // handed to every attention layer. rope_type "llama3" also needs the
   // attributes factor, low_freq_factor, high_freq_factor and
-  // original_max_position_embeddings (checked by nn-verify).
+  // original_max_position_embeddings, "linear" (positions / factor) the
+  // attribute factor (checked by nn-verify).
   irdl.operation @rotary_embedding {
     %pos = irdl.base "!builtin.tensor"
     %cs = irdl.base "!builtin.tensor"
@@ -70,7 +71,8 @@ irdl.dialect @nn {
     %theta = irdl.base "#builtin.float"
     %default = irdl.is "default"
     %llama3 = irdl.is "llama3"
-    %type = irdl.any_of(%default, %llama3)
+    %linear = irdl.is "linear"
+    %type = irdl.any_of(%default, %llama3, %linear)
     irdl.operands(position_ids: optional %pos)
     irdl.results(cos: %cs, sin: %cs)
     irdl.attributes {"head_dim" = %hd, "theta" = %theta, "rope_type" = %type}

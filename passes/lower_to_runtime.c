@@ -38,6 +38,7 @@
 #include "program_table.h"
 #include "ptr_map.h"
 #include "shard_ops.h"
+#include "shardrt/kernels.h" // srt_rope_type
 #include "shardrt/ops.h"
 
 enum { kOptBackend, kOptKeepLogits };
@@ -435,6 +436,13 @@ static int64_t attr_is(MlirOperation op, const char *name, const char *value) {
   return mlirStringRefEqual(nn_attr_str(op, name), str(value));
 }
 
+// srt_rope_type of the op's "rope_type" (nn-verify allows only these).
+static int64_t rope_type(MlirOperation op) {
+  return attr_is(op, "rope_type", "llama3")   ? SRT_ROPE_LLAMA3
+         : attr_is(op, "rope_type", "linear") ? SRT_ROPE_LINEAR
+                                              : SRT_ROPE_DEFAULT;
+}
+
 // A norm's group: its head_dim (per-head q/k norms), else the whole row.
 static int64_t norm_group(MlirOperation norm) {
   int64_t group = nn_attr_int(norm, "head_dim", 0);
@@ -480,6 +488,7 @@ static int64_t is_max(lower_call *c) {
 #define ATTR_I(name, fallback) nn_attr_int(c->op, name, fallback)
 #define ATTR_F(name, fallback) nn_attr_float(c->op, name, fallback)
 #define ATTR_IS(name, value) attr_is(c->op, name, value)
+#define ATTR_ROPE_TYPE rope_type(c->op)
 #define NORM_GROUP norm_group(c->op)
 #define GRID_AXIS grid_axis(c)
 #define IS_MAX is_max(c)

@@ -213,6 +213,13 @@ static void check_rotary_embedding(checker *c) {
   MlirStringRef type = nn_attr_str(c->op, "rope_type");
   if (type.length == 6 && !memcmp(type.data, "llama3", 6))
     check_llama3(c);
+  else if (type.length == 6 && !memcmp(type.data, "linear", 6))
+  {
+    if (!(nn_attr_float(c->op, "factor", -1) > 0))
+      fail(c, "rope_type 'linear' needs a positive float attribute 'factor'");
+  }
+  else if (type.length && !(type.length == 7 && !memcmp(type.data, "default", 7)))
+    fail(c, "rope_type '%.*s' is not default, llama3 or linear", (int)type.length, type.data);
 }
 
 static void check_apply_rotary(checker *c) {

@@ -26,6 +26,10 @@ static srt_status check_config(const srt_rope_config *c) {
           "original_max_position_embeddings %g: need all > 0 and high > low",
           c->factor, c->low_freq_factor, c->high_freq_factor,
           c->original_max_position_embeddings);
+  } else if (c->type == SRT_ROPE_LINEAR) {
+    if (!(c->factor > 0.0))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "rotary linear: factor %g must be > 0",
+                       c->factor);
   } else if (c->type != SRT_ROPE_DEFAULT) {
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "rotary: unknown rope type %d",
                      (int)c->type);
@@ -54,6 +58,8 @@ srt_status srt_cpu_rotary_inv_freq(float *inv_freq,
                    (config->high_freq_factor - config->low_freq_factor);
         f = (1.0 - s) * f / config->factor + s * f;
       }
+    } else if (config->type == SRT_ROPE_LINEAR) {
+      f = f / config->factor;
     }
     inv_freq[i] = (float)f;
   }

@@ -78,9 +78,14 @@ CASES["gemma3-sparse"] = ("gemma3", {}, None)
 CASES["llama-bf16-sharded"] = ("llama", {}, None)
 KINDS = {"gemma3-cg": "conditional", "gemma3-sparse": "sparse",
          "llama-bf16-sharded": "bf16-sharded"}
-# The text_config keys the sparse case keeps: the rest come from defaults.
+# The text_config keys the sparse case keeps (the rest come from defaults),
+# and what it writes as published Gemma 3 4B/12B/27B configs do: 4.x
+# rope_scaling, linear with factor 8 (the full-attention layers), and a
+# window; sliding_window_pattern 2 puts a full-attention layer in 2 layers.
 SPARSE_KEEP = ["model_type", "vocab_size", "hidden_size", "intermediate_size",
                "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim"]
+SPARSE_ADD = {"sliding_window": 8, "sliding_window_pattern": 2,
+              "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}
 TINY_VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                    num_attention_heads=2, image_size=28, patch_size=14)
 OVERRIDES = {"vocab_size": 128, "intermediate_size": 32}
@@ -200,8 +205,14 @@ def sparse_config(out, cfg):
     with open(path) as f:
         full = json.load(f)
     full["text_config"] = {k: full["text_config"][k] for k in SPARSE_KEEP}
+    full["text_config"].update(SPARSE_ADD)
     write_json(path, full)
-    return transformers.AutoConfig.from_pretrained(out)
+    config = transformers.AutoConfig.from_pretrained(out)
+    text = config.get_text_config()
+    assert text.layer_types == ["sliding_attention", "full_attention"], text.layer_types
+    assert text.rope_parameters["full_attention"]["rope_type"] == "linear", text.rope_parameters
+    assert text.query_pre_attn_scalar == 256 and text.sliding_window == 8, text
+    return config
 
 
 def build_model(case, out, cfg):

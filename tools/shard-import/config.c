@@ -641,9 +641,13 @@ static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
     snprintf(r->type, sizeof r->type, "default");
     return true;
   }
+  if (!strcmp(type, "linear")) { // positions divided by factor (Gemma 3 4B and up)
+    snprintf(r->type, sizeof r->type, "linear");
+    return get_float(p, o, opath, "factor", true, 0, kRopeFactor, &r->factor);
+  }
   if (strcmp(type, "llama3"))
     return fail(p, where, "rope_type '%s' is not supported (supported: default, "
-                          "llama3)",
+                          "llama3, linear)",
                 type);
   snprintf(r->type, sizeof r->type, "llama3");
   if (!get_float(p, o, opath, "factor", true, 0, kRopeFactor, &r->factor) ||

@@ -19,11 +19,12 @@ typedef enum import_block {
   IMPORT_BLOCK_MLP,       // NemotronH '-': MLP (up_proj, mlp_hidden_act, down_proj)
 } import_block;
 
-/// RoPE settings of one attention kind ("default" or "llama3").
+/// RoPE settings of one attention kind ("default", "llama3" or "linear").
 typedef struct import_rope {
   double theta;
   char type[16];
-  double factor, low_freq_factor, high_freq_factor; // llama3 only
+  double factor;                                   // llama3 and linear
+  double low_freq_factor, high_freq_factor;        // llama3 only
   int64_t original_max_position_embeddings;          // llama3 only
 } import_rope;
 

@@ -159,15 +159,16 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
 //===----------------------------------------------------------------------===//
 
 /// RoPE frequency scaling; rope_type "default" is no scaling (pass NULL).
-typedef enum srt_rope_type { SRT_ROPE_DEFAULT, SRT_ROPE_LLAMA3 } srt_rope_type;
+typedef enum srt_rope_type { SRT_ROPE_DEFAULT, SRT_ROPE_LLAMA3, SRT_ROPE_LINEAR } srt_rope_type;
 
 /// Rotary-embedding parameters (Hugging Face config names).
 typedef struct srt_rope_config {
   int64_t head_dim;     ///< rotated dims per head; even
   double theta;         ///< rope_theta (base), > 0
-  srt_rope_type type;   ///< default or llama3
-  // llama3 only (rope_scaling / rope_parameters):
-  double factor;                            ///< e.g. 8 (Llama 3.1), 32 (3.2)
+  srt_rope_type type;   ///< default, llama3 or linear
+  // llama3 and linear (rope_scaling / rope_parameters):
+  double factor;                            ///< e.g. 8 (Llama 3.1, Gemma 3 4B), 32 (3.2)
+  // llama3 only:
   double low_freq_factor;                   ///< e.g. 1
   double high_freq_factor;                  ///< e.g. 4; > low_freq_factor
   double original_max_position_embeddings;  ///< e.g. 8192
@@ -182,11 +183,14 @@ typedef struct srt_rope_config {
 ///   wavelen > low:           inv_freq / factor;
 ///   otherwise, with s = (L / wavelen - low_freq_factor)
 ///                       / (high_freq_factor - low_freq_factor):
-///                           (1 - s) inv_freq / factor + s inv_freq.
+///                           (1 - s) inv_freq / factor + s inv_freq;
+/// for linear as _compute_linear_scaling_rope_parameters: inv_freq / factor
+/// (positions divided by factor).
 /// Computed in double, rounded once to float (Hugging Face computes in fp32;
 /// the two agree to about one ulp). inv_freq: [head_dim / 2].
 /// Errors: SRT_INVALID_ARGUMENT for an odd or non-positive head_dim, theta <= 0,
-/// or llama3 factors that are not positive or high <= low.
+/// llama3 factors that are not positive or high <= low, or a linear factor
+/// that is not positive.
 srt_status srt_cpu_rotary_inv_freq(float *inv_freq,
                                    const srt_rope_config *config);
 

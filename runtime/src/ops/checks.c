@@ -97,9 +97,10 @@ srt_status srt_check_even_head_dim(const srt_exec *e, const char *op, int64_t he
 srt_status srt_check_rope(const srt_exec *e, const char *op, int64_t head_dim,
                           int64_t rope_type) {
   SRT_RETURN_IF_ERROR(srt_check_even_head_dim(e, op, head_dim));
-  if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3)
+  if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3 &&
+      rope_type != SRT_ROPE_LINEAR)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: rope_type %lld is not 0 (default) or 1 (llama3) (rank %d)", op,
+                     "%s: rope_type %lld is not 0 (default), 1 (llama3) or 2 (linear) (rank %d)", op,
                      (long long)rope_type, srt_op_rank(e));
   return NULL;
 }

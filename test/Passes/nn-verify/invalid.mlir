@@ -179,6 +179,14 @@ func.func @rotary_positions_float(%p: tensor<1x4xf32>) -> tensor<1x4x8xf32> {
 
 // -----
 
+func.func @linear_missing_factor() -> tensor<1x4x8xf32> {
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:10: error: 'nn.rotary_embedding' (rotary_emb): rope_type 'linear' needs a positive float attribute 'factor'
+  %0:2 = "nn.rotary_embedding"() {nn.module = "rotary_emb", head_dim = 8 : i64, theta = 1.0e6 : f64, rope_type = "linear"} : () -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
+  return %0#0 : tensor<1x4x8xf32>
+}
+
+// -----
+
 func.func @llama3_missing_factor() -> tensor<1x4x8xf32> {
   // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:10: error: 'nn.rotary_embedding' (rotary_emb): rope_type 'llama3' needs a positive float attribute 'factor'
   %0:2 = "nn.rotary_embedding"() {nn.module = "rotary_emb", head_dim = 8 : i64, theta = 5.0e5 : f64, rope_type = "llama3", low_freq_factor = 1.0 : f64, high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : () -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)

@@ -68,6 +68,30 @@ static void test_llama3_inv_freq_pinned(void **state) {
     assert_true(f[i] < f[i - 1]);
 }
 
+// Linear scaling (Gemma 3 4B and up: factor 8 on the full-attention layers,
+// theta 1e6, head_dim 256): the default frequencies divided by the factor.
+// Pinned to transformers 5.24's _compute_linear_scaling_rope_parameters
+// (fp32 there, so within 2 float ulps).
+static void test_linear_inv_freq_pinned(void **state) {
+  (void)state;
+  srt_rope_config c = {.head_dim = 256, .theta = 1e6, .type = SRT_ROPE_LINEAR, .factor = 8.0};
+  float f[128];
+  assert_null(srt_cpu_rotary_inv_freq(f, &c));
+  static const struct {
+    int i;
+    double v;
+  } pinned[] = {{0, 0.125},
+                {1, 0.11221089214086533},
+                {64, 0.0001250000059371814},
+                {127, 1.3924673680776323e-07}};
+  for (size_t k = 0; k < sizeof pinned / sizeof *pinned; k++)
+    test_assert_close(&f[pinned[k].i], &pinned[k].v, 1, 0.0, 0x1p-23 * 1.01, "linear inv_freq");
+  srt_rope_config bad = {.head_dim = 8, .theta = 1e4, .type = SRT_ROPE_LINEAR, .factor = 0};
+  srt_status s = srt_cpu_rotary_inv_freq(f, &bad);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+}
+
 static void test_rejects_bad_config(void **state) {
   (void)state;
   float f[8];
@@ -199,6 +223,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_default_inv_freq),
       cmocka_unit_test(test_llama3_inv_freq_pinned),
+      cmocka_unit_test(test_linear_inv_freq_pinned),
       cmocka_unit_test(test_rejects_bad_config),
       cmocka_unit_test(test_cos_sin),
       cmocka_unit_test(test_apply_rotary),
