@@ -159,6 +159,19 @@ static int init_kind(MlirStringRef name) {
   return bias ? 1 : norm ? 2 : 0;
 }
 
+// The padding_idx of the nn.embedding that looks rows of `arg` up, or -1:
+// transformers' _init_weights zeroes that row of a fresh nn.Embedding.
+static int64_t padding_row(MlirValue arg) {
+  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation owner = mlirOpOperandGetOwner(u);
+    MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(owner));
+    if (mlirStringRefEqual(name, str("nn.embedding")) && mlirOpOperandGetOperandNumber(u) == 1)
+      return nn_attr_int(owner, "padding_idx", -1);
+  }
+  return -1;
+}
+
 // A parameter's layout from its nn.placements argument attribute (absent:
 // replicated): one placement string per mesh axis.
 static tp_layout placements_of(lower_run *r, const tp_program_param *p, MlirAttribute dict) {
@@ -222,6 +235,7 @@ static void plan_params(lower_run *r) {
       fail(r, "parameter '%.*s' must be f32 (master weights are fp32 on every backend)",
            (int)p->name.length, p->name.data);
     p->init = init_kind(p->name);
+    p->zero_row = padding_row(arg);
     if (p->init == 2) {
       // Gemma's norms compute (1 + w): they start at zero.
       MlirOperation user = mlirOpOperandGetOwner(mlirValueGetFirstUse(arg));

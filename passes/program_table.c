@@ -116,6 +116,7 @@ static void param_info(aggregate *a, const tp_program_param *p, const char *name
   set_i64(a, kParam_m_offset, p->m);
   set_i64(a, kParam_v_offset, p->v);
   set_i64(a, kParam_compute_offset, p->compute);
+  set_i64(a, kParam_zero_row, p->zero_row);
 }
 
 // The logits' placements: Shard(d) where the local size differs from the

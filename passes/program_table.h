@@ -27,6 +27,7 @@ typedef struct tp_program_param {
   tp_layout layout;
   int64_t offset, grad, m, v;
   int64_t compute; // the bf16 compute copy (cuda), or -1
+  int64_t zero_row; // global row (dim 0) initialised to zero: an embedding's padding_idx, or -1
 } tp_program_param;
 
 /// Everything the table records.

@@ -89,6 +89,13 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
                                          pi->placement, mesh, coord, offset));
     fill_normal(w, pi, offset, mix64(seed ^ mix64(name_hash(pi->name))),
                 p->initializer_range);
+    // An embedding's padding_idx row starts at zero (transformers'
+    // _init_weights): zeroed where this rank holds it.
+    int64_t row = pi->zero_row - offset[0];
+    if (pi->rank >= 1 && pi->zero_row >= 0 && row >= 0 && row < pi->local_shape[0]) {
+      int64_t width = numel / pi->local_shape[0];
+      memset(w + row * width, 0, (size_t)width * sizeof(float));
+    }
   }
   return NULL;
 }

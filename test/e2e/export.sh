@@ -13,9 +13,13 @@
 #      byte (carried_check).
 #   4. A folder an export did not write is refused before any step and left
 #      as it was; a folder re-exported is replaced whole (no stale shard).
-# usage: export.sh GOLDEN_DIR BIN_DIR MPIEXEC WORK_DIR
+#   5. From scratch (no --load; the config's dtype, float32), at lr 0: the
+#      embedding's padding_idx row starts at zero (transformers'
+#      _init_weights), here Gemma3's default pad id 0 with the vocabulary
+#      sharded over tp, and the other rows do not.
+# usage: export.sh GOLDEN_DIR CONFIG_DIR BIN_DIR MPIEXEC WORK_DIR
 set -u
-GOLDEN=$1 BIN=$2 MPI=$3 W=$4
+GOLDEN=$1 CONFIGS=$2 BIN=$3 MPI=$4 W=$5
 BATCH=2 SEQ=32
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W/in" || fail "cannot create $W"
@@ -74,4 +78,16 @@ run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/bf16" >"$W/a
 [ "$(ls "$W/bf16" | grep -c '^model-')" = 0 ] && [ -f "$W/bf16/model.safetensors" ] \
   || fail "a re-export left stale shards: $(ls "$W/bf16")"
 [ ! -e "$W/bf16.partial" ] || fail "the staging folder stayed"
+
+# 5. A fresh model's padding row.
+"$BIN/shard-tokens" "$W/in/config.json" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+compile fresh "$CONFIGS/tiny-gemma3.json" gemma3 --tp-size=2 || fail "compile tiny gemma3"
+run 2 "$W/fresh" --data "$W/tokens.tok" --steps 1 --lr 0 --weight-decay 0 --max-grad-norm 1 \
+  --export "$W/fresh-export" >"$W/fresh.log" 2>&1 || { cat "$W/fresh.log"; fail "fresh export"; }
+E=$W/fresh-export/model.safetensors
+pad=$("$BIN/row_absmax" "$E" model.embed_tokens.weight 0) || fail "row 0"
+other=$("$BIN/row_absmax" "$E" model.embed_tokens.weight 200) || fail "row 200"
+[ "$pad" = 0 ] || fail "the padding row 0 starts at max |x| $pad, not 0"
+awk -v x="$other" 'BEGIN { exit !(x > 0.01) }' || fail "row 200 starts at max |x| $other"
+echo "ok: fresh pad row max |x| $pad, another row $other"
 echo PASS

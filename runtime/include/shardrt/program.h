@@ -87,7 +87,8 @@ typedef enum srt_param_init { SRT_INIT_NORMAL, SRT_INIT_ZEROS, SRT_INIT_ONES } s
   A(I64, local_shape, SRT_MAX_RANK)                                                      \
   A(PLACEMENT, placement, 2)         /* [dp, tp] */                                      \
   F(I64, offset) F(I64, grad_offset) F(I64, m_offset) F(I64, v_offset)                   \
-  F(I64, compute_offset)             /* the bf16 compute copy (cuda), or -1 */
+  F(I64, compute_offset)             /* the bf16 compute copy (cuda), or -1 */          \
+  F(I64, zero_row)                   /* global row that starts at 0 (padding_idx), -1 */
 
 #define SRT_PROGRAM_FIELDS(F, A)                                                         \
   F(I32, abi)                        /* SRT_PROGRAM_ABI */                               \

@@ -339,9 +339,22 @@ static void impossible_sizes(void **state) {
 
 static void rope_errors(void **state) {
   char buf[4096];
-  expect_error(edit("rope_theta", "  \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8},",
+  expect_error(edit("rope_theta", "  \"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 8},",
                     buf, sizeof buf),
-               "t.json:11:", "rope_type 'linear' is not supported", NULL);
+               "t.json:11:", "rope_type 'yarn' is not supported (supported: default, llama3, linear)",
+               NULL);
+  expect_error(edit("rope_theta", "  \"rope_scaling\": {\"rope_type\": \"linear\"},", buf,
+                    sizeof buf),
+               "missing required key 'rope_scaling.factor'", NULL);
+  // Linear scaling (Gemma 3 4B's rope_scaling): the factor is kept.
+  import_config c;
+  char err[2048];
+  edit("rope_theta", "  \"rope_scaling\": {\"rope_type\": \"linear\", \"factor\": 8},", buf,
+       sizeof buf);
+  assert_true(import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err));
+  assert_string_equal(c.rope.type, "linear");
+  assert_true(c.rope.factor == 8.0 && c.rope.theta == 10000.0);
+  import_config_free(&c);
   expect_error(edit("rope_theta",
                     "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"low_freq_factor\": 1,"
                     " \"high_freq_factor\": 4, \"original_max_position_embeddings\": 8192},",
