@@ -7,6 +7,7 @@
 // computed.
 // Errors are printed once, naming the rank when only some ranks failed, and
 // every rank exits with status 1 (no rank is left waiting in a collective).
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,23 @@ static void report(srt_status s, int rank) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   srt_status_free(s);
+}
+
+// The outcome of a collective write (every rank holds rank 0's): rank 0
+// reports the error, or prints `done`. Returns 1 on error.
+static int collective_outcome(srt_status s, int rank, const char *done) {
+  if (s) {
+    if (rank == 0)
+      report(s, -1);
+    else
+      srt_status_free(s);
+    return 1;
+  }
+  if (rank == 0) {
+    printf("%s\n", done);
+    fflush(stdout);
+  }
+  return 0;
 }
 
 // Makes the ranks agree on a step that may fail on some of them only (files,
@@ -387,45 +405,21 @@ int main(int argc, char **argv) {
     if (backend && to_host &&
         (failed = any_failed(ctx, backend->to_host(device, p, arena, 0, p->persistent_bytes))))
       break;
+    char done[PATH_MAX + 64];
     if (o.dump && step == o.steps) {
-      s = train_dump(ctx, p, arena, o.dump, &r, &o, step);
-      if (s) { // collective: every rank gets rank 0's outcome
-        if (rank == 0)
-          report(s, -1);
-        else
-          srt_status_free(s);
-        failed = 1;
-      } else if (rank == 0) {
-        printf("dumped step %lld to '%s'\n", (long long)step, o.dump);
-        fflush(stdout);
-      }
+      snprintf(done, sizeof done, "dumped step %lld to '%s'", (long long)step, o.dump);
+      failed |= collective_outcome(train_dump(ctx, p, arena, o.dump, &r, &o, step), rank, done);
     }
+    // Each write is attempted even when another failed: a failed dump or
+    // export must not cost the run its checkpoint.
     if (o.export_dir && save_point) {
-      s = train_export(ctx, p, arena, &o, &state, &input);
-      if (s) { // collective: every rank gets rank 0's outcome
-        if (rank == 0)
-          report(s, -1);
-        else
-          srt_status_free(s);
-        failed = 1;
-        break;
-      } else if (rank == 0) {
-        printf("exported '%s' at step %lld\n", o.export_dir, (long long)step);
-        fflush(stdout);
-      }
+      snprintf(done, sizeof done, "exported '%s' at step %lld", o.export_dir, (long long)step);
+      failed |= collective_outcome(train_export(ctx, p, arena, &o, &state, &input), rank, done);
     }
     if (o.save && save_point) {
-      s = train_save(ctx, p, arena, o.save, &state, &input, prev_optim);
-      if (s) { // collective: every rank gets rank 0's outcome
-        if (rank == 0)
-          report(s, -1);
-        else
-          srt_status_free(s);
-        failed = 1;
-      } else if (rank == 0) {
-        printf("saved '%s' at step %lld\n", o.save, (long long)step);
-        fflush(stdout);
-      }
+      snprintf(done, sizeof done, "saved '%s' at step %lld", o.save, (long long)step);
+      failed |= collective_outcome(
+          train_save(ctx, p, arena, o.save, &state, &input, prev_optim), rank, done);
     }
   }
   if (!failed && rank == 0 && skipped)
