@@ -276,6 +276,15 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export-dtype and --max-shard-size need --export DIR");
   if (o->export_dir)
     SRT_RETURN_IF_ERROR(srt_output_check_name("--export", o->export_dir, strlen(".partial")));
+  // The export folder is no other file of the run (it may be the --load
+  // folder: the export replaces it whole, the usual way to resume in place).
+  const char *files[][2] = {{"--save", o->save}, {"--dump", o->dump}, {"--data", o->data},
+                            {"--batch-file", o->batch_file}};
+  for (size_t k = 0; o->export_dir && k < sizeof files / sizeof *files; ++k)
+    if (files[k][1] && (!strcmp(files[k][1], o->export_dir) ||
+                        srt_same_file(files[k][1], o->export_dir)))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s' is also the %s path: choose another "
+                       "folder", o->export_dir, files[k][0]);
   if (o->data && o->batch_file)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "--data '%s' and --batch-file '%s': give one source of batches", o->data,
