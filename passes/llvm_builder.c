@@ -96,7 +96,8 @@ static MlirOperation global(lb_builder *b, const char *name, MlirType type, bool
 
 MlirOperation lb_global_string(lb_builder *b, const char *name, const char *data, size_t len) {
   char *bytes = malloc(len + 1);
-  memcpy(bytes, data, len);
+  if (len) // an empty MLIR string may have no data pointer
+    memcpy(bytes, data, len);
   bytes[len] = '\0';
   MlirAttribute value = mlirStringAttrGet(b->ctx, mlirStringRefCreate(bytes, len + 1));
   free(bytes);
