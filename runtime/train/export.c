@@ -57,8 +57,12 @@ static bool export_file(const char *name) {
 }
 
 // Removes the export files of `dir`, then `dir` if it is empty (a folder
-// holding anything else stays, with those files).
+// holding anything else stays, with those files). A symbolic link is never
+// followed: `dir` must be a folder itself.
 static void remove_export(const char *dir) {
+  struct stat st;
+  if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return;
   DIR *d = opendir(dir);
   if (!d)
     return;
@@ -70,23 +74,37 @@ static void remove_export(const char *dir) {
   rmdir(dir);
 }
 
-// What `dir` is: 0 absent, 1 an empty directory, 2 an earlier export, -1
-// anything else (its description in what[]).
-static int classify(const char *dir, char *what, size_t len) {
+// What `dir` is: 0 absent, 1 an empty directory, 2 an earlier export (or,
+// with staging, a crashed export's staging folder), -1 anything else (its
+// description in what[]). Symbolic links are refused, never followed; a
+// folder holding a file no export writes is not an export's.
+static int classify(const char *dir, bool staging, char *what, size_t len) {
   struct stat st;
-  if (stat(dir, &st) != 0)
+  if (lstat(dir, &st) != 0)
     return errno == ENOENT ? 0 : (snprintf(what, len, "not readable: %s", strerror(errno)), -1);
+  if (S_ISLNK(st.st_mode))
+    return snprintf(what, len, "a symbolic link (give the folder itself)"), -1;
   if (!S_ISDIR(st.st_mode))
     return snprintf(what, len, "not a directory"), -1;
   DIR *d = opendir(dir);
   if (!d)
     return snprintf(what, len, "not readable: %s", strerror(errno)), -1;
   int entries = 0;
-  for (struct dirent *e; (e = readdir(d));)
-    entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  char foreign[256] = "";
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+      continue;
+    ++entries;
+    if (!export_file(e->d_name) && !foreign[0])
+      snprintf(foreign, sizeof foreign, "%s", e->d_name);
+  }
   closedir(d);
   if (entries == 0)
     return 1;
+  if (foreign[0])
+    return snprintf(what, len, "a folder holding '%s', which no export writes", foreign), -1;
+  if (staging)
+    return 2;
   char optim[PATH_LEN];
   srt_safetensors *f = NULL;
   bool ours = join(optim, dir, kOptimizer) && !srt_safetensors_open(optim, &f) && srt_safetensors_metadata(f, "shardrt.step");
@@ -95,6 +113,26 @@ static int classify(const char *dir, char *what, size_t len) {
     return 2;
   snprintf(what, len, "a directory that no export wrote (no %s with shardrt.step)", kOptimizer);
   return -1;
+}
+
+// fsync of a folder (its entries: the files renamed into it, the swap).
+static void sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
+// The folder holding `path` ("." when none) into buf[PATH_LEN].
+static void parent_of(const char *path, char *buf) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(buf, PATH_LEN, ".");
+  else if (slash == path)
+    snprintf(buf, PATH_LEN, "/");
+  else
+    snprintf(buf, PATH_LEN, "%.*s", (int)(slash - path), path);
 }
 
 // Writes `len` bytes to `path` (created, fsync'ed).
@@ -295,17 +333,27 @@ static srt_status agree(srt_context *ctx, srt_status s, const char *what) {
                    srt_code_name((srt_code)code));
 }
 
+// Rank 0's checks of --export DIR and its staging folder DIR.partial.
+static srt_status check_export_paths(const char *dir) {
+  char what[512], partial[PATH_LEN], parent[PATH_LEN];
+  if (snprintf(partial, sizeof partial, "%s.partial", dir) >= (int)sizeof partial)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s': path too long", dir);
+  parent_of(dir, parent);
+  struct stat st;
+  if (stat(parent, &st) != 0 || !S_ISDIR(st.st_mode) || access(parent, W_OK | X_OK) != 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s': its parent folder '%s' is not a "
+                     "writable folder", dir, parent);
+  if (classify(dir, false, what, sizeof what) < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s' is %s: give a new or empty folder, "
+                     "or an earlier export", dir, what);
+  if (classify(partial, true, what, sizeof what) < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s': its staging folder '%s' is %s: "
+                     "move it away", dir, partial, what);
+  return NULL;
+}
+
 srt_status train_export_check(srt_context *ctx, const char *dir) {
-  srt_status s = NULL;
-  if (srt_context_rank(ctx) == 0) {
-    char what[256];
-    char partial[PATH_LEN];
-    if (snprintf(partial, sizeof partial, "%s.partial", dir) >= (int)sizeof partial)
-      s = SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s': path too long", dir);
-    else if (classify(dir, what, sizeof what) < 0)
-      s = SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s' is %s: give a new or empty folder, "
-                    "or an earlier export", dir, what);
-  }
+  srt_status s = srt_context_rank(ctx) == 0 ? check_export_paths(dir) : NULL;
   return agree(ctx, s, "check the --export folder");
 }
 
@@ -361,14 +409,18 @@ static srt_status finish(const srt_program *p, const train_options *o, const tra
     return s;
   // The swap: one rename exchanges the new folder with the old one (or
   // moves it into place); the old one is then removed.
+  sync_dir(partial); // every file's entry on disk before the swap
   struct stat st;
-  bool exists = stat(o->export_dir, &st) == 0;
+  bool exists = lstat(o->export_dir, &st) == 0;
   if (exists && renameat2(AT_FDCWD, partial, AT_FDCWD, o->export_dir, RENAME_EXCHANGE) != 0)
     return SRT_ERROR(SRT_IO, "export: cannot swap '%s' into '%s': %s", partial, o->export_dir,
                      strerror(errno));
   if (!exists && rename(partial, o->export_dir) != 0)
     return SRT_ERROR(SRT_IO, "export: cannot rename '%s' to '%s': %s", partial, o->export_dir,
                      strerror(errno));
+  char parent[PATH_LEN];
+  parent_of(o->export_dir, parent);
+  sync_dir(parent); // the swap itself
   if (exists)
     remove_export(partial);
   return NULL;
@@ -388,9 +440,11 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
   char partial[PATH_LEN];
   snprintf(partial, sizeof partial, "%s.partial", o->export_dir);
   srt_status s = NULL;
-  if (root) { // a stale partial folder of a crashed export goes first
-    remove_export(partial);
-    if (mkdir(partial, 0755) != 0)
+  if (root) { // checked again (a run is long); a crashed export's staging folder goes first
+    s = check_export_paths(o->export_dir);
+    if (!s)
+      remove_export(partial);
+    if (!s && mkdir(partial, 0755) != 0)
       s = SRT_ERROR(SRT_IO, "export: cannot create '%s': %s", partial, strerror(errno));
   }
   SRT_RETURN_IF_ERROR(agree(ctx, s, "create the export folder"));
@@ -431,8 +485,12 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
     srt_status f = root ? finish(p, o, in, partial, &w, first, count, total, dtype) : NULL;
     s = agree(ctx, f, "finish the export");
   }
-  if (s && root)
-    remove_export(partial); // the previous export stays as it was
+  if (s && root) { // the previous export stays as it was; our staging folder goes
+    srt_status again = check_export_paths(o->export_dir);
+    if (!again)
+      remove_export(partial);
+    srt_status_free(again);
+  }
   free(first);
   train_weights_free(&w);
   return s;

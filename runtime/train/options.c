@@ -116,9 +116,11 @@ static srt_status parse_size(const char *flag, const char *v, int64_t *out) {
     int64_t scale;
   } kUnits[] = {{"", 1},          {"B", 1},          {"KB", 1000},          {"MB", 1000000},
                 {"GB", 1000000000}, {"KiB", 1 << 10}, {"MiB", 1 << 20},       {"GiB", 1 << 30}};
-  char *end;
+  char *end = NULL;
   errno = 0;
   long long n = isdigit((unsigned char)*v) ? strtoll(v, &end, 10) : -1;
+  if (n > 0 && *end == ' ' && end[1]) // "5 GB", as transformers reads it
+    ++end;
   for (size_t i = 0; n > 0 && errno == 0 && i < sizeof kUnits / sizeof *kUnits; ++i)
     if (!strcmp(end, kUnits[i].unit) && n <= INT64_MAX / kUnits[i].scale) {
       *out = n * kUnits[i].scale;
@@ -126,7 +128,8 @@ static srt_status parse_size(const char *flag, const char *v, int64_t *out) {
     }
   return SRT_ERROR(SRT_INVALID_ARGUMENT,
                    "%s '%s': expected a positive byte count, optionally with B, KB, MB, GB, "
-                   "KiB, MiB or GiB (e.g. 5GB)", flag, v);
+                   "KiB, MiB or GiB (e.g. 5GB; upper case: transformers reads 'gb' as "
+                   "gigabits)", flag, v);
 }
 
 srt_status train_parse_options(int argc, char **argv, train_options *o) {
@@ -244,7 +247,11 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     } else if (!strcmp(f, "--dump")) {
       o->dump = v;
     } else if (!strcmp(f, "--export")) {
-      o->export_dir = v;
+      // One folder, named without trailing slashes ("e/" is "e").
+      char *d = (char *)v;
+      for (size_t n = strlen(d); n > 1 && d[n - 1] == '/';)
+        d[--n] = 0;
+      o->export_dir = d;
     } else if (!strcmp(f, "--export-dtype")) {
       SRT_RETURN_IF_ERROR(parse_export_dtype(v, &o->export_dtype));
     } else if (!strcmp(f, "--max-shard-size")) {
@@ -274,8 +281,20 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     SRT_RETURN_IF_ERROR(srt_output_check_name("--dump", o->dump, strlen(".tmp")));
   if (!o->export_dir && (o->export_dtype != SRT_DTYPE_COUNT || o->max_shard_bytes != INT64_C(5000000000)))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export-dtype and --max-shard-size need --export DIR");
-  if (o->export_dir)
+  if (o->export_dir) {
+    const char *slash = strrchr(o->export_dir, '/');
+    const char *base = slash ? slash + 1 : o->export_dir;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export '%s': name the folder itself (not '/', "
+                       "'.' or '..')", o->export_dir);
+    // "<DIR>.partial" beside it, holding the longest file an export writes.
     SRT_RETURN_IF_ERROR(srt_output_check_name("--export", o->export_dir, strlen(".partial")));
+    size_t longest = strlen(".partial/model-00001-of-00001.safetensors.tmp");
+    if (strlen(o->export_dir) + longest >= PATH_MAX)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export: a path of %zu bytes leaves no room for "
+                       "the %zu of the files written in it (PATH_MAX %d)",
+                       strlen(o->export_dir), longest, PATH_MAX);
+  }
   // The export folder is no other file of the run (it may be the --load
   // folder: the export replaces it whole, the usual way to resume in place).
   const char *files[][2] = {{"--save", o->save}, {"--dump", o->dump}, {"--data", o->data},

@@ -11,8 +11,10 @@
 #   3. From Gemma3ForConditionalGeneration as save_pretrained writes it: the
 #      names keep the input's layout and the vision tower comes back byte for
 #      byte (carried_check).
-#   4. A folder an export did not write is refused before any step and left
-#      as it was; a folder re-exported is replaced whole (no stale shard).
+#   4. A folder an export did not write (or holding a file no export writes,
+#      a symbolic link, a foreign DIR.partial, a missing parent) is refused
+#      before any step and left as it was; a folder re-exported is replaced
+#      whole (no stale shard).
 #   5. From scratch (no --load; the config's dtype, float32), at lr 0: the
 #      embedding's padding_idx row starts at zero (transformers'
 #      _init_weights), here Gemma3's default pad id 0 with the vocabulary
@@ -69,7 +71,7 @@ cmp -s "$C/config.json" "$W/cg/config.json" || fail "an f32 export of an f32 con
 
 # 4. Foreign folders are refused; re-exports replace the folder whole.
 mkdir -p "$W/mine" && echo keep >"$W/mine/notes.txt"
-expect_error "foreign folder" "--export '$W/mine' is a directory that no export wrote" -- \
+expect_error "foreign folder" "--export '$W/mine' is a folder holding 'notes.txt', which no export writes" -- \
   run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/mine"
 [ "$(ls "$W/mine")" = notes.txt ] && [ "$(cat "$W/mine/notes.txt")" = keep ] \
   || fail "a refused export changed the folder"
@@ -78,6 +80,32 @@ run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/bf16" >"$W/a
 [ "$(ls "$W/bf16" | grep -c '^model-')" = 0 ] && [ -f "$W/bf16/model.safetensors" ] \
   || fail "a re-export left stale shards: $(ls "$W/bf16")"
 [ ! -e "$W/bf16.partial" ] || fail "the staging folder stayed"
+# Refused before any step, nothing touched: a user's file in an export, a
+# symbolic link (its target would be emptied), a staging folder that is not
+# one, a missing parent, '.'.
+echo mine >"$W/bf16/README.md"
+expect_error "foreign file in an export" "is a folder holding 'README.md', which no export writes" -- \
+  run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/bf16"
+rm "$W/bf16/README.md"
+ln -s "$W/bf16" "$W/link"
+expect_error "symbolic link" "'$W/link' is a symbolic link" -- \
+  run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/link"
+mkdir -p "$W/stray.partial" && echo keep >"$W/stray.partial/config.json" \
+  && echo keep >"$W/stray.partial/notes.txt"
+expect_error "foreign staging folder" "its staging folder '$W/stray.partial'" -- \
+  run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/stray"
+[ "$(cat "$W/stray.partial/config.json")" = keep ] || fail "a refused export touched the staging folder"
+ln -s "$W/bf16" "$W/linked.partial"
+expect_error "staging folder is a link" "'$W/linked.partial' is a symbolic link" -- \
+  run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/linked"
+expect_error "missing parent" "parent folder '$W/nope' is not a writable folder" -- \
+  run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/nope/x"
+expect_error "dot" "name the folder itself" -- \
+  run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/."
+[ -f "$W/bf16/model.safetensors" ] && [ -f "$W/bf16/config.json" ] || fail "a refusal changed bf16/"
+# A trailing slash names the same folder.
+run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/bf16/" >"$W/slash.log" 2>&1 \
+  || { cat "$W/slash.log"; fail "--export DIR/"; }
 
 # 5. A fresh model's padding row.
 "$BIN/shard-tokens" "$W/in/config.json" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"

@@ -405,9 +405,9 @@ static bool parse_sizes(parser *p) {
   if (c->arch->family == IMPORT_NEMOTRON_H) {
     const json_t *pattern = json_object_get(o, "hybrid_override_pattern");
     const json_t *types = json_object_get(o, "layers_block_type");
-    implied_layers = json_is_string(pattern) ? (int64_t)json_string_length(pattern)
-                     : json_is_array(types)  ? (int64_t)json_array_size(types)
-                                             : 0;
+    implied_layers = json_is_array(types)      ? (int64_t)json_array_size(types)
+                     : json_is_string(pattern) ? (int64_t)json_string_length(pattern)
+                                               : 0;
   }
   if (!get_int(p, o, "", "vocab_size", true, 0, 1, &c->vocab) ||
       !get_int(p, o, "", "hidden_size", true, 0, 1, &c->hidden) ||
@@ -514,6 +514,9 @@ static bool parse_hybrid_pattern(parser *p) {
   const json_t *types = json_object_get(p->obj, "layers_block_type");
   mark_seen(p, false, "hybrid_override_pattern");
   mark_seen(p, false, "layers_block_type");
+  // transformers 5 takes layers_block_type when both are written.
+  if (json_is_array(types))
+    pattern = NULL;
   if (json_is_string(pattern)) {
     const char *s = json_string_value(pattern);
     size_t n = json_string_length(pattern);
@@ -612,6 +615,9 @@ static bool parse_decoder_layers(parser *p) {
     if (!get_bool(p, o, "", "use_sliding_window", false, &sliding) ||
         !get_int(p, o, "", "max_window_layers", false, c->layers, 0, &first))
       return false;
+    // Qwen2Config: sliding_window None (null) disables the window.
+    if (json_is_null(json_object_get(o, "sliding_window")))
+      sliding = false;
     for (int64_t i = 0; i < c->layers; ++i)
       c->blocks[i] = sliding && i >= first ? IMPORT_BLOCK_SLIDING : IMPORT_BLOCK_FULL;
   }
@@ -725,6 +731,14 @@ static bool parse_rope(parser *p) {
 // NemotronH Mamba2
 //===----------------------------------------------------------------------===//
 
+// The key NemotronHConfig reads for `canonical`: its alias when written
+// (__post_init__ pops mamba_n_groups, mamba_d_conv, ... over the field).
+static const char *aliased(parser *p, const char *canonical, const char *alias) {
+  mark_seen(p, false, canonical);
+  mark_seen(p, false, alias);
+  return json_object_get(p->obj, alias) ? alias : canonical;
+}
+
 static bool parse_mamba(parser *p) {
   import_config *c = p->cfg;
   const json_t *o = p->obj;
@@ -732,11 +746,13 @@ static bool parse_mamba(parser *p) {
   const char *act;
   if (!get_int(p, o, "", "mamba_num_heads", true, 0, 1, &c->mamba_heads) ||
       !get_int(p, o, "", "mamba_head_dim", true, 0, 1, &c->mamba_head_dim) ||
-      !get_int(p, o, "", "n_groups", true, 0, 1, &c->n_groups) ||
+      !get_int(p, o, "", aliased(p, "n_groups", "mamba_n_groups"), true, 0, 1, &c->n_groups) ||
       !get_int(p, o, "", "ssm_state_size", true, 0, 1, &c->ssm_state) ||
-      !get_int(p, o, "", "conv_kernel", true, 0, 1, &c->conv_kernel) ||
-      !get_int(p, o, "", "chunk_size", false, 128, 1, &c->chunk_size) ||
-      !get_bool(p, o, "", "use_conv_bias", true, &conv_bias) ||
+      !get_int(p, o, "", aliased(p, "conv_kernel", "mamba_d_conv"), true, 0, 1,
+               &c->conv_kernel) ||
+      !get_int(p, o, "", aliased(p, "chunk_size", "mamba_chunk_size"), false, 128, 1,
+               &c->chunk_size) ||
+      !get_bool(p, o, "", aliased(p, "use_conv_bias", "mamba_conv_bias"), true, &conv_bias) ||
       !get_bool(p, o, "", "use_bias", false, &proj_bias) ||
       !get_str(p, o, "", "mamba_hidden_act", "silu", &act))
     return false;
@@ -792,8 +808,8 @@ static void report_ignored(parser *p) {
     char k[200];
     snprintf(k, sizeof k, "%s", key);
     if (!json_object_get(p->seen, k) && !import_config_class_inert(p->cls, key))
-      warn(p, key, "key '%s%s%s' is not used by shard-import: the compiled step does not "
-           "depend on it (%s)", p->cfg->scope, p->cfg->scope[0] ? "." : "", key,
+      warn(p, key, "key '%s%s%s' is not used by shard-import: the compiled step ignores "
+           "it (%s)", p->cfg->scope, p->cfg->scope[0] ? "." : "", key,
            p->cls ? p->cls->name : "?");
   }
   if (p->obj == p->root)
@@ -804,8 +820,8 @@ static void report_ignored(parser *p) {
     char k[200];
     snprintf(k, sizeof k, "^%s", key);
     if (!json_object_get(p->seen, k) && !import_config_class_inert(p->top_cls, key))
-      warn(p, key, "key '%s' is not used by shard-import: the compiled step does not "
-           "depend on it (%s)", key, p->top_cls ? p->top_cls->name : "?");
+      warn(p, key, "key '%s' is not used by shard-import: the compiled step ignores "
+           "it (%s)", key, p->top_cls ? p->top_cls->name : "?");
   }
   p->cfg->scope = scope;
 }

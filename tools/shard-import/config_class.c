@@ -101,11 +101,13 @@ static const import_default kNemotronH[] = {
     {"chunk_size", "128"},            {"use_bias", "false"},
     {"initializer_range", "0.02"},    {"layer_norm_epsilon", "1e-5"},
     {NULL, NULL}};
-// Initialisation, kernels, caches, the dt limits at their defaults, and the
-// MoE / multi-token-prediction settings (a "moe" block is refused).
+// Initialisation (dt's max and floor), kernels, caches, and the MoE /
+// multi-token-prediction settings (a "moe" block is refused). Not inert:
+// time_step_min / time_step_limit (the forward clamps dt to them), which the
+// graph does not read yet (NemotronH does not train: issue 17).
 static const char *const kNemotronHInert[] = {
-    "use_mamba_kernels", "expand", "time_step_min", "time_step_max", "time_step_floor",
-    "time_step_limit", "mamba_ssm_cache_dtype", "residual_in_fp32", "rescale_prenorm_residual",
+    "use_mamba_kernels", "expand", "mamba_expand", "time_step_max", "time_step_floor",
+    "mamba_dt_max", "mamba_dt_init_floor", "mamba_ssm_cache_dtype", "residual_in_fp32", "rescale_prenorm_residual",
     "num_logits_to_keep", "mamba_proj_bias", "sliding_window", "pad_token_id",
     "n_routed_experts", "output_router_logits", "n_shared_experts", "moe_intermediate_size",
     "moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap",

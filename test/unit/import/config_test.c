@@ -388,6 +388,11 @@ static void layer_kinds(void **state) {
   assert_int_equal(c.sliding_window, 4096);
   assert_non_null(strstr(c.defaults_used, "sliding_window = 4096 (Qwen2Config default"));
   import_config_free(&c);
+  // use_sliding_window with a null window: no window (Qwen2Config).
+  edit("rope_theta", "  \"use_sliding_window\": true, \"sliding_window\": null,", buf, sizeof buf);
+  assert_true(import_config_parse("t.json", buf, strlen(buf), &c, err, sizeof err));
+  assert_int_equal(import_config_count_blocks(&c, IMPORT_BLOCK_SLIDING), 0);
+  import_config_free(&c);
   // Qwen2 4.x: use_sliding_window makes layers >= max_window_layers sliding.
   edit("rope_theta",
        "  \"use_sliding_window\": true, \"max_window_layers\": 1, \"sliding_window\": 64,",
@@ -445,6 +450,23 @@ static void nemotron_errors(void **state) {
   assert_int_equal(c.blocks[2], IMPORT_BLOCK_ATTENTION);
   assert_int_equal(c.head_dim, 16);
   assert_true(c.eps == 1e-5); // NemotronHConfig.layer_norm_epsilon
+  import_config_free(&c);
+  // NemotronHConfig's aliases win over the plain keys, and
+  // layers_block_type over hybrid_override_pattern, as in transformers 5.
+  const char *alias =
+      "{\"architectures\": [\"NemotronHForCausalLM\"], \"vocab_size\": 64,"
+      " \"hidden_size\": 32, \"intermediate_size\": 64, \"num_attention_heads\": 4,"
+      " \"num_key_value_heads\": 2, \"head_dim\": 16, \"mamba_num_heads\": 4,"
+      " \"mamba_head_dim\": 8, \"n_groups\": 2, \"mamba_n_groups\": 4, \"ssm_state_size\": 8,"
+      " \"conv_kernel\": 4, \"mamba_d_conv\": 3, \"hybrid_override_pattern\": \"M*--\","
+      " \"layers_block_type\": [\"linear_attention\", \"mlp\", \"full_attention\", \"mlp\"]}";
+  if (!import_config_parse("t.json", alias, strlen(alias), &c, err, sizeof err))
+    fail_msg("%s", err);
+  assert_int_equal(c.n_groups, 4);
+  assert_int_equal(c.conv_kernel, 3);
+  assert_int_equal(c.blocks[1], IMPORT_BLOCK_MLP);       // the list's, not the pattern's '*'
+  assert_int_equal(c.blocks[2], IMPORT_BLOCK_ATTENTION);
+  assert_null(c.warnings);
   import_config_free(&c);
   snprintf(buf, sizeof buf, v5, "\"moe\"");
   expect_error(buf, "layers_block_type[3] is \"moe\"",
