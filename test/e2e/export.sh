@@ -109,9 +109,16 @@ run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/bf16/" >"$W/
 
 # 5. A fresh model's padding row.
 "$BIN/shard-tokens" "$W/in/config.json" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
-compile fresh "$CONFIGS/tiny-gemma3.json" gemma3 --tp-size=2 || fail "compile tiny gemma3"
-run 2 "$W/fresh" --data "$W/tokens.tok" --steps 1 --lr 0 --weight-decay 0 --max-grad-norm 1 \
-  --export "$W/fresh-export" >"$W/fresh.log" 2>&1 || { cat "$W/fresh.log"; fail "fresh export"; }
+# The config compiled by a relative path, the program run from elsewhere:
+# the tokenizer file beside the config is still found.
+mkdir -p "$W/fresh-in" "$W/elsewhere" && cp "$CONFIGS/tiny-gemma3.json" "$W/fresh-in/config.json" \
+  && printf '{"model_max_length": 512}\n' >"$W/fresh-in/tokenizer_config.json" || fail "fresh-in"
+(cd "$W" && compile fresh fresh-in/config.json gemma3 --tp-size=2) || fail "compile tiny gemma3"
+(cd "$W/elsewhere" && run 2 "$W/fresh" --data "$W/tokens.tok" --steps 1 --lr 0 --weight-decay 0 \
+  --max-grad-norm 1 --export "$W/fresh-export") >"$W/fresh.log" 2>&1 \
+  || { cat "$W/fresh.log"; fail "fresh export"; }
+cmp -s "$W/fresh-in/tokenizer_config.json" "$W/fresh-export/tokenizer_config.json" \
+  || fail "the tokenizer file beside the compiled config was not copied"
 E=$W/fresh-export/model.safetensors
 pad=$("$BIN/row_absmax" "$E" model.embed_tokens.weight 0) || fail "row 0"
 other=$("$BIN/row_absmax" "$E" model.embed_tokens.weight 200) || fail "row 200"

@@ -10,6 +10,7 @@
 // tp-partition -> lower-to-runtime -> LLVM IR -> object -> link with
 // libshardrt and its training driver. Run the result with
 // `mpirun -np DP*TP ./train --data TOKENS --steps K ...` (see --help of it).
+#define _XOPEN_SOURCE 700 // realpath
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -231,6 +232,13 @@ static bool write_module(MlirOperation module, const char *target, const char *p
 static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
                                     const import_config *cfg) {
   const char *names = cfg->arch->checkpoint_names ? cfg->arch->checkpoint_names : "";
+  // The config's absolute path: an export finds the tokenizer files beside
+  // it wherever the program runs.
+  char *abs = realpath(cfg->path, NULL);
+  if (abs)
+    mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("nn.config_path"),
+                                    mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(abs)));
+  free(abs);
   mlirOperationSetAttributeByName(
       module, mlirStringRefCreateFromCString("nn.config_json"),
       mlirStringAttrGet(ctx, mlirStringRefCreate(cfg->text, cfg->text_len)));
