@@ -3,9 +3,9 @@
 #   1. From a bf16 checkpoint sharded with an index (golden/llama-bf16-sharded),
 #      loaded as a directory: the export is bf16 by default (shard-import
 #      --weights --dtype bf16 checks every tensor), sharded by
-#      --max-shard-size with an index, its config.json says bfloat16, the
+#      --max-shard-size with an index, its config.json is the input's, the
 #      tokenizer files beside the input are copied, and --load DIR resumes.
-#   2. In f32 (--export-dtype f32), resumed from the export, the run is the
+#   2. In f32 (--export-dtype f32: config.json says float32), resumed from the export, the run is the
 #      uninterrupted run: the same loss and gradient norm at every step, and
 #      its --dump equal (golden_compare, tolerances in its header).
 #   3. From Gemma3ForConditionalGeneration as save_pretrained writes it: the
@@ -39,7 +39,7 @@ shards=$(ls "$W/bf16" | grep -c '^model-0000[0-9]-of-0000[0-9]\.safetensors$')
 [ "$shards" -ge 3 ] || fail "expected >= 3 shards of 40KB, got $shards: $(ls "$W/bf16")"
 [ -f "$W/bf16/model.safetensors.index.json" ] || fail "no index"
 cmp -s "$W/in/tokenizer.json" "$W/bf16/tokenizer.json" || fail "tokenizer.json not copied"
-grep -q '"dtype": "bfloat16"' "$W/bf16/config.json" || fail "config.json: $(grep dtype "$W/bf16/config.json")"
+cmp -s "$W/in/config.json" "$W/bf16/config.json" || fail "a bf16 export of a bf16 config changed config.json"
 "$BIN/shard-import" "$W/bf16/config.json" --batch 2 --seq 32 --dtype bf16 --weights "$W/bf16" \
   -o /dev/null >"$W/bf16.check" 2>&1 || { cat "$W/bf16.check"; fail "the export is not bf16 with every tensor"; }
 run 2 "$W/llama" "${STEP[@]}" --load "$W/bf16" --steps 3 >"$W/bf16-resume.log" 2>&1 \
@@ -53,6 +53,7 @@ run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 2 --export "$W/f32" --expor
   >"$W/f32.log" 2>&1 || { cat "$W/f32.log"; fail "f32 export"; }
 [ -f "$W/f32/model.safetensors" ] && [ ! -e "$W/f32/model.safetensors.index.json" ] \
   || fail "a model under 5GB is one model.safetensors: $(ls "$W/f32")"
+grep -q '"dtype": "float32"' "$W/f32/config.json" || fail "f32 export: $(grep dtype "$W/f32/config.json")"
 run 2 "$W/llama" "${STEP[@]}" --load "$W/f32" --steps 4 --dump "$W/resumed.dump" \
   >"$W/resumed.log" 2>&1 || { cat "$W/resumed.log"; fail "resume from the f32 export"; }
 diff <(steps "$W/direct.log" | tail -2) <(steps "$W/resumed.log") \

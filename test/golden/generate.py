@@ -253,6 +253,13 @@ def save_weights(case, out, model, params):
         state = {n: t.detach().to(torch.bfloat16) for n, t in model.state_dict().items()
                  if not (n == "lm_head.weight" and model.config.tie_word_embeddings)}
         model.save_pretrained(out, state_dict=state, max_shard_size="40KB")
+        # What a bf16 model's save writes (save_pretrained takes the dtype
+        # from the float32 model here).
+        path = os.path.join(out, "config.json")
+        with open(path) as f:
+            written = json.load(f)
+        written["dtype"] = "bfloat16"
+        write_json(path, written)
         assert os.path.exists(os.path.join(out, "model.safetensors.index.json"))
         shards = [f for f in os.listdir(out) if f.startswith("model-")]
         assert len(shards) >= 3, shards
