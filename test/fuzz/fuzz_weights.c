@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fuzz_file.h"
+#include "arch.h"
 #include "weights.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -49,7 +50,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   import_model m = {.params = g_params, .num_params = 2, .tied_name = "lm_head.weight",
                     .tied_to = 0};
   char err[2048] = "";
-  if (!import_check_weights(dir, &m, SRT_F32, err, sizeof err) && !err[0])
+  // Strict dtypes and plain names, then any float dtype under Gemma3
+  // conditional generation's layouts (carried modules, renamed prefixes).
+  if (!import_check_weights(dir, &m, SRT_F32, false, NULL, err, sizeof err) && !err[0])
     abort(); // a refusal says why
+  err[0] = 0;
+  const import_arch *gemma = import_arch_by_name("Gemma3ForConditionalGeneration");
+  if (!import_check_weights(dir, &m, SRT_F32, true, gemma->checkpoint_names, err, sizeof err) &&
+      !err[0])
+    abort();
   return 0;
 }
