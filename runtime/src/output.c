@@ -2,6 +2,9 @@
 #include "shardrt/output.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -51,4 +54,42 @@ srt_status srt_output_check_name(const char *what, const char *path, size_t suff
                      "passes the system's limit of %d (PATH_MAX)",
                      what, path, whole, suffix_bytes, PATH_MAX);
   return NULL;
+}
+
+srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len) {
+  // A new or regular file is written to a temporary and renamed over the
+  // path; a character device (/dev/null) in place.
+  srt_output_kind kind;
+  SRT_RETURN_IF_ERROR(srt_output_kind_of(what, path, &kind));
+  SRT_RETURN_IF_ERROR(srt_output_check_name(what, path, strlen(".tmp")));
+  bool device = kind == SRT_OUTPUT_DEVICE;
+  size_t n = strlen(path) + 5;
+  char *tmp = malloc(n);
+  if (!tmp)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
+  snprintf(tmp, n, device ? "%s" : "%s.tmp", path);
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    srt_status s = SRT_ERROR(SRT_IO, "%s '%s': cannot create: %s", what, tmp, strerror(errno));
+    free(tmp);
+    return s;
+  }
+  bool ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && (device || fsync(fileno(f)) == 0);
+  int err = errno;
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && !device && rename(tmp, path) != 0) {
+    ok = false;
+    err = errno;
+  }
+  srt_status s = NULL;
+  if (!ok) {
+    s = SRT_ERROR(SRT_IO, "%s '%s': write failed: %s", what, path, strerror(err));
+    if (!device)
+      remove(tmp);
+  }
+  free(tmp);
+  return s;
 }

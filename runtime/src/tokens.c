@@ -220,56 +220,19 @@ srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t cou
                        "token file '%s': token %lld has id %lld outside [0, %lld)", path,
                        (long long)i, (long long)tokens[i], (long long)vocab);
   int width = vocab <= 256 ? 1 : vocab <= 65536 ? 2 : 4;
-  // A new or regular file is written to a temporary and renamed over the
-  // path; a character device (/dev/null) in place.
-  srt_output_kind kind;
-  SRT_RETURN_IF_ERROR(srt_output_kind_of("token file", path, &kind));
-  SRT_RETURN_IF_ERROR(srt_output_check_name("token file", path, strlen(".tmp")));
-  bool device = kind == SRT_OUTPUT_DEVICE;
-  size_t len = strlen(path) + 5;
-  char *tmp = malloc(len);
-  if (!tmp)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", path);
-  snprintf(tmp, len, device ? "%s" : "%s.tmp", path);
-  srt_status s = NULL;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    s = SRT_ERROR(SRT_IO, "token file '%s': cannot create: %s", tmp, strerror(errno));
-    free(tmp);
-    return s;
-  }
-  unsigned char h[SRT_TOKENS_HEADER_BYTES] = {0};
+  size_t bytes = SRT_TOKENS_HEADER_BYTES + (size_t)count * (size_t)width;
+  unsigned char *h = calloc(1, bytes);
+  if (!h)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory (%zu bytes)", path,
+                     bytes);
   memcpy(h, kMagic, sizeof kMagic);
   store_le(h + 8, SRT_TOKENS_VERSION, 2);
   store_le(h + 10, (uint64_t)width, 2);
   store_le(h + 16, (uint64_t)count, 8);
   store_le(h + 24, (uint64_t)vocab, 8);
-  int ok = fwrite(h, 1, sizeof h, f) == sizeof h;
-  unsigned char buf[4096];
-  size_t at = 0;
-  for (int64_t i = 0; ok && i < count; ++i) {
-    store_le(buf + at, (uint64_t)tokens[i], width);
-    at += (size_t)width;
-    if (at + 4 > sizeof buf || i + 1 == count) {
-      ok = fwrite(buf, 1, at, f) == at;
-      at = 0;
-    }
-  }
-  ok = ok && fflush(f) == 0 && (device || fsync(fileno(f)) == 0);
-  int err = errno;
-  if (fclose(f) != 0 && ok) {
-    ok = 0;
-    err = errno;
-  }
-  if (ok && !device && rename(tmp, path) != 0) {
-    ok = 0;
-    err = errno;
-  }
-  if (!ok) {
-    s = SRT_ERROR(SRT_IO, "token file '%s': write failed: %s", path, strerror(err));
-    if (!device)
-      remove(tmp);
-  }
-  free(tmp);
+  for (int64_t i = 0; i < count; ++i)
+    store_le(h + SRT_TOKENS_HEADER_BYTES + i * width, (uint64_t)tokens[i], width);
+  srt_status s = srt_write_file("token file", path, h, bytes);
+  free(h);
   return s;
 }

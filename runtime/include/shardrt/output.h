@@ -8,6 +8,7 @@
 #define SHARDRT_OUTPUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "shardrt/status.h"
 
@@ -37,5 +38,12 @@ srt_status srt_output_check_name(const char *what, const char *path, size_t suff
 /// True when `a` and `b` both exist and are the same file (device and inode:
 /// other spellings and hard links included).
 bool srt_same_file(const char *a, const char *b);
+
+/// Writes `len` bytes of `data` to `path` as its kind says (a new or regular
+/// file: "<path>.tmp", fsync, rename over it; a character device: in place),
+/// so a crash never leaves half a file. `what` names the output in messages.
+/// Errors: those of srt_output_kind_of and srt_output_check_name; SRT_IO
+/// naming `what`, the file and the OS error (the temporary is removed).
+srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len);
 
 #endif // SHARDRT_OUTPUT_H
