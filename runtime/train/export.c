@@ -462,23 +462,24 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
   char step_s[32], adam_s[32], path[PATH_LEN], name[64];
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
-  const char *wmeta[] = {"shardrt.step",  step_s, "shardrt.adam_step", adam_s,
-                         "shardrt.optimizer", kOptimizer, "shardrt.model",
-                         p->model ? p->model : ""};
+  const char *wmeta[] = {"shardrt.step",        step_s,     "shardrt.adam_step", adam_s,
+                         "shardrt.optimizer",   kOptimizer, "shardrt.model",
+                         p->model ? p->model : "", "shardrt.lr_schedule", state->lr_schedule};
   for (size_t k = 0; k < count && !s; ++k) {
     shard_name(name, sizeof name, k, count);
     if (!join(path, partial, name))
       s = SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
     else
       s = srt_checkpoint_save_items(ctx, path, w.items + first[k], first[k + 1] - first[k], wmeta,
-                                  4);
+                                  5);
   }
   if (!s) {
     const char *ometa[] = {"shardrt.step",    step_s,
                            "shardrt.adam_step", adam_s,
                            "shardrt.weights", count > 1 ? SRT_HF_INDEX_NAME : SRT_HF_WEIGHTS_NAME,
-                           "shardrt.model",   p->model ? p->model : ""};
-    s = join(path, partial, kOptimizer) ? train_save_moments(ctx, p, arena, path, ometa, 4)
+                           "shardrt.model",   p->model ? p->model : "",
+                           "shardrt.lr_schedule", state->lr_schedule};
+    s = join(path, partial, kOptimizer) ? train_save_moments(ctx, p, arena, path, ometa, 5)
                                         : SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
   }
   if (!s) {

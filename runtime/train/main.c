@@ -265,7 +265,7 @@ int main(int argc, char **argv) {
   train_threads threads = train_choose_threads(o.threads);
   uint8_t *arena = srt_context_arena(ctx)->base;
   srt_tokens *tokens = NULL;
-  train_state state = {0, 0};
+  train_state state = {0};
   char prev_optim[4096] = "";
   train_input input = {0};
   int failed = any_failed(ctx, check_program(p, srt_context_mesh(ctx)));
@@ -321,6 +321,22 @@ int main(int argc, char **argv) {
       printf("train: loaded the weights of '%s'; training starts at step 1\n", o.load);
     fflush(stdout);
   }
+  // A resumed run continues the schedule its checkpoint was trained with.
+  char schedule[sizeof state.lr_schedule];
+  train_lr_describe(&o.schedule, schedule, sizeof schedule);
+  if (!failed && o.load && state.step > 0 && state.lr_schedule[0] &&
+      strcmp(state.lr_schedule, schedule)) {
+    if (rank == 0)
+      fprintf(stderr,
+              "train: '%s' was trained with the lr schedule '%s', this run asks for '%s': "
+              "give the same --lr, --lr-schedule, --warmup-steps, --min-lr, --lr-decay-steps "
+              "(the original --steps) and --decay-fraction to continue it\n",
+              o.load, state.lr_schedule, schedule);
+    failed = 1;
+  }
+  memcpy(state.lr_schedule, schedule, sizeof schedule);
+  if (!failed && rank == 0 && o.schedule.kind != TRAIN_LR_CONSTANT)
+    printf("train: lr schedule %s\n", schedule);
   // --steps is the last step: a checkpoint already there leaves nothing to run.
   if (!failed && o.load && state.step >= o.steps) {
     if (rank == 0)
@@ -346,8 +362,9 @@ int main(int argc, char **argv) {
       s = upload_batch(backend, device, p, arena);
     if ((failed = any_failed(ctx, s)))
       break;
+    float lr = (float)train_lr_at(&o.schedule, state.adam_step + 1);
     srt_step_options so = {.step = state.adam_step + 1,
-                           .lr = o.lr,
+                           .lr = lr,
                            .beta1 = o.beta1,
                            .beta2 = o.beta2,
                            .eps = o.eps,
@@ -380,8 +397,8 @@ int main(int argc, char **argv) {
     else
       ++state.adam_step;
     if (rank == 0 && (step % o.log_every == 0 || step == o.steps || r.skipped)) {
-      printf("step %lld/%lld  loss %.9g  grad_norm %.9g  lr %.3g  tok/s %.0f%s\n",
-             (long long)step, (long long)o.steps, (double)r.loss, r.grad_norm, (double)o.lr,
+      printf("step %lld/%lld  loss %.9g  grad_norm %.9g  lr %.6g  tok/s %.0f%s\n",
+             (long long)step, (long long)o.steps, (double)r.loss, r.grad_norm, (double)lr,
              (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9),
              r.skipped ? "  SKIPPED (non-finite grad norm)" : "");
       fflush(stdout);

@@ -19,11 +19,19 @@ const char *train_usage(void) {
          "         [--norm-type 2|inf|p] [--load CKPT] [--save CKPT] [--save-every N]\n"
          "         [--seed S] [--log-every N] [--dump FILE] [--max-skipped N]\n"
          "         [--timeout SECONDS] [--threads N] [--profile]\n"
+         "         [--lr-schedule constant|linear|cosine|wsd] [--warmup-steps N]\n"
+         "         [--min-lr F] [--lr-decay-steps N] [--decay-fraction F]\n"
          "         [--export DIR] [--export-dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
          "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
          "  TOKENS is a token file (shard-tokens);\n"
          "  K is the last step to run (a resumed run continues to K);\n"
          "  --max-grad-norm <= 0 disables clipping.\n"
+         "  --lr-schedule: the lr of AdamW step s (skipped steps do not count): a linear\n"
+         "    warmup to --lr over --warmup-steps (0), then constant (the default), or\n"
+         "    linear / cosine to --min-lr (0) at step --lr-decay-steps (default --steps),\n"
+         "    or wsd: stable, then linear to --min-lr over the last --decay-fraction\n"
+         "    (0.1) of the steps after the warmup. A checkpoint records the schedule; a\n"
+         "    resumed run must continue the same one (docs/runtime.md).\n"
          "  --max-skipped N: a step whose gradient norm is not finite changes nothing;\n"
          "    after N such steps in a row the run stops with an error and saves\n"
          "    nothing (default 5; 0: never stop).\n"
@@ -145,7 +153,10 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        .max_skipped = 5,
                        .timeout_s = 600,
                        .export_dtype = SRT_DTYPE_COUNT,
-                       .max_shard_bytes = INT64_C(5000000000)};
+                       .max_shard_bytes = INT64_C(5000000000),
+                       .schedule = {.kind = TRAIN_LR_CONSTANT,
+                                    .decay_steps = -1,
+                                    .decay_fraction = 0.1}};
   // Flags seen so far, each with its value (NULL for --profile), so that a
   // second value is refused instead of silently replacing the first.
   const char *seen[64][2];
@@ -189,6 +200,17 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                          (long long)o->steps, (long long)SRT_CHECKPOINT_MAX_STEP);
     } else if (!strcmp(f, "--lr")) {
       SRT_RETURN_IF_ERROR(parse_float(f, v, &o->lr));
+      SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.lr)); // the schedule in float64
+    } else if (!strcmp(f, "--lr-schedule")) {
+      SRT_RETURN_IF_ERROR(train_lr_schedule_parse(v, &o->schedule.kind));
+    } else if (!strcmp(f, "--warmup-steps")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &o->schedule.warmup));
+    } else if (!strcmp(f, "--lr-decay-steps")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->schedule.decay_steps));
+    } else if (!strcmp(f, "--min-lr")) {
+      SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.min_lr));
+    } else if (!strcmp(f, "--decay-fraction")) {
+      SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.decay_fraction));
     } else if (!strcmp(f, "--betas")) {
       const char *comma = strchr(v, ',');
       if (!comma)
@@ -320,6 +342,16 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   // divides 0 by 0 for gradients that are exactly zero.
   if (o->lr < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr must be >= 0, got %g", (double)o->lr);
+  if (o->schedule.decay_steps < 0)
+    o->schedule.decay_steps = o->steps;
+  if (o->schedule.kind == TRAIN_LR_CONSTANT &&
+      (o->schedule.min_lr != 0 || o->schedule.decay_steps != o->steps))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "--min-lr and --lr-decay-steps need a decaying --lr-schedule (linear, "
+                     "cosine or wsd)");
+  if (o->schedule.kind != TRAIN_LR_WSD && o->schedule.decay_fraction != 0.1)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--decay-fraction needs --lr-schedule wsd");
+  SRT_RETURN_IF_ERROR(train_lr_check(&o->schedule));
   if (!(o->eps > 0))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--eps must be > 0, got %g", (double)o->eps);
   if (o->weight_decay < 0)

@@ -198,16 +198,18 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
   // 1. The optimizer state, under a name of its own (the previous one stays).
-  const char *meta[] = {"shardrt.step",      step_s,           "shardrt.adam_step",
-                        adam_s,              "shardrt.weights", base_of(path),
-                        "shardrt.model",     p->model ? p->model : ""};
-  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 4);
+  const char *meta[] = {"shardrt.step",        step_s,           "shardrt.adam_step",
+                        adam_s,                "shardrt.weights", base_of(path),
+                        "shardrt.model",       p->model ? p->model : "",
+                        "shardrt.lr_schedule", state->lr_schedule};
+  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 5);
   // 2. The weights, whose metadata names the optimizer file: the commit point.
   if (!s) {
-    const char *wmeta[] = {"shardrt.step",      step_s, "shardrt.adam_step",
-                           adam_s,              "shardrt.optimizer", base_of(optim),
-                           "shardrt.model",     p->model ? p->model : ""};
-    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta, 4);
+    const char *wmeta[] = {"shardrt.step",        step_s, "shardrt.adam_step",
+                           adam_s,                "shardrt.optimizer", base_of(optim),
+                           "shardrt.model",       p->model ? p->model : "",
+                           "shardrt.lr_schedule", state->lr_schedule};
+    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta, 5);
   }
   // 3. The previous optimizer file of THIS checkpoint path is no longer
   // referenced. One that belongs to another checkpoint (the one a run was
@@ -326,7 +328,7 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   const srt_mesh *mesh = srt_context_mesh(ctx);
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(ctx, coord);
-  *state = (train_state){0, 0};
+  *state = (train_state){0};
   prev_optim[0] = 0;
   SRT_RETURN_IF_ERROR(srt_checkpoint_source_open(path, &in->src));
   srt_status s = load_weights(ctx, p, arena, in);
@@ -379,6 +381,9 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
   if (!s) {
     state->step = step;
     state->adam_step = adam;
+    const char *schedule =
+        srt_safetensors_metadata(srt_checkpoint_source_first(in->src), "shardrt.lr_schedule");
+    snprintf(state->lr_schedule, sizeof state->lr_schedule, "%s", schedule ? schedule : "");
     snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
   }
   return s;

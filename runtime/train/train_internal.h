@@ -20,11 +20,56 @@
 /// The compiled step this driver trains (defined by generated code).
 extern const srt_program shard_program;
 
+/// --lr-schedule.
+typedef enum train_lr_kind {
+  TRAIN_LR_CONSTANT, ///< lr (after the warmup)
+  TRAIN_LR_LINEAR,   ///< lr -> min_lr linearly from the warmup's end to decay_steps
+  TRAIN_LR_COSINE,   ///< lr -> min_lr along half a cosine, same span
+  TRAIN_LR_WSD,      ///< warmup, stable at lr, linear to min_lr over the last decay_fraction
+} train_lr_kind;
+
+/// A learning-rate schedule: lr at each AdamW step (1-based; skipped steps
+/// do not advance it, as in Megatron-LM).
+typedef struct train_lr_schedule {
+  train_lr_kind kind;    ///< --lr-schedule (constant)
+  double lr;             ///< --lr: the peak
+  double min_lr;         ///< --min-lr (0): where the decay ends
+  int64_t warmup;        ///< --warmup-steps (0): linear from lr/warmup at step 1 to lr
+  int64_t decay_steps;   ///< --lr-decay-steps (--steps): the step the decay reaches min_lr
+  double decay_fraction; ///< --decay-fraction (0.1): wsd's share of the post-warmup steps
+} train_lr_schedule;
+
+/// --lr-schedule's value to a kind. Errors: SRT_INVALID_ARGUMENT naming it.
+srt_status train_lr_schedule_parse(const char *v, train_lr_kind *out);
+
+/// The learning rate of AdamW step `step` (>= 1) under `s`: warmup
+/// lr * step / warmup for step <= warmup; then constant lr, or
+/// min_lr + c (lr - min_lr) with c = 1 - r (linear) or (1 + cos(pi r)) / 2
+/// (cosine), r = (step - warmup) / (decay_steps - warmup), and min_lr from
+/// decay_steps on; wsd: lr until decay_steps - D, then c = 1 - (step -
+/// decay_steps + D) / D with D = train_lr_wsd_decay_steps. Sources:
+/// Megatron-LM OptimizerParamScheduler.get_lr, torchtitan lr_scheduler.
+double train_lr_at(const train_lr_schedule *s, int64_t step);
+
+/// wsd's decay steps D: decay_fraction x (decay_steps - warmup), rounded, >= 1.
+int64_t train_lr_wsd_decay_steps(const train_lr_schedule *s);
+
+/// A canonical one-line description ("cosine lr=0.001 warmup=10 min_lr=0
+/// decay_steps=100"), recorded in checkpoints so that a resumed run is
+/// checked to continue the same schedule.
+void train_lr_describe(const train_lr_schedule *s, char *buf, size_t size);
+
+/// Errors: SRT_INVALID_ARGUMENT for min_lr outside [0, lr], a negative
+/// warmup, a decay that ends within the warmup, a decay fraction outside
+/// (0, 1].
+srt_status train_lr_check(const train_lr_schedule *s);
+
 /// What the command line asks for.
 typedef struct train_options {
   const char *data;      ///< token file (--data); required unless --batch-file
   int64_t steps;         ///< last step to run (--steps), required, >= 1
-  float lr;              ///< --lr, required
+  float lr;              ///< --lr, required: the schedule's peak
+  train_lr_schedule schedule; ///< --lr-schedule and its flags (lr filled from --lr)
   float beta1, beta2;    ///< --betas B1,B2 (0.9, 0.999)
   float eps;             ///< --eps (1e-8)
   float weight_decay;    ///< --weight-decay (0.01, torch's AdamW default)
@@ -83,6 +128,9 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
 typedef struct train_state {
   int64_t step;      ///< steps done (the next step is step + 1)
   int64_t adam_step; ///< AdamW updates done (skipped steps do not count)
+  /// The lr schedule (train_lr_describe) the state was trained with, as its
+  /// checkpoint records it ("shardrt.lr_schedule"); empty when unknown.
+  char lr_schedule[256];
 } train_state;
 
 /// The checkpoint a run was loaded from, kept open for the whole run: saves

@@ -44,6 +44,16 @@ static int usage(const char *problem, const char *word) {
 // or a device such as /dev/zero would never end: refused.
 static int read_file(const char *path, char **data, size_t *len) {
   struct stat st;
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "shard-tokens: '%s': %s\n", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    fprintf(stderr, "shard-tokens: input '%s' is not a regular file\n", path);
+    return -1;
+  }
+  // Non-blocking: should the input have become a FIFO since the stat, the
+  // open does not wait for a writer (and the fstat refuses it).
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     fprintf(stderr, "shard-tokens: cannot read '%s': %s\n", path,
@@ -407,8 +417,13 @@ int main(int argc, char **argv) {
     rc = usage("no output given: expected", "-o OUTPUT");
     goto done;
   }
-  if (!*o.out || (o.tokenizer && !*o.tokenizer)) {
-    rc = usage("empty path for", !*o.out ? "-o" : "--tokenizer");
+  for (int i = 0; i < o.n_inputs; ++i)
+    if (!*o.inputs[i]) {
+      rc = usage("empty path for", "INPUT");
+      goto done;
+    }
+  if (!*o.out || (o.tokenizer && !*o.tokenizer) || (o.decode && !*o.decode)) {
+    rc = usage("empty path for", !*o.out ? "-o" : o.decode && !*o.decode ? "--decode" : "--tokenizer");
     goto done;
   }
   if (!o.tokenizer) {
@@ -419,7 +434,7 @@ int main(int argc, char **argv) {
       goto done;
     }
     if (o.n_inputs != 1) {
-      rc = usage(o.n_inputs ? "a second input (byte-level takes one; --tokenizer takes many)"
+      rc = usage(o.n_inputs ? "a second input (byte-level tokens take one; --tokenizer many):"
                             : "no input given: expected",
                  o.n_inputs ? o.inputs[1] : "INPUT");
       goto done;

@@ -46,6 +46,34 @@ diff <(losses "$T/dp1_tp2.log" | tail -4) <(losses "$T/b.log") || fail "resume i
 diff <(losses "$T/dp1_tp2.log" | head -4) <(losses "$T/a.log") || fail "saving changed the losses"
 echo "ok: resume bit-identical"
 
+# 2b. lr schedules: each step's printed lr is the formula's (cosine, warmup
+# 2, min 1e-3, to step 8); a resumed run continues it (losses and lrs
+# bit-identical); a different schedule on resume is refused. (1e-5: the
+# console prints 6 digits.)
+lrs() { awk '/^step /{split($2, k, "/"); print k[1], $4, $8}' "$1"; }
+SCHED=(--lr-schedule cosine --warmup-steps 2 --min-lr 1e-3)
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 8 "${COMMON[@]}" "${SCHED[@]}" \
+  >"$T/s.log" || fail "cosine run"
+lrs "$T/s.log" | awk '{
+    k = $1; want = k <= 2 ? 1e-2 * k / 2 : 1e-3 + 9e-3 * (1 + cos(3.141592653589793 * (k - 2) / 6)) / 2
+    d = $3 - want; if (d < 0) d = -d
+    if (d > 1e-5 * want) { print "step " k ": lr " $3 ", formula " want; bad = 1 } n++ }
+  END { exit bad || n != 8 }' || fail "cosine lr differs from the formula"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 4 "${COMMON[@]}" "${SCHED[@]}" \
+  --lr-decay-steps 8 --save "$T/ck/sched.safetensors" >/dev/null || fail "cosine save run"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 8 "${COMMON[@]}" "${SCHED[@]}" \
+  --load "$T/ck/sched.safetensors" >"$T/s2.log" || fail "cosine resume"
+diff <(lrs "$T/s.log" | tail -4) <(lrs "$T/s2.log") || fail "resumed schedule differs"
+out=$(run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 10 "${COMMON[@]}" \
+  "${SCHED[@]}" --load "$T/ck/sched.safetensors" 2>&1) && fail "a longer decay on resume ran"
+echo "$out" | grep -q "trained with the lr schedule 'cosine lr=0.01 warmup=2 min_lr=0.001 decay_steps=8', this run asks for '.*decay_steps=10'" \
+  || fail "schedule mismatch message: $out"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 10 "${COMMON[@]}" "${SCHED[@]}" \
+  --lr-decay-steps 8 --load "$T/ck/sched.safetensors" >"$T/s3.log" || fail "resume with --lr-decay-steps"
+diff <(lrs "$T/s.log" | tail -4) <(lrs "$T/s3.log" | head -4) || fail "--lr-decay-steps resume differs"
+grep -q "^step 10/10 .* lr 0.001 " "$T/s3.log" || fail "after the decay the lr is not --min-lr"
+echo "ok: lr schedule follows the formula and resumes exactly"
+
 # 3. a crash during a save: the states a kill can leave (a torn temporary
 # weights file, an orphan optimizer file of the next step) keep step 4
 # loadable; then a real SIGKILL during repeated saves.
