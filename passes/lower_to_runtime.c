@@ -692,6 +692,26 @@ static void begin_step(lower_run *r) {
   r->at.block = entry;
 }
 
+// After the op defining the loss: an evaluation (srt_step_options
+// forward_only) runs the optimizer op at once, which only reports the loss,
+// and returns, so no backward runs.
+static void branch_if_forward_only(lower_run *r, MlirOperation optimizer) {
+  MlirType i64 = mlirIntegerTypeGet(r->ctx, 64), ptr = r->top.ptr;
+  lb_builder b = r->top;
+  b.loc = mlirOperationGetLocation(r->func);
+  lb_func(&b, "srt_step_forward_only", mlirLLVMFunctionTypeGet(i64, 1, &ptr, false), NULL);
+  MlirValue flag = lb_call(&r->at, "srt_step_forward_only", 1, &r->options, i64);
+  MlirValue yes = lb_icmp_ne(&r->at, flag, lb_zero(&r->at, i64));
+  MlirBlock eval = mlirBlockCreate(0, NULL, NULL), next = mlirBlockCreate(0, NULL, NULL);
+  mlirRegionInsertOwnedBlockBefore(r->step_region, r->fail_block, eval);
+  mlirRegionInsertOwnedBlockBefore(r->step_region, r->fail_block, next);
+  lb_cond_br(&r->at, yes, eval, 0, NULL, next);
+  r->at.block = eval;
+  lower_op(r, lowering_of(optimizer), optimizer, (MlirOperation){NULL});
+  lb_return(&r->at, lb_zero(&r->at, ptr));
+  r->at.block = next;
+}
+
 static void end_step(lower_run *r) {
   r->at.loc = mlirOperationGetLocation(r->func);
   lb_return(&r->at, lb_zero(&r->at, r->at.ptr));
@@ -747,6 +767,17 @@ static bool check_keep_logits(lower_run *r) {
 static int64_t lower_ops(lower_run *r) {
   bool has_optimizer = false;
   int64_t vocab = 0;
+  // The optimizer op and the op defining its loss operand (the end of the
+  // forward, where an evaluation stops).
+  MlirOperation optimizer = {NULL}, loss_def = {NULL};
+  for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (nn_op_kind_of(op) == NN_OP_OPTIMIZER_STEP) {
+      optimizer = op;
+      MlirValue loss = mlirOperationGetOperand(op, 0);
+      if (mlirValueIsAOpResult(loss))
+        loss_def = mlirOpResultGetOwner(loss);
+    }
   const lowering *fusion = lowering_named("srt_op_add_rms_norm");
   MlirOperation fused = {NULL}; // a norm already lowered with its add
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body);
@@ -759,6 +790,8 @@ static int64_t lower_ops(lower_run *r) {
     if (fusion && add_feeds_norm(r, op, next)) {
       lower_op(r, fusion, op, next);
       fused = next;
+      if (!mlirOperationIsNull(loss_def) && (op.ptr == loss_def.ptr || next.ptr == loss_def.ptr))
+        branch_if_forward_only(r, optimizer);
       continue;
     }
     if (kind == NN_OP_OPTIMIZER_STEP && has_optimizer) {
@@ -781,6 +814,8 @@ static int64_t lower_ops(lower_run *r) {
       break;
     }
     lower_op(r, l, op, (MlirOperation){NULL});
+    if (op.ptr == loss_def.ptr && !r->errors)
+      branch_if_forward_only(r, optimizer);
   }
   r->current = r->func;
   if (!r->errors && !has_optimizer)

@@ -1,7 +1,8 @@
 // The optimizer op of the cpu backend (shardrt/cpu.h): total gradient norm with each
 // logical element counted once (srt_get_grad_norm over dp_cp then tp, with
 // every parameter's placements), clipping by total norm, and AdamW on every
-// parameter — or nothing but the report when the norm is not finite.
+// parameter — or nothing but the report when the norm is not finite, or
+// for an evaluation (forward_only).
 //
 // Scratch (the context's op scratch): the table of gradient views,
 // num_params srt_tensor structs.
@@ -15,6 +16,10 @@
 srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
                                      const srt_step_options *options, int64_t loss_offset,
                                      srt_step_result *result) {
+  if (options->forward_only) { // an evaluation: the loss, nothing changed
+    *result = (srt_step_result){.loss = *ops_f32(e, loss_offset)};
+    return NULL;
+  }
   int32_t n = program->num_params;
   float *table;
   int64_t floats = ((int64_t)(n > 0 ? n : 1) * (int64_t)sizeof(srt_tensor) + 3) / 4;

@@ -44,6 +44,14 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
   if (options->step < 1)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
                      (long long)options->step, srt_op_rank(e));
+  if (options->forward_only) { // an evaluation: the loss, nothing changed
+    float loss;
+    SRT_CUDA_CHECK(cudaMemcpyAsync(&loss, cu_f32(e, loss_offset), sizeof loss,
+                                   cudaMemcpyDeviceToHost, d->compute));
+    SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the evaluation's read-back (loss)"));
+    *result = (srt_step_result){.loss = loss};
+    return NULL;
+  }
   double p = options->norm_type;
   if (!(p > 0))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: norm_type %g must be > 0 or inf", op, p);

@@ -128,28 +128,6 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
   return NULL;
 }
 
-// Fills the program's input ids and labels for `step` (this dp rank's rows).
-static srt_status load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                             const srt_tokens *tokens, int64_t step) {
-  int coord[SRT_MESH_NDIMS];
-  srt_context_coord(ctx, coord);
-  int64_t *ids = (int64_t *)(void *)(arena + p->input_ids_offset);
-  SRT_RETURN_IF_ERROR(srt_tokens_batch(tokens, step, p->batch, p->seq,
-                                       coord[SRT_MESH_DP] * p->local_batch, p->local_batch,
-                                       ids));
-  // Labels are the inputs: the loss shifts them.
-  memcpy(arena + p->labels_offset, ids, (size_t)(p->local_batch * p->seq) * sizeof *ids);
-  return NULL;
-}
-
-// Copies this step's input ids and labels to the device arena.
-static srt_status upload_batch(const srt_backend *backend, void *device, const srt_program *p,
-                               const uint8_t *arena) {
-  int64_t bytes = p->local_batch * p->seq * (int64_t)sizeof(int64_t);
-  SRT_RETURN_IF_ERROR(backend->to_device(device, p, arena, p->input_ids_offset, bytes));
-  return backend->to_device(device, p, arena, p->labels_offset, bytes);
-}
-
 // `path` names a file that can be created or replaced: its directory exists
 // and is writable, and it is not itself a directory.
 static srt_status check_writable(const char *path, const char *flag) {
@@ -264,7 +242,7 @@ int main(int argc, char **argv) {
   int rank = srt_context_rank(ctx);
   train_threads threads = train_choose_threads(o.threads);
   uint8_t *arena = srt_context_arena(ctx)->base;
-  srt_tokens *tokens = NULL;
+  srt_tokens *tokens = NULL, *eval_tokens = NULL;
   train_state state = {0};
   char prev_optim[4096] = "";
   train_input input = {0};
@@ -283,6 +261,12 @@ int main(int argc, char **argv) {
     s = srt_tokens_open(o.data, &tokens);
     if (!s)
       s = srt_tokens_check_vocab(tokens, p->vocab);
+    failed = any_failed(ctx, s);
+  }
+  if (!failed && o.eval_data) {
+    s = srt_tokens_open(o.eval_data, &eval_tokens);
+    if (!s)
+      s = srt_tokens_check_vocab(eval_tokens, p->vocab);
     failed = any_failed(ctx, s);
   }
   if (!failed && o.batch_file) // the same batch for every step
@@ -357,9 +341,9 @@ int main(int argc, char **argv) {
     srt_context_set_step(ctx, step);
     if (o.profile && step == first_profiled)
       srt_context_set_profile(ctx, &profile);
-    s = tokens ? load_batch(ctx, p, arena, tokens, step) : NULL;
+    s = tokens ? train_load_batch(ctx, p, arena, tokens, step) : NULL;
     if (!s && tokens && backend)
-      s = upload_batch(backend, device, p, arena);
+      s = train_upload_batch(backend, device, p, arena);
     if ((failed = any_failed(ctx, s)))
       break;
     float lr = (float)train_lr_at(&o.schedule, state.adam_step + 1);
@@ -433,6 +417,19 @@ int main(int argc, char **argv) {
       snprintf(done, sizeof done, "exported '%s' at step %lld", o.export_dir, (long long)step);
       failed |= collective_outcome(train_export(ctx, p, arena, &o, &state, &input), rank, done);
     }
+    if (eval_tokens && ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps)) {
+      train_eval ev = {&exec, p, arena, backend};
+      double eval_loss = 0;
+      s = train_evaluate(&ev, eval_tokens, o.eval_batches, so, &eval_loss);
+      if ((failed = any_failed(ctx, s)))
+        break;
+      if (rank == 0) {
+        printf("eval step %lld: loss %.9g  ppl %.6g  (%lld batches of %lld x %lld tokens)\n",
+               (long long)step, eval_loss, exp(eval_loss), (long long)o.eval_batches,
+               (long long)p->batch, (long long)p->seq);
+        fflush(stdout);
+      }
+    }
     if (o.save && save_point) {
       snprintf(done, sizeof done, "saved '%s' at step %lld", o.save, (long long)step);
       failed |= collective_outcome(
@@ -446,6 +443,7 @@ int main(int argc, char **argv) {
   if (!failed && rank == 0 && o.profile)
     print_profile(&profile, warm_up_left_out);
   srt_tokens_close(tokens);
+  srt_tokens_close(eval_tokens);
   train_input_close(&input);
   if (backend && device) {
     srt_status c = backend->close(device);

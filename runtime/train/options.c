@@ -21,6 +21,7 @@ const char *train_usage(void) {
          "         [--timeout SECONDS] [--threads N] [--profile]\n"
          "         [--lr-schedule constant|linear|cosine|wsd] [--warmup-steps N]\n"
          "         [--min-lr F] [--lr-decay-steps N] [--decay-fraction F]\n"
+         "         [--eval-data TOKENS] [--eval-every N] [--eval-batches K]\n"
          "         [--export DIR] [--export-dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
          "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
          "  TOKENS is a token file (shard-tokens);\n"
@@ -32,6 +33,9 @@ const char *train_usage(void) {
          "    or wsd: stable, then linear to --min-lr over the last --decay-fraction\n"
          "    (0.1) of the steps after the warmup. A checkpoint records the schedule; a\n"
          "    resumed run must continue the same one (docs/runtime.md).\n"
+         "  --eval-data TOKENS: held-out tokens; every --eval-every N steps (default:\n"
+         "    only after the last) the mean loss and perplexity of the program over\n"
+         "    their first --eval-batches K (4) batches, forward only.\n"
          "  --max-skipped N: a step whose gradient norm is not finite changes nothing;\n"
          "    after N such steps in a row the run stops with an error and saves\n"
          "    nothing (default 5; 0: never stop).\n"
@@ -154,6 +158,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        .timeout_s = 600,
                        .export_dtype = SRT_DTYPE_COUNT,
                        .max_shard_bytes = INT64_C(5000000000),
+                       .eval_every = -1,
+                       .eval_batches = -1,
                        .schedule = {.kind = TRAIN_LR_CONSTANT,
                                     .decay_steps = -1,
                                     .decay_fraction = 0.1}};
@@ -201,6 +207,12 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     } else if (!strcmp(f, "--lr")) {
       SRT_RETURN_IF_ERROR(parse_float(f, v, &o->lr));
       SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.lr)); // the schedule in float64
+    } else if (!strcmp(f, "--eval-data")) {
+      o->eval_data = v;
+    } else if (!strcmp(f, "--eval-every")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->eval_every));
+    } else if (!strcmp(f, "--eval-batches")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->eval_batches));
     } else if (!strcmp(f, "--lr-schedule")) {
       SRT_RETURN_IF_ERROR(train_lr_schedule_parse(v, &o->schedule.kind));
     } else if (!strcmp(f, "--warmup-steps")) {
@@ -283,7 +295,16 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     }
   }
   // File names: none empty or beyond the system's limit.
-  const char *paths[][2] = {{"--data", o->data},       {"--batch-file", o->batch_file},
+  if (!o->eval_data && (o->eval_every > 0 || o->eval_batches > 0))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--eval-every and --eval-batches need --eval-data");
+  if (o->eval_data && o->batch_file)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "--eval-data with --batch-file: a batch file is the one batch of every "
+                     "step; evaluate with --data runs");
+  o->eval_every = o->eval_every > 0 ? o->eval_every : 0;
+  o->eval_batches = o->eval_batches > 0 ? o->eval_batches : 4;
+  const char *paths[][2] = {{"--data", o->data},       {"--eval-data", o->eval_data},
+                            {"--batch-file", o->batch_file},
                             {"--load", o->load},       {"--save", o->save},
                             {"--dump", o->dump},       {"--export", o->export_dir}};
   for (size_t k = 0; k < sizeof paths / sizeof *paths; ++k) {
@@ -365,14 +386,15 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        "to %s: choose another file", o->dump, i ? "--save" : "--load");
   // No output replaces an input (--save may replace the checkpoint it
   // loaded: the save is atomic, the usual way to resume in place).
-  const char *inputs[2] = {o->data, o->batch_file};
+  const char *inputs[3] = {o->data, o->batch_file, o->eval_data};
+  const char *input_flags[3] = {"--data", "--batch-file", "--eval-data"};
   const char *outputs[2] = {o->save, o->dump};
   for (int i = 0; i < 2; ++i)
-    for (int k = 0; k < 2; ++k)
+    for (int k = 0; k < 3; ++k)
       if (outputs[i] && inputs[k] &&
           (!strcmp(outputs[i], inputs[k]) || srt_same_file(outputs[i], inputs[k])))
         return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is the %s: choose another file",
-                         i ? "--dump" : "--save", outputs[i], k ? "--batch-file" : "--data");
+                         i ? "--dump" : "--save", outputs[i], input_flags[k]);
   // A checkpoint is a file (with its optimizer file beside it), never a
   // device; a dump may go to one (/dev/null).
   srt_output_kind kind;

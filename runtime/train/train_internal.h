@@ -12,7 +12,9 @@
 #include "shardrt/checkpoint_names.h"
 #include "shardrt/checkpoint_source.h"
 #include "shardrt/context.h"
+#include "shardrt/backend.h"
 #include "shardrt/program.h"
+#include "shardrt/tokens.h"
 #include "shardrt/tensor.h"
 #include "shardrt/status.h"
 #include "shardrt/types.h"
@@ -64,6 +66,34 @@ void train_lr_describe(const train_lr_schedule *s, char *buf, size_t size);
 /// (0, 1].
 srt_status train_lr_check(const train_lr_schedule *s);
 
+/// Fills this dp rank's rows of step `step`'s global batch of `tokens`
+/// (docs/data.md) into the program's input ids and labels in the host
+/// `arena`. Errors: those of srt_tokens_batch.
+srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                            const srt_tokens *tokens, int64_t step);
+
+/// Copies the input ids and labels of the host `arena` to the device arena.
+/// Errors: the backend's copy errors.
+srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
+                              const uint8_t *arena);
+
+/// What an evaluation runs on.
+typedef struct train_eval {
+  srt_exec *exec;              ///< the step's execution (device arena and backend)
+  const srt_program *program;
+  uint8_t *arena;              ///< the host arena (batches are loaded there first)
+  const srt_backend *backend;  ///< NULL on the cpu
+} train_eval;
+
+/// The mean over batches 1..`batches` of `tokens` (the same ones every time:
+/// batching depends only on the batch number) of the program's loss, each a
+/// forward-only step (`options` with forward_only set; no parameter,
+/// moment or counter changes). Collective over the world: every rank gets
+/// the same mean. The profile, if any, does not count these steps.
+/// Errors: those of the batches and the step.
+srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_t batches,
+                          srt_step_options options, double *mean_loss);
+
 /// What the command line asks for.
 typedef struct train_options {
   const char *data;      ///< token file (--data); required unless --batch-file
@@ -86,6 +116,9 @@ typedef struct train_options {
   double timeout_s;      ///< --timeout SECONDS: deadline of every collective (600; 0: none)
   int64_t threads;       ///< --threads N: cpu kernel threads per rank (0: cores / ranks per node)
   bool profile;          ///< --profile: time per op kind after the run
+  const char *eval_data; ///< --eval-data TOKENS: held-out tokens, or NULL
+  int64_t eval_every;    ///< --eval-every N (0: only after the last step)
+  int64_t eval_batches;  ///< --eval-batches K (4)
   const char *export_dir; ///< --export DIR: a Hugging Face model directory, or NULL
   srt_dtype export_dtype; ///< --export-dtype f32|bf16|f16 (SRT_DTYPE_COUNT: the input's)
   int64_t max_shard_bytes; ///< --max-shard-size SIZE (5 GB: 5 * 10^9 bytes)

@@ -145,7 +145,15 @@ typedef struct srt_step_options {
   float lr, beta1, beta2, eps, weight_decay;
   float max_grad_norm; // <= 0: no clipping
   double norm_type;    // 1, 2, any p > 0, or INFINITY
+  // 1: an evaluation: the step stops after the loss (the compiled step
+  // branches to the optimizer op right after it; srt_step_forward_only),
+  // reports it and changes no parameter, moment or step count.
+  int32_t forward_only;
 } srt_step_options;
+
+/// Whether `options` asks for the forward only (compiled steps call it
+/// after the loss): 1 or 0.
+int64_t srt_step_forward_only(const srt_step_options *options);
 
 /// What one step reports. `skipped` is set when the gradient norm was not
 /// finite: no parameter or moment changed.

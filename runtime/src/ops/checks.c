@@ -159,6 +159,10 @@ srt_status srt_check_collective_shape(const srt_exec *e, const char *op, int64_t
   return NULL;
 }
 
+int64_t srt_step_forward_only(const srt_step_options *options) {
+  return options && options->forward_only ? 1 : 0;
+}
+
 srt_status srt_check_step_options(const srt_exec *e, const char *op,
                                   const srt_step_options *options) {
   if (options && options->step < 1)

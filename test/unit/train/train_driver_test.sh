@@ -74,6 +74,41 @@ diff <(lrs "$T/s.log" | tail -4) <(lrs "$T/s3.log" | head -4) || fail "--lr-deca
 grep -q "^step 10/10 .* lr 0.001 " "$T/s3.log" || fail "after the decay the lr is not --min-lr"
 echo "ok: lr schedule follows the formula and resumes exactly"
 
+# 2c. evaluation: training is unchanged by it; the eval loss equals the loss
+# a training step reports on the same batch from the same weights (a run
+# loaded at step 3 whose step-4 batch is the eval batch); every mesh agrees
+# within 1e-5.
+evals() { awk '/^eval step/{print $3, $5}' "$1"; }
+head -c 8000 "$TEXT" >"$T/ev.txt"
+"$BIN/shard-tokens" "$T/ev.txt" -o "$T/ev.bin" >/dev/null || fail "shard-tokens eval"
+EVAL=(--eval-data "$T/ev.bin" --eval-every 3 --eval-batches 1)
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 6 "${COMMON[@]}" "${EVAL[@]}" \
+  >"$T/e1.log" || fail "eval run"
+[ "$(evals "$T/e1.log" | wc -l)" = 2 ] || fail "expected evaluations at steps 3 and 6"
+diff <(losses "$T/tp1.log" | head -6) <(losses "$T/e1.log") || fail "evaluating changed training"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 3 "${COMMON[@]}" \
+  --save "$T/ck/e3.safetensors" >/dev/null || fail "save at 3"
+# Step 4's rows start at (3 x 4 + r) x 16: 192 filler bytes, then the eval text.
+{ head -c 192 "$TEXT"; cat "$T/ev.txt"; } >"$T/shifted.txt"
+"$BIN/shard-tokens" "$T/shifted.txt" -o "$T/shifted.bin" >/dev/null || fail "shard-tokens shifted"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/shifted.bin" --steps 4 "${COMMON[@]}" \
+  --load "$T/ck/e3.safetensors" >"$T/e4.log" || fail "step 4 on the eval batch"
+want=$(losses "$T/e4.log" | tail -1 | cut -d' ' -f2)
+got=$(evals "$T/e1.log" | head -1 | cut -d' ' -f2)
+awk -v a="$want" -v b="$got" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6 * a) }' \
+  || fail "eval loss $got is not the step's loss $want on that batch"
+for mesh in dp1_tp2 dp2_tp1; do
+  run 2 "$BIN/train_tiny_$mesh" --data "$T/tokens.bin" --steps 6 "${COMMON[@]}" "${EVAL[@]}" \
+    >"$T/e_$mesh.log" || fail "$mesh eval run"
+  paste <(evals "$T/e1.log") <(evals "$T/e_$mesh.log") | awk '
+    { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) bad = 1 } END { exit bad }' \
+    || fail "$mesh eval losses differ from tp1"
+done
+out=$(run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 2 "${COMMON[@]}" \
+  --eval-every 2 2>&1) && fail "--eval-every without --eval-data ran"
+echo "$out" | grep -q "need --eval-data" || fail "eval flags message: $out"
+echo "ok: evaluation is forward only, equals the step's loss, and agrees across meshes"
+
 # 3. a crash during a save: the states a kill can leave (a torn temporary
 # weights file, an orphan optimizer file of the next step) keep step 4
 # loadable; then a real SIGKILL during repeated saves.
