@@ -67,7 +67,7 @@ bench() {
     tail -5 "$work/$name.log"; echo "$name batch $batch x seq $seq: training FAILED"; return 0
   fi
   grep -m4 'cuDNN' "$work/$name.log" || true # which attention ran
-  ours=$(awk '/^step / && ++k > 2 { for (i = 1; i < NF; ++i) if ($i == "tok/s") print $(i + 1) }' \
+  ours=$(awk 'function num(x, m) { m = x ~ /k$/ ? 1e3 : x ~ /M$/ ? 1e6 : x ~ /G$/ ? 1e9 : 1; sub(/[kMG]$/, "", x); return x * m } /^step / && ++k > 2 { for (i = 2; i <= NF; ++i) if ($i == "tok/s") print num($(i - 1)) }' \
            "$work/$name.log" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
   mfu=$(awk -v t="$ours" -v n="$n" -v l="$layers" -v h="$heads" -v d="$hd" -v s="$seq" -v p="$peak" \
         'BEGIN { printf "%.1f", 100 * t * (6 * n + 6 * l * h * d * s) / (p * 1e12) }')

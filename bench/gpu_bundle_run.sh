@@ -50,7 +50,7 @@ echo "== GPU tests =="
 for t in kernels_test ops_test; do
   if bin/$t >"$t.log" 2>&1; then echo "PASS $t"; else tail -20 "$t.log"; echo "FAIL $t"; status=1; fi
 done
-steps_of() { awk '/^step /{split($2, k, "/"); print k[1], $4, $6}' "$1"; }
+steps_of() { awk '/^step /{split($2, k, "/"); print k[1], $5, $8}' "$1"; }
 max_rel() { # CANDIDATE REFERENCE (step lines): "<n> <max rel loss> <max rel norm>"
   paste -d' ' <(steps_of "$1") <(steps_of "$2") | awk '
     function rel(x, y) { d = x - y; if (d < 0) d = -d; s = (y < 0 ? -y : y); return s > 0 ? d / s : d }
@@ -91,7 +91,7 @@ while read -r name batch seq n layers heads hd vocab config; do
   if ! programs/$name --data "$vocab.tok" --steps "$steps" --lr 1e-4 --max-grad-norm 1.0 >"$name.log" 2>&1; then
     tail -5 "$name.log"; echo "FAIL $name: training failed"; status=1; continue
   fi
-  ours=$(awk '/^step / && ++k > 2 { for (i = 1; i < NF; ++i) if ($i == "tok/s") print $(i + 1) }' \
+  ours=$(awk 'function num(x, m) { m = x ~ /k$/ ? 1e3 : x ~ /M$/ ? 1e6 : x ~ /G$/ ? 1e9 : 1; sub(/[kMG]$/, "", x); return x * m } /^step / && ++k > 2 { for (i = 2; i <= NF; ++i) if ($i == "tok/s") print num($(i - 1)) }' \
            "$name.log" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
   arena=$(awk '/arena/ { for (i = 1; i < NF; ++i) if ($(i + 1) == "MiB") printf "%.1f", $i / 1024 }' "$name.log" | head -1)
   mfu=$(awk -v t="$ours" -v n="$n" -v l="$layers" -v h="$heads" -v d="$hd" -v s="$seq" -v p="$peak" \

@@ -37,7 +37,7 @@ printf '%-6s %12s %12s %8s\n' mesh "tokens/s" "GFLOP/s" MFU
 
 # tokens/s of a driver log: the steps after the first (warm-up), averaged.
 tokens_per_s() {
-  echo "$1" | awk '/^step/ && $2 !~ /^1\// {for (i = 1; i <= NF; ++i) if ($i == "tok/s") {s += $(i+1); n++}}
+  echo "$1" | awk 'function num(x, m) { m = x ~ /k$/ ? 1e3 : x ~ /M$/ ? 1e6 : x ~ /G$/ ? 1e9 : 1; sub(/[kMG]$/, "", x); return x * m } /^step/ && $2 !~ /^1\// {for (i = 2; i <= NF; ++i) if ($i == "tok/s") {s += num($(i-1)); n++}}
                    END {if (n) printf "%.0f", s / n; else print 0}'
 }
 

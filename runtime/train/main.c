@@ -7,6 +7,7 @@
 // computed.
 // Errors are printed once, naming the rank when only some ranks failed, and
 // every rank exits with status 1 (no rank is left waiting in a collective).
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -305,10 +306,15 @@ int main(int argc, char **argv) {
       printf("train: loaded the weights of '%s'; training starts at step 1\n", o.load);
     fflush(stdout);
   }
-  // A resumed run continues the schedule its checkpoint was trained with.
+  // A resumed run continues the decaying schedule its checkpoint was trained
+  // with: two decaying schedules must be the same one. A constant lr on
+  // either side is a choice, not a schedule to keep (lowering --lr after a
+  // divergence, or decaying from a constant-lr checkpoint).
   char schedule[sizeof state.lr_schedule];
   train_lr_describe(&o.schedule, schedule, sizeof schedule);
-  if (!failed && o.load && state.step > 0 && state.lr_schedule[0] &&
+  bool decaying = o.schedule.kind != TRAIN_LR_CONSTANT &&
+                  strncmp(state.lr_schedule, "constant ", 9) != 0;
+  if (!failed && o.load && state.step > 0 && state.lr_schedule[0] && decaying &&
       strcmp(state.lr_schedule, schedule)) {
     if (rank == 0)
       fprintf(stderr,
@@ -331,6 +337,28 @@ int main(int argc, char **argv) {
     failed = 1;
   }
   int64_t skipped = 0, skipped_in_a_row = 0;
+  // MFU: the model's FLOPs over every rank's peak, the CPU's fp32 GEMM rate
+  // measured now on every rank at once (so each sees the others' load);
+  // unknown (printed '-') on a device backend for now.
+  double flops_per_token = train_flops_per_token(p), peak = 0, run_seconds = 0;
+  int64_t state_at_start = state.step;
+  if (!failed && !backend) {
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    peak = train_cpu_peak_flops() * world;
+  }
+  if (!failed && rank == 0)
+    printf("train: %.4g model FLOPs per token (6 N + attention); peak %s%.4g TFLOP/s%s\n",
+           flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12,
+           peak > 0 ? " (fp32 GEMM measured on every rank, summed)" : ": MFU not shown)");
+  FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it
+  if (!failed) {
+    srt_status ms = NULL;
+    if (rank == 0 && o.metrics && !(metrics = fopen(o.metrics, "a")))
+      ms = SRT_ERROR(SRT_IO, "--metrics '%s': cannot open for appending: %s", o.metrics,
+                     strerror(errno));
+    failed = any_failed(ctx, ms);
+  }
   // --profile leaves out the first step when more follow: it pays one-time
   // costs (the GEMM library's kernel generation, first touch of the arena).
   srt_profile profile = {0};
@@ -380,13 +408,15 @@ int main(int argc, char **argv) {
       ++skipped;
     else
       ++state.adam_step;
-    if (rank == 0 && (step % o.log_every == 0 || step == o.steps || r.skipped)) {
-      printf("step %lld/%lld  loss %.9g  grad_norm %.9g  lr %.6g  tok/s %.0f%s\n",
-             (long long)step, (long long)o.steps, (double)r.loss, r.grad_norm, (double)lr,
-             (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9),
-             r.skipped ? "  SKIPPED (non-finite grad norm)" : "");
-      fflush(stdout);
-    }
+    run_seconds += dt;
+    double tps = (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9);
+    train_step_metrics m = {
+        .step = step, .steps = o.steps, .loss = r.loss, .grad_norm = r.grad_norm, .lr = lr,
+        .step_s = dt, .tokens_per_s = tps, .mfu = peak > 0 ? tps * flops_per_token / peak : -1,
+        .eta_s = run_seconds / (double)(step - state_at_start) * (double)(o.steps - step),
+        .skipped = r.skipped != 0};
+    if (rank == 0 && (step % o.log_every == 0 || step == o.steps || r.skipped))
+      train_print_step(&m);
     // Steps that change nothing, one after another: the run diverged. Stop
     // before any save, so the last good checkpoint stays what it is.
     skipped_in_a_row = r.skipped ? skipped_in_a_row + 1 : 0;
@@ -417,9 +447,11 @@ int main(int argc, char **argv) {
       snprintf(done, sizeof done, "exported '%s' at step %lld", o.export_dir, (long long)step);
       failed |= collective_outcome(train_export(ctx, p, arena, &o, &state, &input), rank, done);
     }
+    double eval_loss = 0;
+    bool evaluated = false;
     if (eval_tokens && ((o.eval_every > 0 && step % o.eval_every == 0) || step == o.steps)) {
       train_eval ev = {&exec, p, arena, backend};
-      double eval_loss = 0;
+      evaluated = true;
       s = train_evaluate(&ev, eval_tokens, o.eval_batches, so, &eval_loss);
       if ((failed = any_failed(ctx, s)))
         break;
@@ -429,6 +461,12 @@ int main(int argc, char **argv) {
                (long long)p->batch, (long long)p->seq);
         fflush(stdout);
       }
+    }
+    if (metrics && train_metrics_write(metrics, &m, evaluated ? &eval_loss : NULL)) {
+      fprintf(stderr, "train: --metrics '%s': write failed at step %lld\n", o.metrics,
+              (long long)step);
+      fclose(metrics);
+      metrics = NULL; // training goes on; the metrics stop
     }
     if (o.save && save_point) {
       snprintf(done, sizeof done, "saved '%s' at step %lld", o.save, (long long)step);
@@ -442,6 +480,8 @@ int main(int argc, char **argv) {
   srt_context_set_profile(ctx, NULL);
   if (!failed && rank == 0 && o.profile)
     print_profile(&profile, warm_up_left_out);
+  if (metrics)
+    fclose(metrics);
   srt_tokens_close(tokens);
   srt_tokens_close(eval_tokens);
   train_input_close(&input);

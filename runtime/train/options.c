@@ -22,6 +22,7 @@ const char *train_usage(void) {
          "         [--lr-schedule constant|linear|cosine|wsd] [--warmup-steps N]\n"
          "         [--min-lr F] [--lr-decay-steps N] [--decay-fraction F]\n"
          "         [--eval-data TOKENS] [--eval-every N] [--eval-batches K]\n"
+         "         [--metrics FILE.jsonl]\n"
          "         [--export DIR] [--export-dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
          "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
          "  TOKENS is a token file (shard-tokens);\n"
@@ -36,6 +37,9 @@ const char *train_usage(void) {
          "  --eval-data TOKENS: held-out tokens; every --eval-every N steps (default:\n"
          "    only after the last) the mean loss and perplexity of the program over\n"
          "    their first --eval-batches K (4) batches, forward only.\n"
+         "  --metrics FILE.jsonl: one JSON object per step appended (step, loss,\n"
+         "    grad_norm, lr, tokens_per_s, mfu, step_ms, skipped; eval_loss when\n"
+         "    evaluated); shard-plot draws it.\n"
          "  --max-skipped N: a step whose gradient norm is not finite changes nothing;\n"
          "    after N such steps in a row the run stops with an error and saves\n"
          "    nothing (default 5; 0: never stop).\n"
@@ -207,6 +211,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     } else if (!strcmp(f, "--lr")) {
       SRT_RETURN_IF_ERROR(parse_float(f, v, &o->lr));
       SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.lr)); // the schedule in float64
+    } else if (!strcmp(f, "--metrics")) {
+      o->metrics = v;
     } else if (!strcmp(f, "--eval-data")) {
       o->eval_data = v;
     } else if (!strcmp(f, "--eval-every")) {
@@ -304,6 +310,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   o->eval_every = o->eval_every > 0 ? o->eval_every : 0;
   o->eval_batches = o->eval_batches > 0 ? o->eval_batches : 4;
   const char *paths[][2] = {{"--data", o->data},       {"--eval-data", o->eval_data},
+                            {"--metrics", o->metrics},
                             {"--batch-file", o->batch_file},
                             {"--load", o->load},       {"--save", o->save},
                             {"--dump", o->dump},       {"--export", o->export_dir}};
@@ -388,13 +395,18 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   // loaded: the save is atomic, the usual way to resume in place).
   const char *inputs[3] = {o->data, o->batch_file, o->eval_data};
   const char *input_flags[3] = {"--data", "--batch-file", "--eval-data"};
-  const char *outputs[2] = {o->save, o->dump};
-  for (int i = 0; i < 2; ++i)
+  const char *outputs[3] = {o->save, o->dump, o->metrics};
+  const char *output_flags[3] = {"--save", "--dump", "--metrics"};
+  for (int i = 0; i < 3; ++i)
     for (int k = 0; k < 3; ++k)
       if (outputs[i] && inputs[k] &&
           (!strcmp(outputs[i], inputs[k]) || srt_same_file(outputs[i], inputs[k])))
         return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is the %s: choose another file",
-                         i ? "--dump" : "--save", outputs[i], input_flags[k]);
+                         output_flags[i], outputs[i], input_flags[k]);
+  if (o->metrics && ((o->save && (!strcmp(o->metrics, o->save) || srt_same_file(o->metrics, o->save))) ||
+                     (o->load && (!strcmp(o->metrics, o->load) || srt_same_file(o->metrics, o->load)))))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--metrics '%s' is a checkpoint of this run: choose "
+                     "another file", o->metrics);
   // A checkpoint is a file (with its optimizer file beside it), never a
   // device; a dump may go to one (/dev/null).
   srt_output_kind kind;

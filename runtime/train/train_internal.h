@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "shardrt/checkpoint.h"
 #include "shardrt/checkpoint_names.h"
@@ -94,6 +95,43 @@ typedef struct train_eval {
 srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_t batches,
                           srt_step_options options, double *mean_loss);
 
+/// Model FLOPs per trained token, torchtitan's count (get_num_flop_per_token):
+/// 6 x the parameters in matmuls (all, less the token embedding unless it
+/// is tied to the lm_head) + 12 x layers x heads x head_dim x seq
+/// (attention scores and values, forward and backward; causal masking not
+/// discounted). Reads num_hidden_layers, num_attention_heads, hidden_size,
+/// head_dim and tie_word_embeddings from the program's config (text_config
+/// for multimodal ones); missing keys count 0.
+double train_flops_per_token(const srt_program *p);
+
+/// The best fp32 GEMM rate of this rank's threads (FLOP/s): three timed
+/// 1024^3 srt_cpu_gemm calls after one warm-up; 0 if the GEMM fails. About
+/// 50 ms on 2 cores. The CPU's peak for MFU.
+double train_cpu_peak_flops(void);
+
+/// One step's figures, for the console and --metrics.
+typedef struct train_step_metrics {
+  int64_t step, steps;
+  float loss;
+  double grad_norm, lr;
+  double step_s;       ///< seconds of the step
+  double tokens_per_s; ///< global tokens of the step / step_s
+  double mfu;          ///< model FLOP/s over the peak of every rank; < 0: unknown
+  double eta_s;        ///< the remaining steps at the mean step time so far
+  bool skipped;
+} train_step_metrics;
+
+/// Prints the console line of a step (rank 0):
+/// `step 120/1000 | loss L | norm G | lr F | 412.3 ms | MFU 38.2% | 9.9k tok/s | eta 6m`
+/// (loss and norm with 9 significant digits, lr 6; MFU '-' when unknown).
+void train_print_step(const train_step_metrics *m);
+
+/// Appends the JSON object of a step to `f` (one line: step, loss,
+/// grad_norm, lr, tokens_per_s, mfu, step_ms, skipped, and eval_loss when
+/// `eval_loss` is not NULL; non-finite numbers and an unknown MFU as null)
+/// and flushes it. Returns 0, or -1 on a write error.
+int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss);
+
 /// What the command line asks for.
 typedef struct train_options {
   const char *data;      ///< token file (--data); required unless --batch-file
@@ -119,6 +157,7 @@ typedef struct train_options {
   const char *eval_data; ///< --eval-data TOKENS: held-out tokens, or NULL
   int64_t eval_every;    ///< --eval-every N (0: only after the last step)
   int64_t eval_batches;  ///< --eval-batches K (4)
+  const char *metrics;   ///< --metrics FILE.jsonl: a JSON object per step appended, or NULL
   const char *export_dir; ///< --export DIR: a Hugging Face model directory, or NULL
   srt_dtype export_dtype; ///< --export-dtype f32|bf16|f16 (SRT_DTYPE_COUNT: the input's)
   int64_t max_shard_bytes; ///< --max-shard-size SIZE (5 GB: 5 * 10^9 bytes)

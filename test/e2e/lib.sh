@@ -7,7 +7,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 run() { local np=$1; shift; "$MPI" --allow-run-as-root --oversubscribe -np "$np" "$@"; }
 
 # steps LOG: "step loss grad_norm" per logged step, exactly as printed.
-steps() { awk '/^step /{split($2, k, "/"); print k[1], $4, $6}' "$1"; }
+steps() { awk '/^step /{split($2, k, "/"); print k[1], $5, $8}' "$1"; }
 
 # compile NAME CONFIG PLAN SHARD-COMPILE-FLAGS...: $W/NAME, batch $BATCH, seq
 # $SEQ; on failure prints the compiler's output and returns 1.

@@ -14,7 +14,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 run() { local np=$1; shift; "$MPI" --allow-run-as-root --oversubscribe -np "$np" "$@"; }
 fail() { echo "FAIL: $*"; exit 1; }
-losses() { awk '/^step /{split($2, k, "/"); print k[1], $4, $6}' "$1"; }
+losses() { awk '/^step /{split($2, k, "/"); print k[1], $5, $8}' "$1"; }
 COMMON=(--lr 1e-2 --max-grad-norm 1.0 --seed 7)
 
 "$BIN/shard-tokens" "$TEXT" -o "$T/tokens.bin" || fail "shard-tokens"
@@ -50,7 +50,7 @@ echo "ok: resume bit-identical"
 # 2, min 1e-3, to step 8); a resumed run continues it (losses and lrs
 # bit-identical); a different schedule on resume is refused. (1e-5: the
 # console prints 6 digits.)
-lrs() { awk '/^step /{split($2, k, "/"); print k[1], $4, $8}' "$1"; }
+lrs() { awk '/^step /{split($2, k, "/"); print k[1], $5, $11}' "$1"; }
 SCHED=(--lr-schedule cosine --warmup-steps 2 --min-lr 1e-3)
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 8 "${COMMON[@]}" "${SCHED[@]}" \
   >"$T/s.log" || fail "cosine run"
@@ -71,7 +71,7 @@ echo "$out" | grep -q "trained with the lr schedule 'cosine lr=0.01 warmup=2 min
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 10 "${COMMON[@]}" "${SCHED[@]}" \
   --lr-decay-steps 8 --load "$T/ck/sched.safetensors" >"$T/s3.log" || fail "resume with --lr-decay-steps"
 diff <(lrs "$T/s.log" | tail -4) <(lrs "$T/s3.log" | head -4) || fail "--lr-decay-steps resume differs"
-grep -q "^step 10/10 .* lr 0.001 " "$T/s3.log" || fail "after the decay the lr is not --min-lr"
+grep -q "^step 10/10 .* | lr 0.001 |" "$T/s3.log" || fail "after the decay the lr is not --min-lr"
 echo "ok: lr schedule follows the formula and resumes exactly"
 
 # 2c. evaluation: training is unchanged by it; the eval loss equals the loss
@@ -108,6 +108,27 @@ out=$(run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 2 "${COMMON
   --eval-every 2 2>&1) && fail "--eval-every without --eval-data ran"
 echo "$out" | grep -q "need --eval-data" || fail "eval flags message: $out"
 echo "ok: evaluation is forward only, equals the step's loss, and agrees across meshes"
+
+# 2d. --metrics: a JSON line per step with the console's values, eval_loss
+# on evaluated steps only, an MFU in (0, 1); a resumed run appends.
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 4 "${COMMON[@]}" \
+  --eval-data "$T/ev.bin" --eval-every 2 --eval-batches 1 --metrics "$T/m.jsonl" \
+  --save "$T/ck/m.safetensors" >"$T/m.log" || fail "metrics run"
+[ "$(wc -l <"$T/m.jsonl")" = 4 ] || fail "expected 4 metrics lines: $(cat "$T/m.jsonl")"
+paste -d' ' <(losses "$T/m.log") "$T/m.jsonl" | awk '{
+    want = "\"step\": " $1 ", \"loss\": " $2 ", \"grad_norm\": " $3 ","
+    if (index($0, want) == 0) { print "line " NR " lacks " want; bad = 1 }
+    has_eval = index($0, "\"eval_loss\": ") > 0
+    if (has_eval != ($1 % 2 == 0)) { print "line " NR ": eval_loss " has_eval; bad = 1 }
+    if (!match($0, /"mfu": [0-9.e-]+/)) { print "line " NR ": no mfu"; bad = 1 }
+    else { v = substr($0, RSTART + 7, RLENGTH - 7) + 0; if (!(v > 0 && v < 1)) { print "mfu " v; bad = 1 } }
+  } END { exit bad }' || fail "metrics lines differ from the console"
+grep -q '"skipped": false' "$T/m.jsonl" || fail "no skipped field"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 6 "${COMMON[@]}" \
+  --metrics "$T/m.jsonl" --load "$T/ck/m.safetensors" >/dev/null || fail "metrics resume"
+[ "$(wc -l <"$T/m.jsonl")" = 6 ] && tail -1 "$T/m.jsonl" | grep -q '^{"step": 6, ' \
+  || fail "a resumed run does not append its steps"
+echo "ok: --metrics writes the console's values, one line per step, appended on resume"
 
 # 3. a crash during a save: the states a kill can leave (a torn temporary
 # weights file, an orphan optimizer file of the next step) keep step 4

@@ -1,0 +1,129 @@
+// Training metrics: the model FLOPs of a step (torchtitan's count), the
+// CPU's GEMM peak measured at start, MFU, the console line of each step and
+// the --metrics JSONL record.
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "shardrt/kernels.h"
+#include "train_internal.h"
+
+static int64_t config_int(json_t *c, const char *key, int64_t fallback) {
+  json_t *v = json_object_get(c, key);
+  if (!json_is_integer(v)) // a multimodal config keeps them in text_config
+    v = json_object_get(json_object_get(c, "text_config"), key);
+  return json_is_integer(v) ? (int64_t)json_integer_value(v) : fallback;
+}
+
+double train_flops_per_token(const srt_program *p) {
+  double params = 0, embedding = 0;
+  for (int32_t i = 0; i < p->num_params; ++i) {
+    double n = 1;
+    for (int32_t d = 0; d < p->params[i].rank; ++d)
+      n *= (double)p->params[i].global_shape[d];
+    params += n;
+    if (strstr(p->params[i].name, "embed_tokens."))
+      embedding += n;
+  }
+  json_t *c = p->config_json ? json_loads(p->config_json, 0, NULL) : NULL;
+  int64_t layers = config_int(c, "num_hidden_layers", 0);
+  int64_t heads = config_int(c, "num_attention_heads", 0);
+  int64_t hidden = config_int(c, "hidden_size", 0);
+  int64_t head_dim = config_int(c, "head_dim", heads > 0 ? hidden / heads : 0);
+  json_t *tied = json_object_get(c, "tie_word_embeddings");
+  // A lookup is no matmul; a tied lm_head is, through the same weight.
+  double matmul = params - (json_is_true(tied) ? 0 : embedding);
+  json_decref(c);
+  return 6 * matmul + 12.0 * (double)layers * (double)heads * (double)head_dim * (double)p->seq;
+}
+
+double train_cpu_peak_flops(void) {
+  enum { N = 1024 };
+  float *a = malloc(sizeof(float) * N * N), *b = malloc(sizeof(float) * N * N),
+        *c = malloc(sizeof(float) * N * N);
+  double best = 0;
+  for (size_t i = 0; a && b && c && i < (size_t)N * N; ++i) {
+    a[i] = (float)(i % 7) * 0.25f;
+    b[i] = (float)(i % 5) * 0.5f;
+  }
+  for (int rep = 0; a && b && c && rep < 4; ++rep) { // the first warms up
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    srt_status s = srt_cpu_gemm(false, false, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (s) {
+      srt_status_free(s);
+      break;
+    }
+    double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (rep && dt > 0 && 2.0 * N * N * N / dt > best)
+      best = 2.0 * N * N * N / dt;
+  }
+  free(a);
+  free(b);
+  free(c);
+  return best;
+}
+
+// 12345 -> "12.3k", as the loggers of torchtitan and Megatron shorten.
+static void human(double v, char *buf, size_t size) {
+  const char *unit[] = {"", "k", "M", "G"};
+  int u = 0;
+  while (v >= 1000 && u < 3) {
+    v /= 1000;
+    ++u;
+  }
+  snprintf(buf, size, u ? "%.3g%s" : "%.0f%s", v, unit[u]);
+}
+
+static void duration(double s, char *buf, size_t size) {
+  if (!(s >= 0) || !isfinite(s))
+    snprintf(buf, size, "?");
+  else if (s < 60)
+    snprintf(buf, size, "%.0fs", s);
+  else if (s < 3600)
+    snprintf(buf, size, "%.0fm", s / 60);
+  else
+    snprintf(buf, size, "%.1fh", s / 3600);
+}
+
+void train_print_step(const train_step_metrics *m) {
+  char tps[32], eta[32], mfu[32];
+  human(m->tokens_per_s, tps, sizeof tps);
+  duration(m->eta_s, eta, sizeof eta);
+  if (m->mfu >= 0)
+    snprintf(mfu, sizeof mfu, "%.1f%%", 100 * m->mfu);
+  else
+    snprintf(mfu, sizeof mfu, "-");
+  printf("step %lld/%lld | loss %.9g | norm %.9g | lr %.6g | %.1f ms | MFU %s | %s tok/s | "
+         "eta %s%s\n",
+         (long long)m->step, (long long)m->steps, (double)m->loss, m->grad_norm, m->lr,
+         1e3 * m->step_s, mfu, tps, eta, m->skipped ? " | SKIPPED (non-finite grad norm)" : "");
+  fflush(stdout);
+}
+
+// A JSON number, or null for what JSON cannot hold (NaN, infinities).
+static void number(FILE *f, const char *key, double v) {
+  if (isfinite(v))
+    fprintf(f, ", \"%s\": %.9g", key, v);
+  else
+    fprintf(f, ", \"%s\": null", key);
+}
+
+int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss) {
+  fprintf(f, "{\"step\": %lld", (long long)m->step);
+  number(f, "loss", m->loss);
+  number(f, "grad_norm", m->grad_norm);
+  number(f, "lr", m->lr);
+  number(f, "tokens_per_s", m->tokens_per_s);
+  number(f, "mfu", m->mfu >= 0 ? m->mfu : NAN);
+  number(f, "step_ms", 1e3 * m->step_s);
+  fprintf(f, ", \"skipped\": %s", m->skipped ? "true" : "false");
+  if (eval_loss)
+    number(f, "eval_loss", *eval_loss);
+  fprintf(f, "}\n");
+  return fflush(f) == 0 && !ferror(f) ? 0 : -1;
+}
