@@ -11,6 +11,7 @@ PACKAGES=(
   libopenblas-dev                                          # bench/gemm_libs: the GEMM compared
   libjansson-dev                                           # JSON: configs, plans, safetensors headers
   libpcre2-dev libutf8proc-dev                             # tokenizer: pre-tokenizer regexes, Unicode normalization
+  libxml2-utils                                            # xmllint: the shard-plot test checks its SVG
   zlib1g-dev                                               # CRC-32 of checkpoint tensors
   libcmocka-dev                                            # C unit tests
   clang libclang-rt-14-dev libomp-14-dev                   # libFuzzer targets (test/fuzz)

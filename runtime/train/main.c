@@ -374,7 +374,8 @@ int main(int argc, char **argv) {
       s = train_upload_batch(backend, device, p, arena);
     if ((failed = any_failed(ctx, s)))
       break;
-    float lr = (float)train_lr_at(&o.schedule, state.adam_step + 1);
+    double lr_exact = train_lr_at(&o.schedule, state.adam_step + 1);
+    float lr = (float)lr_exact;
     srt_step_options so = {.step = state.adam_step + 1,
                            .lr = lr,
                            .beta1 = o.beta1,
@@ -411,7 +412,7 @@ int main(int argc, char **argv) {
     run_seconds += dt;
     double tps = (double)(p->batch * p->seq) / (dt > 0 ? dt : 1e-9);
     train_step_metrics m = {
-        .step = step, .steps = o.steps, .loss = r.loss, .grad_norm = r.grad_norm, .lr = lr,
+        .step = step, .steps = o.steps, .loss = r.loss, .grad_norm = r.grad_norm, .lr = lr_exact,
         .step_s = dt, .tokens_per_s = tps, .mfu = peak > 0 ? tps * flops_per_token / peak : -1,
         .eta_s = run_seconds / (double)(step - state_at_start) * (double)(o.steps - step),
         .skipped = r.skipped != 0};
@@ -469,9 +470,17 @@ int main(int argc, char **argv) {
       metrics = NULL; // training goes on; the metrics stop
     }
     if (o.save && save_point) {
-      snprintf(done, sizeof done, "saved '%s' at step %lld", o.save, (long long)step);
-      failed |= collective_outcome(
-          train_save(ctx, p, arena, o.save, &state, &input, prev_optim), rank, done);
+      char stepped[PATH_MAX];
+      const char *target = o.save;
+      if (o.keep_last > 0 && !train_step_path(o.save, step, stepped, sizeof stepped))
+        target = stepped;
+      snprintf(done, sizeof done, "saved '%s' at step %lld", target, (long long)step);
+      int bad = collective_outcome(
+          train_save(ctx, p, arena, target, &state, &input, prev_optim), rank, done);
+      failed |= bad;
+      if (!bad && o.keep_last > 0 && rank == 0 && train_rotate(o.save, o.keep_last, o.load))
+        printf("train: kept the %lld newest checkpoints of '%s'\n", (long long)o.keep_last,
+               o.save);
     }
   }
   if (!failed && rank == 0 && skipped)

@@ -22,7 +22,7 @@ const char *train_usage(void) {
          "         [--lr-schedule constant|linear|cosine|wsd] [--warmup-steps N]\n"
          "         [--min-lr F] [--lr-decay-steps N] [--decay-fraction F]\n"
          "         [--eval-data TOKENS] [--eval-every N] [--eval-batches K]\n"
-         "         [--metrics FILE.jsonl]\n"
+         "         [--metrics FILE.jsonl] [--keep-last K]\n"
          "         [--export DIR] [--export-dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
          "  N must be the program's dp x tp (a program of one rank runs without mpirun);\n"
          "  TOKENS is a token file (shard-tokens);\n"
@@ -37,6 +37,9 @@ const char *train_usage(void) {
          "  --eval-data TOKENS: held-out tokens; every --eval-every N steps (default:\n"
          "    only after the last) the mean loss and perplexity of the program over\n"
          "    their first --eval-batches K (4) batches, forward only.\n"
+         "  --keep-last K: every save goes to its own file, CKPT with -stepNNNNNNNN\n"
+         "    before .safetensors; after each, only the K newest stay (never the\n"
+         "    --load checkpoint).\n"
          "  --metrics FILE.jsonl: one JSON object per step appended (step, loss,\n"
          "    grad_norm, lr, tokens_per_s, mfu, step_ms, skipped; eval_loss when\n"
          "    evaluated); shard-plot draws it.\n"
@@ -263,6 +266,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       o->load = v;
     } else if (!strcmp(f, "--save")) {
       o->save = v;
+    } else if (!strcmp(f, "--keep-last")) {
+      SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->keep_last));
     } else if (!strcmp(f, "--save-every")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &o->save_every));
     } else if (!strcmp(f, "--seed")) {
@@ -301,6 +306,9 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     }
   }
   // File names: none empty or beyond the system's limit.
+  if (o->keep_last > 0 && !o->save)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--keep-last needs --save CKPT (the name the "
+                     "step-numbered checkpoints are made from)");
   if (!o->eval_data && (o->eval_every > 0 || o->eval_batches > 0))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--eval-every and --eval-batches need --eval-data");
   if (o->eval_data && o->batch_file)
@@ -326,7 +334,9 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   // A save writes "<save>.optim-<step, up to 16 digits>-<n>.tmp" beside
   // it, a dump "<dump>.tmp": names that must fit before any step runs.
   if (o->save)
-    SRT_RETURN_IF_ERROR(srt_output_check_name("--save", o->save, strlen(".optim--999.tmp") + 16));
+    SRT_RETURN_IF_ERROR(srt_output_check_name(
+        "--save", o->save,
+        strlen(".optim--999.tmp") + 16 + (o->keep_last > 0 ? strlen("-step") + 18 : 0)));
   if (o->dump)
     SRT_RETURN_IF_ERROR(srt_output_check_name("--dump", o->dump, strlen(".tmp")));
   if (!o->export_dir && (o->export_dtype != SRT_DTYPE_COUNT || o->max_shard_bytes != INT64_C(5000000000)))

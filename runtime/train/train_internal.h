@@ -132,6 +132,16 @@ void train_print_step(const train_step_metrics *m);
 /// and flushes it. Returns 0, or -1 on a write error.
 int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss);
 
+/// The checkpoint path of step `step` under --keep-last: `save` with
+/// "-step%08d" before its ".safetensors" (or at its end). Returns 0, or -1
+/// when it does not fit in `size`.
+int train_step_path(const char *save, int64_t step, char *out, size_t size);
+
+/// Removes all but the `keep` newest step-numbered checkpoints of `save`
+/// (train_step_path names, any step) and their optimizer files, never
+/// `loaded` (the --load path). Returns how many were removed. Rank 0 only.
+int train_rotate(const char *save, int64_t keep, const char *loaded);
+
 /// What the command line asks for.
 typedef struct train_options {
   const char *data;      ///< token file (--data); required unless --batch-file
@@ -146,6 +156,7 @@ typedef struct train_options {
   const char *load;      ///< --load CKPT or NULL
   const char *save;      ///< --save CKPT or NULL
   int64_t save_every;    ///< --save-every N (0: only after the last step)
+  int64_t keep_last;     ///< --keep-last K: step-numbered saves, the K newest kept (0: one file)
   uint64_t seed;         ///< --seed S (0)
   int64_t log_every;     ///< --log-every N (1)
   const char *batch_file; ///< --batch-file FILE: input_ids/labels for every step, or NULL
