@@ -194,10 +194,11 @@ int tok_bpe(tok_tokenizer *t, const char *p, size_t len, tok_ids *out) {
   }
   symbols s = {0};
   size_t start = out->count;
+  int64_t dropped = t->dropped;
   int rc = initial_symbols(t, p, len, &s) || merge_all(t, &s) ? -1 : 0;
   for (int32_t i = s.n ? 0 : -1; !rc && i >= 0; i = s.next[i])
     rc = tok_ids_push(out, s.id[i]);
-  if (!rc)
+  if (!rc && dropped == t->dropped) // a piece that drops characters is counted each time
     rc = cache_put(t, p, len, out->ids + start, out->count - start);
   free(s.id);
   free(s.prev);

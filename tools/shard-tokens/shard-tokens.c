@@ -303,6 +303,10 @@ static int encode_main(tok_tokenizer *t, const options *o) {
     fprintf(stderr, "shard-tokens: the inputs give no tokens: nothing to train on\n");
     goto fail;
   }
+  if (tok_dropped(t))
+    fprintf(stderr, "shard-tokens: warning: %lld characters are in no token of '%s' (no "
+            "byte_fallback, no unk_token) and were dropped, as the tokenizers library drops "
+            "them\n", (long long)tok_dropped(t), o->tokenizer);
   if (write_tokens(o->out, &ids, tok_vocab_size(t)))
     goto fail;
   double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);

@@ -55,6 +55,10 @@ int tok_decode(const tok_tokenizer *t, const int32_t *ids, size_t count, tok_buf
 // entry), or -1.
 int32_t tok_token_to_id(const tok_tokenizer *t, const char *token);
 
+// Characters dropped so far by encodes: not in the vocabulary, no
+// byte_fallback for them and no unk_token (the library drops them too).
+int64_t tok_dropped(const tok_tokenizer *t);
+
 // One past the largest id of the vocabulary and the added tokens.
 int64_t tok_vocab_size(const tok_tokenizer *t);
 

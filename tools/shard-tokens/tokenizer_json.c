@@ -630,3 +630,5 @@ int32_t tok_token_to_id(const tok_tokenizer *t, const char *token) {
 }
 
 int64_t tok_vocab_size(const tok_tokenizer *t) { return t->vocab_size; }
+
+int64_t tok_dropped(const tok_tokenizer *t) { return t->dropped; }
