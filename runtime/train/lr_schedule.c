@@ -61,10 +61,12 @@ void train_lr_describe(const train_lr_schedule *s, char *buf, size_t size) {
 }
 
 srt_status train_lr_check(const train_lr_schedule *s) {
-  if (s->warmup < 0 || s->min_lr < 0 || s->min_lr > s->lr)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "--min-lr %g must lie in [0, --lr %g] and --warmup-steps %lld be >= 0",
-                     s->min_lr, s->lr, (long long)s->warmup);
+  if (s->min_lr < 0 || s->min_lr > s->lr)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--min-lr %g must lie in [0, --lr %g]", s->min_lr,
+                     s->lr);
+  if (s->warmup < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--warmup-steps %lld must be >= 0",
+                     (long long)s->warmup);
   if (s->kind != TRAIN_LR_CONSTANT && s->decay_steps <= s->warmup)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "--lr-schedule %s: the decay ends at step %lld (--lr-decay-steps, by "

@@ -269,6 +269,13 @@ int main(int argc, char **argv) {
     if (!s)
       s = srt_tokens_check_vocab(eval_tokens, p->vocab);
     failed = any_failed(ctx, s);
+    int64_t need = o.eval_batches * p->batch * p->seq, have = failed ? 0 : srt_tokens_count(eval_tokens);
+    if (!failed && rank == 0 && have < need)
+      fprintf(stderr,
+              "train: warning: --eval-batches %lld of %lld x %lld tokens read %lld tokens, "
+              "'%s' has %lld: the evaluation windows overlap (fewer distinct tokens)\n",
+              (long long)o.eval_batches, (long long)p->batch, (long long)p->seq,
+              (long long)need, o.eval_data, (long long)have);
   }
   if (!failed && o.batch_file) // the same batch for every step
     failed = any_failed(ctx, train_load_batch_file(ctx, p, arena, o.batch_file));
@@ -478,7 +485,7 @@ int main(int argc, char **argv) {
       int bad = collective_outcome(
           train_save(ctx, p, arena, target, &state, &input, prev_optim), rank, done);
       failed |= bad;
-      if (!bad && o.keep_last > 0 && rank == 0 && train_rotate(o.save, o.keep_last, o.load))
+      if (!bad && o.keep_last > 0 && rank == 0 && train_rotate(o.save, o.keep_last, o.load, step))
         printf("train: kept the %lld newest checkpoints of '%s'\n", (long long)o.keep_last,
                o.save);
     }

@@ -306,6 +306,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     }
   }
   // File names: none empty or beyond the system's limit.
+  if (o->save_every > 0 && !o->save && !o->export_dir)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--save-every needs --save CKPT or --export DIR");
   if (o->keep_last > 0 && !o->save)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--keep-last needs --save CKPT (the name the "
                      "step-numbered checkpoints are made from)");

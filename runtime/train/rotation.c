@@ -1,7 +1,9 @@
 // --keep-last K: each save of a run goes to its own step-numbered file
 // (model.safetensors -> model-step00000100.safetensors) and, after a
-// successful save, only the K newest of them stay, with their optimizer
-// files; the checkpoint the run was loaded from is never removed, as
+// successful save, only the K newest of them up to the step just saved stay
+// (so the new one always does), with their optimizer files; files of later
+// steps (another run's) are left alone, and the checkpoint the run was
+// loaded from is never removed, as
 // torchtitan's keep_latest_k and Megatron's checkpoint retention keep the
 // newest ones.
 #include <dirent.h>
@@ -73,7 +75,7 @@ static void remove_checkpoint(const char *dir, const char *path) {
   remove(path);
 }
 
-int train_rotate(const char *save, int64_t keep, const char *loaded) {
+int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t step) {
   char dir[4096];
   const char *stem, *ext;
   size_t stem_len;
@@ -85,7 +87,7 @@ int train_rotate(const char *save, int64_t keep, const char *loaded) {
   size_t n = 0, cap = 0;
   for (struct dirent *e; (e = readdir(d));) {
     int64_t s = step_of(e->d_name, stem, stem_len, ext);
-    if (s < 0)
+    if (s < 0 || s > step) // a later step belongs to another run: not ours to judge
       continue;
     if (n == cap) {
       int64_t *g = realloc(steps, (cap = cap ? 2 * cap : 16) * sizeof *g);

@@ -137,10 +137,12 @@ int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval
 /// when it does not fit in `size`.
 int train_step_path(const char *save, int64_t step, char *out, size_t size);
 
-/// Removes all but the `keep` newest step-numbered checkpoints of `save`
-/// (train_step_path names, any step) and their optimizer files, never
-/// `loaded` (the --load path). Returns how many were removed. Rank 0 only.
-int train_rotate(const char *save, int64_t keep, const char *loaded);
+/// After the save of step `step`: removes all but the `keep` newest
+/// step-numbered checkpoints of `save` (train_step_path names) at steps <=
+/// `step`, with their optimizer files, never `loaded` (the --load path);
+/// later steps' files (another run's) stay. Returns how many were removed.
+/// Rank 0 only.
+int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t step);
 
 /// What the command line asks for.
 typedef struct train_options {

@@ -45,7 +45,9 @@ static int read_metrics(const char *path, series *s) {
     json_error_t je;
     json_t *o = json_loadb(line, (size_t)len, 0, &je);
     point q = {field(o, "step"), field(o, "loss"), field(o, "eval_loss"), field(o, "lr")};
-    if (!json_is_object(o) || !isfinite(q.step)) {
+    if (!o && line[len - 1] != '\n') { // a last line cut off (a crash mid-append)
+      fprintf(stderr, "shard-plot: warning: '%s' line %zu is incomplete: left out\n", path, no);
+    } else if (!json_is_object(o) || !isfinite(q.step)) {
       fprintf(stderr, "shard-plot: '%s' line %zu: %s\n", path, no,
               o ? "an object with a numeric \"step\" is needed" : je.text);
       rc = -1;

@@ -234,7 +234,7 @@ static int jsonl(tok_tokenizer *t, const options *o, const char *path, char *dat
       continue;
     }
     json_error_t je;
-    json_t *row = json_loadb(s, (size_t)(stop - s), 0, &je);
+    json_t *row = json_loadb(s, (size_t)(stop - s), JSON_ALLOW_NUL, &je);
     json_t *v = json_object_get(row, o->field);
     if (!json_is_string(v)) {
       fprintf(stderr, "shard-tokens: %s: %s%s%s\n", where,
@@ -380,7 +380,7 @@ static int special_flag(const char *arg, const char *name, special_mode *mode,
 }
 
 int main(int argc, char **argv) {
-  options o = {.field = "text"};
+  options o = {.field = NULL};
   o.inputs = calloc((size_t)argc, sizeof *o.inputs);
   int rc = 1;
   if (!o.inputs)
@@ -400,7 +400,7 @@ int main(int argc, char **argv) {
     } else if (value && i + 1 >= argc) {
       rc = usage("a value is needed after", a);
       goto done;
-    } else if (value && *value && value != &o.field) {
+    } else if (value && *value) {
       fprintf(stderr, "shard-tokens: %s given twice ('%s' and '%s')\n", a, *value, argv[i + 1]);
       goto done;
     } else if (value)
@@ -421,6 +421,10 @@ int main(int argc, char **argv) {
     rc = usage("no output given: expected", "-o OUTPUT");
     goto done;
   }
+  if (o.field && !*o.field) {
+    rc = usage("an empty field name:", "--field");
+    goto done;
+  }
   for (int i = 0; i < o.n_inputs; ++i)
     if (!*o.inputs[i]) {
       rc = usage("empty path for", "INPUT");
@@ -432,9 +436,12 @@ int main(int argc, char **argv) {
   }
   if (!o.tokenizer) {
     bool bos = o.bos_mode != SPECIAL_DEFAULT, eos = o.eos_mode != SPECIAL_DEFAULT;
-    if (o.decode || bos || eos || strcmp(o.field, "text")) {
+    if (o.decode || bos || eos || o.field) {
       rc = usage("this flag needs --tokenizer:",
-                 o.decode ? "--decode" : bos ? "--bos" : eos ? "--eos" : "--field");
+                 o.decode ? "--decode"
+                 : bos    ? (o.bos_mode == SPECIAL_OFF ? "--no-bos" : "--bos")
+                 : eos    ? (o.eos_mode == SPECIAL_OFF ? "--no-eos" : "--eos")
+                          : "--field");
       goto done;
     }
     if (o.n_inputs != 1) {
@@ -450,6 +457,12 @@ int main(int argc, char **argv) {
     rc = bytes_main(o.inputs[0], o.out);
     goto done;
   }
+  if (o.decode && (o.field || o.bos_mode != SPECIAL_DEFAULT || o.eos_mode != SPECIAL_DEFAULT)) {
+    rc = usage("--decode takes no document flag:", o.field ? "--field" : "--bos/--eos");
+    goto done;
+  }
+  if (!o.field)
+    o.field = "text";
   if (o.decode ? o.n_inputs != 0 : o.n_inputs == 0) {
     rc = usage(o.decode ? "--decode takes no other input:" : "no input given: expected",
                o.decode ? o.inputs[0] : "INPUT...");

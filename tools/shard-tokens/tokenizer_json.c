@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tokenizer_internal.h"
 
@@ -531,6 +532,12 @@ static void find_word_boundary(tok_tokenizer *t) {
 tok_tokenizer *tok_load(const char *path, char **error) {
   *error = NULL;
   json_error_t je;
+  struct stat st;
+  if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    *error = tok_format("tokenizer '%s' is not a regular file (give the tokenizer.json itself)",
+                        path);
+    return NULL;
+  }
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
   if (!root && je.line < 0) { // not opened: the OS's reason
     FILE *f = fopen(path, "rb");

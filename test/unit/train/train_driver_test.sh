@@ -130,19 +130,23 @@ run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 6 "${COMMON[@]}" 
   || fail "a resumed run does not append its steps"
 echo "ok: --metrics writes the console's values, one line per step, appended on resume"
 
-# 2e. --keep-last: step-numbered saves, the newest K kept with their
-# optimizer files; the checkpoint a run was loaded from is never removed.
+# 2e. --keep-last: step-numbered saves, the newest K up to the step saved
+# kept with their optimizer files; the checkpoint a run was loaded from is
+# never removed.
 mkdir -p "$T/rot"
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 8 "${COMMON[@]}" --save-every 2 \
   --keep-last 2 --save "$T/rot/r.safetensors" >"$T/rot.log" || fail "rotation run"
 kept=$(cd "$T/rot" && ls | grep -v optim | tr '\n' ' ')
 [ "$kept" = "r-step00000006.safetensors r-step00000008.safetensors " ] || fail "kept: $kept"
 [ "$(ls "$T/rot" | grep -c optim)" = 2 ] || fail "optimizer files: $(ls "$T/rot")"
+# A later step's file (an abandoned run's) is neither counted nor removed.
+echo other >"$T/rot/r-step00000099.safetensors"
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 12 "${COMMON[@]}" --save-every 2 \
   --keep-last 1 --save "$T/rot/r.safetensors" --load "$T/rot/r-step00000006.safetensors" \
   >"$T/rot2.log" || fail "rotation resume"
 kept=$(cd "$T/rot" && ls | grep -v optim | tr '\n' ' ')
-[ "$kept" = "r-step00000006.safetensors r-step00000012.safetensors " ] || fail "after resume kept: $kept"
+[ "$kept" = "r-step00000006.safetensors r-step00000012.safetensors r-step00000099.safetensors " ] \
+  || fail "after resume kept: $kept"
 diff <(losses "$T/rot.log" | sed -n 7,8p) <(losses "$T/rot2.log" | head -2) \
   || fail "resuming a rotated checkpoint is not bit-identical"
 echo "ok: --keep-last keeps the newest checkpoints and the loaded one"
