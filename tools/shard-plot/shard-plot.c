@@ -55,11 +55,21 @@ static int read_metrics(const char *path, series *s) {
       size_t k = s->n;
       while (k > 0 && s->p[k - 1].step >= q.step) // keep the steps in order
         --k;
-      if (k < s->n && s->p[k].step == q.step)
-        s->p[k] = q;
-      else if (s->n == s->cap && !(s->p = realloc(s->p, (s->cap = s->cap ? 2 * s->cap : 256) * sizeof *s->p)))
-        rc = -1;
-      else {
+      if (k < s->n && s->p[k].step == q.step) {
+        s->p[k] = q; // a resumed run repeated the step: its later line wins
+      } else {
+        if (s->n == s->cap) {
+          size_t more = s->cap ? 2 * s->cap : 256;
+          point *grown = realloc(s->p, more * sizeof *grown);
+          if (!grown) {
+            fprintf(stderr, "shard-plot: out of memory\n");
+            rc = -1;
+            json_decref(o);
+            break;
+          }
+          s->p = grown;
+          s->cap = more;
+        }
         s->n = k; // a resumed run from an earlier step drops the later ones
         s->p[s->n++] = q;
       }
