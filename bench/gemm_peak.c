@@ -1,40 +1,22 @@
 // The bf16 GEMM peak of this GPU as cuBLASLt reaches it (the denominator of
 // bench/gpu.sh's MFU): 8192^3 bf16 x bf16 -> bf16 with fp32 accumulation
-// through the cuda backend's own GEMM path (srt_cuda_gemm) on random
-// operands (zeros draw less power and clock higher), 5 warm-up calls then 20
-// timed with CUDA events. Prints "TFLOPS <value>"; then the device-to-device
-// copy bandwidth of a 128 MiB cudaMemcpyAsync, 2 warm-up and 20 timed, as
-// "COPY_GBPS <value>" counting bytes read plus written (STREAM's convention).
+// through the cuda backend's own GEMM path (srt_cuda_measure_gemm_flops, on
+// random operands), 5 warm-up calls then 20 timed with CUDA events. Prints
+// "TFLOPS <value>"; then the device-to-device copy bandwidth of a 128 MiB
+// cudaMemcpyAsync, 2 warm-up and 20 timed, as "COPY_GBPS <value>" counting
+// bytes read plus written (STREAM's convention).
 // Without a CUDA device prints "SKIP: no CUDA device" and exits 77.
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "device.h"
+#include "peak.h"
 #include "shardrt/cuda.h"
 
 enum { M = 8192 };
 
 static srt_status no_step(srt_exec *e, const srt_step_options *o, srt_step_result *r) {
-  return NULL;
-}
-
-// A and B: random bf16 values of either sign with magnitudes in [0.5, 2).
-static srt_status fill_random(uint8_t *arena, int64_t bytes) {
-  uint16_t *host = malloc((size_t)bytes);
-  if (!host)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "gemm_peak: no host memory");
-  uint32_t state = 1;
-  for (int64_t i = 0; i < bytes / 2; ++i) {
-    state = state * 1664525u + 1013904223u;
-    // sign, exponent 126 or 127 (|x| in [0.5, 2)), random mantissa
-    host[i] = (uint16_t)((state >> 16 & 0x8000) | (0x3F00 + (state >> 8 & 0xFF)));
-  }
-  cudaError_t e = cudaMemcpy(arena, host, (size_t)bytes, cudaMemcpyHostToDevice);
-  if (e == cudaSuccess)
-    e = cudaMemcpy(arena + bytes, host, (size_t)bytes, cudaMemcpyHostToDevice);
-  free(host);
-  SRT_CUDA_CHECK(e);
   return NULL;
 }
 
@@ -69,32 +51,17 @@ static srt_status time_copy(void *dst, const void *src, size_t bytes, cudaStream
 static srt_status run(srt_context *ctx, double *tflops, double *copy_gbps) {
   int64_t bytes = (int64_t)M * M * 2;
   srt_program p = {.abi = SRT_PROGRAM_ABI, .model = "gemm_peak", .dp = 1, .tp = 1, .batch = 1,
-                   .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = 3 * bytes,
+                   .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = 2 * bytes,
                    .step = no_step, .backend = &srt_cuda_backend};
   void *device;
   uint8_t *arena;
   SRT_RETURN_IF_ERROR(srt_cuda_backend.open(ctx, &p, &device, &arena));
   srt_cuda_device *d = device;
-  srt_status s = fill_random(arena, bytes);
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 25 && !s; ++i) {
-    if (i == 5)
-      cudaEventRecord(start, d->compute);
-    s = srt_cuda_gemm(d, true, false, M, M, M, arena, M, arena + bytes, M, arena + 2 * bytes,
-                      false, NULL);
-  }
-  cudaEventRecord(stop, d->compute);
-  float ms = 0;
-  if (!s && cudaEventSynchronize(stop) == cudaSuccess &&
-      cudaEventElapsedTime(&ms, start, stop) == cudaSuccess)
-    *tflops = 20 * 2.0 * M * (double)M * M / (ms * 1e-3) / 1e12;
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  double seconds = 0;
+  double flops = 0, seconds = 0;
+  srt_status s = srt_cuda_measure_gemm_flops(d, M, 5, 20, &flops);
+  *tflops = flops / 1e12;
   if (!s)
-    s = time_copy(arena + 2 * bytes, arena, (size_t)bytes, d->compute, &seconds);
+    s = time_copy(arena + bytes, arena, (size_t)bytes, d->compute, &seconds);
   if (!s)
     *copy_gbps = 2.0 * (double)bytes / seconds / 1e9;
   srt_status c = srt_cuda_backend.close(device);

@@ -2,6 +2,7 @@
 // cuBLASLt and cuDNN handles, the device arena, the parameter table of the
 // multi-tensor kernels), one NCCL communicator per mesh axis, and closing.
 #include "device.h"
+#include "peak.h"
 
 #include "cudnn_attention.h"
 
@@ -329,4 +330,5 @@ const srt_backend srt_cuda_backend = {
     .to_device = to_device,
     .to_host = to_host,
     .close = close_device,
+    .peak_flops = srt_cuda_peak_flops,
 };

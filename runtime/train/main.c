@@ -344,20 +344,16 @@ int main(int argc, char **argv) {
     failed = 1;
   }
   int64_t skipped = 0, skipped_in_a_row = 0;
-  // MFU: the model's FLOPs over every rank's peak, the CPU's fp32 GEMM rate
-  // measured now on every rank at once (so each sees the others' load);
-  // unknown (printed '-') on a device backend for now.
+  // MFU: the model's FLOPs over every rank's peak.
   double flops_per_token = train_flops_per_token(p), peak = 0, run_seconds = 0;
   int64_t state_at_start = state.step;
-  if (!failed && !backend) {
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    peak = train_cpu_peak_flops() * world;
-  }
+  char peak_source[256] = "";
+  if (!failed)
+    peak = train_peak_flops(backend, device, peak_source, sizeof peak_source);
   if (!failed && rank == 0)
-    printf("train: %.4g model FLOPs per token (6 N + attention); peak %s%.4g TFLOP/s%s\n",
-           flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12,
-           peak > 0 ? " (fp32 GEMM measured on every rank, summed)" : ": MFU not shown)");
+    printf("train: %.4g model FLOPs per token (6 N + attention); peak %s%.4g TFLOP/s%s%s%s\n",
+           flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12, peak > 0 ? " (" : "",
+           peak > 0 ? peak_source : "", peak > 0 ? ")" : ": MFU not shown)");
   FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it
   if (!failed) {
     srt_status ms = NULL;

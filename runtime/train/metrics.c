@@ -1,8 +1,9 @@
 // Training metrics: the model FLOPs of a step (torchtitan's count), the
-// CPU's GEMM peak measured at start, MFU, the console line of each step and
+// peak (the CPU's GEMM rate measured at start, a GPU's datasheet), MFU, the console line of each step and
 // the --metrics JSONL record.
 #include <jansson.h>
 #include <math.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,27 @@ double train_cpu_peak_flops(void) {
   free(b);
   free(c);
   return best;
+}
+
+double train_peak_flops(const srt_backend *backend, void *device, char *source, size_t size) {
+  double mine = 0;
+  snprintf(source, size, "%s", "unknown");
+  if (!backend) {
+    mine = train_cpu_peak_flops();
+    snprintf(source, size, "%s", "fp32 GEMM measured on every rank, summed");
+  } else if (backend->peak_flops) {
+    srt_status s = backend->peak_flops(device, &mine, source, size);
+    if (s) {
+      char buf[1024];
+      fprintf(stderr, "train: warning: no peak for MFU: %s\n", srt_status_format(s, buf, sizeof buf));
+      srt_status_free(s);
+      mine = 0;
+    }
+  }
+  double sum = 0, unknown = mine > 0 ? 0 : 1, any_unknown = 0;
+  MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&unknown, &any_unknown, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return any_unknown > 0 ? 0 : sum;
 }
 
 // 12345 -> "12.3k", as the loggers of torchtitan and Megatron shorten.

@@ -109,6 +109,15 @@ double train_flops_per_token(const srt_program *p);
 /// 50 ms on 2 cores. The CPU's peak for MFU.
 double train_cpu_peak_flops(void);
 
+/// The peak of the whole run for MFU, in FLOP/s, summed over the ranks of
+/// MPI_COMM_WORLD (collective): on the cpu (`backend` NULL) each rank's
+/// train_cpu_peak_flops, measured by all at once so that each sees the
+/// others' load; on a device backend its peak_flops hook (a GPU's dense
+/// bf16 datasheet figure) on `device`. 0 (MFU unknown) when the backend has
+/// no hook or any rank's figure failed (its error is printed, the run goes
+/// on). `source` (of `size` bytes) receives rank 0's description.
+double train_peak_flops(const srt_backend *backend, void *device, char *source, size_t size);
+
 /// One step's figures, for the console and --metrics.
 typedef struct train_step_metrics {
   int64_t step, steps;

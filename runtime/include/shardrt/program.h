@@ -6,6 +6,7 @@
 #ifndef SHARDRT_PROGRAM_H
 #define SHARDRT_PROGRAM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 // The runtime context (shardrt/context.h), opaque here: a compiled step
@@ -61,6 +62,10 @@ typedef struct srt_backend {
                         int64_t offset, int64_t bytes);
   /// Frees what open allocated (NULL device: nothing).
   srt_status (*close)(void *device);
+  /// This rank's device's dense bf16 peak in FLOP/s (the MFU denominator),
+  /// and in `source` (of `size` bytes) where the figure comes from; NULL
+  /// for a backend that knows none (MFU is then not shown).
+  srt_status (*peak_flops)(void *device, double *flops, char *source, size_t size);
 } srt_backend;
 
 /// One parameter (a Hugging Face tensor) as this rank holds it: fp32, its
