@@ -3,6 +3,7 @@
 // rate on a second axis (right), with ticks, labels, a legend and a title.
 //   shard-plot metrics.jsonl [-o curve.svg] [--title TEXT]
 #include <jansson.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -82,12 +83,26 @@ static int read_metrics(const char *path, series *s) {
     fprintf(stderr, "shard-plot: '%s' has no steps\n", path);
     rc = -1;
   }
+  size_t finite = 0;
+  for (size_t i = 0; !rc && i < s->n; ++i)
+    finite += isfinite(s->p[i].loss) != 0;
+  if (!rc && !finite) { // an empty frame would look like a drawing bug
+    fprintf(stderr,
+            "shard-plot: '%s': none of its %zu steps has a finite loss (every \"loss\" is null "
+            "or missing): nothing to draw\n",
+            path, s->n);
+    rc = -1;
+  }
   return rc;
 }
 
-// A "nice" tick spacing (1, 2 or 5 x 10^k) for about `count` ticks over span.
-static double tick_step(double span, int count) {
-  double raw = span / count, mag = pow(10, floor(log10(raw))), r = raw / mag;
+// Spans are taken as hi/2 - lo/2, which cannot overflow where hi - lo can
+// (losses of 1e308 from a diverged run still draw).
+
+// A "nice" tick spacing (1, 2 or 5 x 10^k) for about `count` ticks over a
+// span of twice `half_span`.
+static double tick_step(double half_span, int count) {
+  double raw = half_span / (count / 2.0), mag = pow(10, floor(log10(raw))), r = raw / mag;
   return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
 }
 
@@ -106,18 +121,18 @@ static range range_of(const series *s, size_t offset) {
   }
   if (r.lo > r.hi)
     return (range){0, 1};
-  if (r.hi - r.lo < 1e-12 * (fabs(r.hi) + 1e-30) || r.hi == r.lo) { // a flat line
-    double pad = r.hi ? fabs(r.hi) * 0.1 : 1;
-    return (range){r.lo - pad, r.hi + pad};
-  }
-  double pad = (r.hi - r.lo) * 0.05;
-  return (range){r.lo - pad, r.hi + pad};
+  double half = r.hi / 2 - r.lo / 2, pad = half * 0.1;
+  if (half < 0.5e-12 * (fabs(r.hi) + 1e-30) || r.hi == r.lo) // a flat line
+    pad = r.hi ? fabs(r.hi) * 0.1 : 1;
+  return (range){fmax(r.lo - pad, -DBL_MAX), fmin(r.hi + pad, DBL_MAX)};
 }
 
 enum { W = 900, H = 520, L = 80, R = 90, T = 50, B = 60 }; // picture and margins, px
 
-static double sx(range r, double v) { return L + (v - r.lo) / (r.hi - r.lo) * (W - L - R); }
-static double sy(range r, double v) { return H - B - (v - r.lo) / (r.hi - r.lo) * (H - T - B); }
+// Where v falls in r, 0 to 1.
+static double at(range r, double v) { return (v / 2 - r.lo / 2) / (r.hi / 2 - r.lo / 2); }
+static double sx(range r, double v) { return L + at(r, v) * (W - L - R); }
+static double sy(range r, double v) { return H - B - at(r, v) * (H - T - B); }
 
 // XML-escapes `s` into f.
 static void text(FILE *f, const char *s) {
@@ -133,8 +148,10 @@ static void text(FILE *f, const char *s) {
 
 // Ticks and their labels along the bottom (x), left or right (y) axis.
 static void ticks(FILE *f, range r, char side, const char *color) {
-  double step = tick_step(r.hi - r.lo, side == 'x' ? 8 : 6);
-  for (double v = ceil(r.lo / step) * step; v <= r.hi + 1e-9 * step; v += step) {
+  double step = tick_step(r.hi / 2 - r.lo / 2, side == 'x' ? 8 : 6);
+  int n = 0; // at most a few dozen, even where v + step rounds near DBL_MAX
+  for (double v = ceil(r.lo / step) * step; n++ < 40 && isfinite(v) && at(r, v) <= 1 + 1e-9;
+       v += step) {
     double a = fabs(v) < 1e-12 * step ? 0 : v;
     if (side == 'x')
       fprintf(f, "<line x1='%.1f' y1='%d' x2='%.1f' y2='%d' stroke='#ddd'/>"
