@@ -334,6 +334,11 @@ int main(int argc, char **argv) {
   memcpy(state.lr_schedule, schedule, sizeof schedule);
   if (!failed && rank == 0 && o.schedule.kind != TRAIN_LR_CONSTANT)
     printf("train: lr schedule %s\n", schedule);
+  if (!failed && rank == 0 && o.schedule.warmup > o.steps)
+    fprintf(stderr,
+            "train: warning: --warmup-steps %lld ends after the last step (--steps %lld): the "
+            "lr never reaches --lr %g\n",
+            (long long)o.schedule.warmup, (long long)o.steps, (double)o.lr);
   // --steps is the last step: a checkpoint already there leaves nothing to run.
   if (!failed && o.load && state.step >= o.steps) {
     if (rank == 0)

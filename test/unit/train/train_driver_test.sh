@@ -73,6 +73,12 @@ run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 10 "${COMMON[@]}"
 diff <(lrs "$T/s.log" | tail -4) <(lrs "$T/s3.log" | head -4) || fail "--lr-decay-steps resume differs"
 grep -q "^step 10/10 .* | lr 0.001 |" "$T/s3.log" || fail "after the decay the lr is not --min-lr"
 echo "ok: lr schedule follows the formula and resumes exactly"
+run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 2 "${COMMON[@]}" \
+  --warmup-steps 20 >"$T/w.log" 2>&1 || fail "long warmup run"
+grep -q "warning: --warmup-steps 20 ends after the last step (--steps 2): the lr never reaches" \
+  "$T/w.log" || fail "no warning for a warmup past the last step"
+grep -q "peak [0-9.]* TFLOP/s (fp32 GEMM measured on every rank, summed)" "$T/w.log" \
+  || fail "the MFU peak line does not name its source"
 
 # 2c. evaluation: training is unchanged by it; the eval loss equals the loss
 # a training step reports on the same batch from the same weights (a run
