@@ -349,6 +349,68 @@ void srt_cpu_bias_add_backward(float *dx, float *dbias, const float *dy,
                                int64_t n, int64_t features);
 
 //===----------------------------------------------------------------------===//
+// mamba2 (runtime/cpu/mamba2.c)
+//===----------------------------------------------------------------------===//
+
+/// The sizes of a Mamba2 mixer (Hugging Face NemotronHMamba2Mixer; Dao & Gu
+/// 2024, "Transformers are SSMs", the SSD algorithm). inner = heads x
+/// head_dim, conv_dim = inner + 2 groups x state, proj = inner + conv_dim +
+/// heads.
+typedef struct srt_mamba2_config {
+  int64_t batch, seq, hidden;
+  int64_t heads, head_dim, groups, state; ///< groups divides heads
+  int64_t conv_kernel, chunk;             ///< chunk: the SSD chunk length
+  float eps;                              ///< of the gated RMSNorm
+  float dt_min, dt_max; ///< dt = clamp(softplus(.), dt_min, dt_max); max may be +inf
+} srt_mamba2_config;
+
+/// The mixer's weights (Hugging Face names; all fp32, row-major).
+typedef struct srt_mamba2_weights {
+  const float *in_proj;         ///< [proj, hidden]: rows z | x B C | dt
+  const float *conv_w, *conv_b; ///< [conv_dim, conv_kernel] (conv1d.weight [c, 1, k]), [conv_dim]
+  const float *dt_bias, *A_log, *D; ///< [heads] each
+  const float *norm_w;              ///< [inner]
+  const float *out_proj;            ///< [hidden, inner]
+} srt_mamba2_weights;
+
+/// Their gradients, each the shape of its weight, ACCUMULATED (+=).
+typedef struct srt_mamba2_grads {
+  float *in_proj, *conv_w, *conv_b, *dt_bias, *A_log, *D, *norm_w, *out_proj;
+} srt_mamba2_grads;
+
+/// Scratch floats of srt_cpu_mamba2_forward (backward false) or _backward,
+/// for the current srt_cpu_threads(); -1 when the sizes overflow int64.
+int64_t srt_cpu_mamba2_workspace_floats(const srt_mamba2_config *c, bool backward);
+
+/// The Mamba2 mixer in fp32, as transformers' torch path computes it:
+///   [z | xBC | dt] = x W_in^T; xBC = silu(causal depthwise conv1d(xBC) + b);
+///   dt = clamp(softplus(dt + dt_bias), dt_min, dt_max); A = -exp(A_log);
+///   per head h (B, C of its group): h_t = exp(dt_t A) h_{t-1} + dt_t x_t B_t^T,
+///   y_t = h_t C_t + D x_t, computed by chunks of `chunk` steps (the
+///   within-chunk quadratic form and the state passed between chunks);
+///   y = RMSNorm per group of inner / groups (y * silu(z)) * norm_w;
+///   out = y W_out^T.
+/// x, out: [batch, seq, hidden] (out must not alias x). Threaded over
+/// (batch, group); dot products accumulate in fp32 in a fixed order, so the
+/// bytes do not depend on the thread count.
+/// Errors: SRT_INVALID_ARGUMENT for a non-positive size, groups not dividing
+/// heads, or a workspace size that overflows; those of srt_cpu_gemm.
+srt_status srt_cpu_mamba2_forward(float *out, const float *x, const srt_mamba2_weights *w,
+                                  float *workspace, const srt_mamba2_config *c);
+
+/// Gradients of srt_cpu_mamba2_forward given dout ([batch, seq, hidden]):
+/// dx WRITTEN, every weight's gradient in `g` ACCUMULATED. The forward is
+/// recomputed from x (nothing is saved between the calls); the scan's
+/// backward is the chunked one (per chunk the quadratic form's transpose and
+/// the state gradient passed back between chunks), exact for the same
+/// chunking. dt's gradient is zero where the clamp is active (torch.clamp),
+/// and softplus follows torch (threshold 20). Reductions over tokens
+/// accumulate in double. Errors: as srt_cpu_mamba2_forward.
+srt_status srt_cpu_mamba2_backward(float *dx, const srt_mamba2_grads *g, const float *dout,
+                                   const float *x, const srt_mamba2_weights *w,
+                                   float *workspace, const srt_mamba2_config *c);
+
+//===----------------------------------------------------------------------===//
 // cross_entropy (runtime/cpu/cross_entropy.c)
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,593 @@
+// The Mamba2 mixer on the CPU (fp32): in_proj, the causal depthwise conv1d
+// with SiLU, dt's softplus and clamp, the SSD chunked scan (Dao & Gu 2024,
+// "Transformers are SSMs", section 6: per chunk a quadratic, attention-like
+// form; between chunks the state h [head_dim, state] passed on, decayed),
+// the gated group RMSNorm and out_proj; and the gradients of all of it.
+//
+// Per head, with a_t = dt_t A (A = -exp(A_log)) and, inside a chunk,
+// S_i = a_0 + ... + a_i (so exp(S_i - S_j) <= 1 for j <= i: nothing
+// overflows), u_j = dt_j x_j and H the state entering the chunk:
+//   y_i = sum_{j<=i} exp(S_i - S_j) (C_i . B_j) u_j + exp(S_i) H C_i + D x_i
+//   H' = exp(S_last) H + sum_j exp(S_last - S_j) u_j B_j^T
+// The backward runs the chunks in reverse with R = dL/dH' (zero after the
+// last chunk), R_prev = exp(S_last) R + sum_i exp(S_i) dy_i C_i^T, and
+// collects dL/dS_i from every exp(.) it differentiates; dL/da_t is the sum
+// of dL/dS_i over i >= t in the chunk.
+#include "shardrt/kernels.h"
+
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+typedef struct sizes {
+  int64_t n, inner, conv_dim, proj, chunks, per_group, thread_floats;
+} sizes;
+
+static int64_t thread_floats(const srt_mamba2_config *c) {
+  int64_t L = c->chunk, P = c->head_dim, N = c->state;
+  return 2 * L * L + 2 * L + 2 * P * N + 2 * P + 2 * N;
+}
+
+static srt_status check(const srt_mamba2_config *c, sizes *z) {
+  const int64_t v[] = {c->batch, c->seq,         c->hidden, c->heads, c->head_dim,
+                       c->groups, c->state, c->conv_kernel, c->chunk};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; ++i)
+    if (v[i] <= 0 || v[i] > ((int64_t)1 << 24))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "srt_cpu_mamba2: sizes batch %lld seq %lld hidden %lld heads %lld "
+                       "head_dim %lld groups %lld state %lld conv_kernel %lld chunk %lld must "
+                       "lie in [1, 2^24]",
+                       (long long)c->batch, (long long)c->seq, (long long)c->hidden,
+                       (long long)c->heads, (long long)c->head_dim, (long long)c->groups,
+                       (long long)c->state, (long long)c->conv_kernel, (long long)c->chunk);
+  if (c->heads % c->groups != 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "srt_cpu_mamba2: heads %lld is not a multiple of groups %lld",
+                     (long long)c->heads, (long long)c->groups);
+  if (!(c->eps > 0) || !(c->dt_min <= c->dt_max))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "srt_cpu_mamba2: eps %g must be > 0 and dt_min %g <= dt_max %g",
+                     (double)c->eps, (double)c->dt_min, (double)c->dt_max);
+  z->n = c->batch * c->seq;
+  z->inner = c->heads * c->head_dim;
+  z->conv_dim = z->inner + 2 * c->groups * c->state;
+  z->proj = z->inner + z->conv_dim + c->heads;
+  z->chunks = (c->seq + c->chunk - 1) / c->chunk;
+  z->per_group = c->heads / c->groups;
+  z->thread_floats = thread_floats(c);
+  return NULL;
+}
+
+// The workspace's parts, in order; `states` and after only for backward.
+typedef struct parts {
+  float *proj, *xbc, *dt, *y, *normed;
+  float *states, *dproj, *dxbc, *ddt, *dy, *dnormed, *rstd, *dA, *dD, *threads;
+} parts;
+
+// Floats of each part (a NULL `ws` only counts); -1 on overflow.
+static int64_t layout(const srt_mamba2_config *c, const sizes *z, bool backward, float *ws,
+                      parts *p) {
+  double n = (double)z->n, bh = (double)(c->batch * c->heads);
+  double count[15] = {n * z->proj, n * z->conv_dim, n * c->heads, n * z->inner, n * z->inner};
+  if (backward) {
+    count[5] = bh * z->chunks * c->head_dim * c->state;
+    count[6] = n * z->proj;
+    count[7] = n * z->conv_dim;
+    count[8] = n * c->heads;
+    count[9] = n * z->inner;
+    count[10] = n * z->inner;
+    count[11] = n * c->groups;
+    count[12] = bh;
+    count[13] = bh;
+  }
+  count[14] = (double)srt_cpu_threads() * z->thread_floats;
+  float **slot[15] = {&p->proj,  &p->xbc,   &p->dt,      &p->y,    &p->normed,
+                      &p->states, &p->dproj, &p->dxbc,    &p->ddt,  &p->dy,
+                      &p->dnormed, &p->rstd, &p->dA,      &p->dD,   &p->threads};
+  double total = 0;
+  for (int i = 0; i < 15; ++i) {
+    if (ws)
+      *slot[i] = count[i] > 0 ? ws + (int64_t)total : NULL;
+    total += count[i];
+  }
+  return total < 9.0e18 / sizeof(float) ? (int64_t)total : -1;
+}
+
+int64_t srt_cpu_mamba2_workspace_floats(const srt_mamba2_config *c, bool backward) {
+  sizes z;
+  srt_status s = check(c, &z);
+  if (s) {
+    srt_status_free(s);
+    return -1;
+  }
+  parts p;
+  return layout(c, &z, backward, NULL, &p);
+}
+
+static inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float silu(float x) { return x * sigmoid(x); }
+static inline float silu_grad(float x) {
+  float s = sigmoid(x);
+  return s * (1.0f + x * (1.0f - s));
+}
+
+// torch.nn.functional.softplus (beta 1, threshold 20).
+static inline float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
+static inline float dot(const float *a, const float *b, int64_t n) {
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// conv1d + SiLU, dt
+//===----------------------------------------------------------------------===//
+
+// The conv's pre-activation at row r (token t of its batch) for every
+// channel: bias + sum_k w[c, k] raw[t + k - (K - 1), c] (torch's conv1d with
+// padding K - 1, the first `seq` outputs).
+static void conv_row(float *pre, const float *proj, const srt_mamba2_weights *w,
+                     const srt_mamba2_config *c, const sizes *z, int64_t r) {
+  int64_t t = r % c->seq, K = c->conv_kernel, C = z->conv_dim;
+  memcpy(pre, w->conv_b, (size_t)C * sizeof(float));
+  for (int64_t k = 0; k < K; ++k) {
+    int64_t src = t + k - (K - 1);
+    if (src < 0)
+      continue;
+    const float *raw = proj + (r - t + src) * z->proj + z->inner;
+    for (int64_t ch = 0; ch < C; ++ch)
+      pre[ch] += w->conv_w[ch * K + k] * raw[ch];
+  }
+}
+
+static void conv_forward(float *xbc, const float *proj, const srt_mamba2_weights *w,
+                         const srt_mamba2_config *c, const sizes *z) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < z->n; ++r) {
+    float *row = xbc + r * z->conv_dim;
+    conv_row(row, proj, w, c, z, r);
+    for (int64_t ch = 0; ch < z->conv_dim; ++ch)
+      row[ch] = silu(row[ch]);
+  }
+}
+
+// dxbc (the gradient of the conv's output) becomes the pre-activation's in
+// place; then the raw input's gradient goes to dproj's xBC columns and the
+// weight's and bias's are accumulated (in double, tokens in order).
+static void conv_backward(float *dproj, const srt_mamba2_grads *g, float *dxbc, float *pre,
+                          const float *proj, const srt_mamba2_weights *w,
+                          const srt_mamba2_config *c, const sizes *z) {
+  int64_t K = c->conv_kernel, C = z->conv_dim, S = c->seq;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < z->n; ++r) {
+    float *d = dxbc + r * C, *tmp = pre + r * C;
+    conv_row(tmp, proj, w, c, z, r);
+    for (int64_t ch = 0; ch < C; ++ch)
+      d[ch] *= silu_grad(tmp[ch]);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < z->n; ++r) { // raw[t] feeds outputs t .. t + K - 1
+    int64_t t = r % S;
+    float *draw = dproj + r * z->proj + z->inner;
+    memset(draw, 0, (size_t)C * sizeof(float));
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t out = t - k + (K - 1);
+      if (out >= S)
+        continue;
+      const float *d = dxbc + (r - t + out) * C;
+      for (int64_t ch = 0; ch < C; ++ch)
+        draw[ch] += d[ch] * w->conv_w[ch * K + k];
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double db = 0, dw[64] = {0};
+    for (int64_t k0 = 0; k0 < K; k0 += 64) {
+      int64_t kn = K - k0 < 64 ? K - k0 : 64;
+      memset(dw, 0, sizeof dw);
+      for (int64_t r = 0; r < z->n; ++r) {
+        int64_t t = r % S;
+        float d = dxbc[r * C + ch];
+        if (k0 == 0)
+          db += d;
+        for (int64_t k = k0; k < k0 + kn; ++k) {
+          int64_t src = t + k - (K - 1);
+          if (src >= 0)
+            dw[k - k0] += (double)d * proj[(r - t + src) * z->proj + z->inner + ch];
+        }
+      }
+      for (int64_t k = 0; k < kn; ++k)
+        g->conv_w[ch * K + k0 + k] += (float)dw[k];
+    }
+    g->conv_b[ch] += (float)db;
+  }
+}
+
+static void dt_forward(float *dt, const float *proj, const srt_mamba2_weights *w,
+                       const srt_mamba2_config *c, const sizes *z) {
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < z->n; ++r) {
+    const float *raw = proj + r * z->proj + z->inner + z->conv_dim;
+    for (int64_t h = 0; h < c->heads; ++h)
+      dt[r * c->heads + h] = fminf(fmaxf(softplus(raw[h] + w->dt_bias[h]), c->dt_min), c->dt_max);
+  }
+}
+
+// ddt (dL/d dt after the clamp) -> dproj's dt columns and dt_bias.
+static void dt_backward(float *dproj, const srt_mamba2_grads *g, const float *ddt,
+                        const float *proj, const srt_mamba2_weights *w,
+                        const srt_mamba2_config *c, const sizes *z) {
+#pragma omp parallel for schedule(static)
+  for (int64_t h = 0; h < c->heads; ++h) {
+    double sum = 0;
+    for (int64_t r = 0; r < z->n; ++r) {
+      float x = proj[r * z->proj + z->inner + z->conv_dim + h] + w->dt_bias[h];
+      float sp = softplus(x);
+      bool passes = sp >= c->dt_min && sp <= c->dt_max; // torch.clamp's gradient
+      float d = passes ? ddt[r * c->heads + h] * (x > 20.0f ? 1.0f : sigmoid(x)) : 0.0f;
+      dproj[r * z->proj + z->inner + z->conv_dim + h] = d;
+      sum += d;
+    }
+    g->dt_bias[h] += (float)sum;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The SSD scan
+//===----------------------------------------------------------------------===//
+
+// One head's view of the activations.
+typedef struct head {
+  const srt_mamba2_config *c;
+  const sizes *z;
+  const float *xbc, *dt;
+  int64_t b, h, g; // batch, head, its group
+  float A, D;
+} head;
+
+static inline const float *hx(const head *e, int64_t t) {
+  return e->xbc + (e->b * e->c->seq + t) * e->z->conv_dim + e->h * e->c->head_dim;
+}
+static inline const float *hB(const head *e, int64_t t) {
+  return e->xbc + (e->b * e->c->seq + t) * e->z->conv_dim + e->z->inner + e->g * e->c->state;
+}
+static inline const float *hC(const head *e, int64_t t) {
+  return hB(e, t) + e->c->groups * e->c->state;
+}
+static inline float hdt(const head *e, int64_t t) {
+  return e->dt[(e->b * e->c->seq + t) * e->c->heads + e->h];
+}
+
+// S_i of the chunk at c0 (len steps) and C_i . B_j for j <= i.
+static void chunk_setup(const head *e, int64_t c0, int64_t len, float *S, float *cb) {
+  int64_t L = e->c->chunk, N = e->c->state;
+  float acc = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    acc += hdt(e, c0 + i) * e->A;
+    S[i] = acc;
+  }
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = 0; j <= i; ++j)
+      cb[i * L + j] = dot(hC(e, c0 + i), hB(e, c0 + j), N);
+}
+
+// y [n, inner] of one head; the state entering each chunk into `states`
+// ([chunks, head_dim, state]) when not NULL.
+static void scan_forward_head(const head *e, float *y, float *states, float *tmp) {
+  const srt_mamba2_config *c = e->c;
+  int64_t L = c->chunk, P = c->head_dim, N = c->state;
+  float *S = tmp, *cb = S + L, *st = cb + L * L;
+  memset(st, 0, (size_t)(P * N) * sizeof(float));
+  for (int64_t c0 = 0, ci = 0; c0 < c->seq; c0 += L, ++ci) {
+    int64_t len = c->seq - c0 < L ? c->seq - c0 : L;
+    if (states)
+      memcpy(states + ci * P * N, st, (size_t)(P * N) * sizeof(float));
+    chunk_setup(e, c0, len, S, cb);
+    for (int64_t i = 0; i < len; ++i) {
+      float *yi = y + (e->b * c->seq + c0 + i) * e->z->inner + e->h * P;
+      const float *xi = hx(e, c0 + i), *Ci = hC(e, c0 + i);
+      float ea = expf(S[i]);
+      for (int64_t p = 0; p < P; ++p)
+        yi[p] = e->D * xi[p] + ea * dot(st + p * N, Ci, N);
+      for (int64_t j = 0; j <= i; ++j) {
+        float coef = expf(S[i] - S[j]) * cb[i * L + j] * hdt(e, c0 + j);
+        const float *xj = hx(e, c0 + j);
+        for (int64_t p = 0; p < P; ++p)
+          yi[p] += coef * xj[p];
+      }
+    }
+    float last = S[len - 1], el = expf(last);
+    for (int64_t k = 0; k < P * N; ++k)
+      st[k] *= el;
+    for (int64_t j = 0; j < len; ++j) {
+      float s = expf(last - S[j]) * hdt(e, c0 + j);
+      const float *xj = hx(e, c0 + j), *Bj = hB(e, c0 + j);
+      for (int64_t p = 0; p < P; ++p) {
+        float sp = s * xj[p];
+        for (int64_t n = 0; n < N; ++n)
+          st[p * N + n] += sp * Bj[n];
+      }
+    }
+  }
+}
+
+// The gradients of one chunk's inputs given dy and R (dL/d the state leaving
+// the chunk); R becomes dL/d the state entering it. dx of the head and dB,
+// dC of its group go to dxbc (accumulated), dL/d dt to ddt (accumulated);
+// dL/dA is added to *dA.
+static void scan_backward_chunk(const head *e, const float *dy, const float *H, float *R,
+                                int64_t c0, int64_t len, float *dxbc, float *ddt, double *dA,
+                                float *tmp) {
+  const srt_mamba2_config *c = e->c;
+  const sizes *z = e->z;
+  int64_t L = c->chunk, P = c->head_dim, N = c->state;
+  float *S = tmp, *dS = S + L, *cb = dS + L, *dyu = cb + L * L, *du = dyu + L * L,
+        *rb = du + P, *rtu = rb + P, *htdy = rtu + N;
+  chunk_setup(e, c0, len, S, cb);
+  const float *dyr = dy + (e->b * c->seq + c0) * z->inner + e->h * P; // row i: + i * inner
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = 0; j <= i; ++j)
+      dyu[i * L + j] = hdt(e, c0 + j) * dot(dyr + i * z->inner, hx(e, c0 + j), P);
+  memset(dS, 0, (size_t)len * sizeof(float));
+  float last = S[len - 1];
+  float *base = dxbc + (e->b * c->seq + c0) * z->conv_dim;
+  for (int64_t j = 0; j < len; ++j) { // u_j and B_j: from later steps and from R
+    const float *xj = hx(e, c0 + j), *Bj = hB(e, c0 + j);
+    float dtj = hdt(e, c0 + j), eL = expf(last - S[j]);
+    for (int64_t p = 0; p < P; ++p)
+      rb[p] = dot(R + p * N, Bj, N);
+    for (int64_t n = 0; n < N; ++n)
+      rtu[n] = 0;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t n = 0; n < N; ++n)
+        rtu[n] += R[p * N + n] * xj[p] * dtj;
+    for (int64_t p = 0; p < P; ++p)
+      du[p] = eL * rb[p];
+    float *dBj = base + j * z->conv_dim + z->inner + e->g * N;
+    for (int64_t n = 0; n < N; ++n)
+      dBj[n] += eL * rtu[n];
+    for (int64_t i = j; i < len; ++i) {
+      float E = expf(S[i] - S[j]), a = E * cb[i * L + j], b = E * dyu[i * L + j];
+      const float *dyi = dyr + i * z->inner, *Ci = hC(e, c0 + i);
+      for (int64_t p = 0; p < P; ++p)
+        du[p] += a * dyi[p];
+      for (int64_t n = 0; n < N; ++n)
+        dBj[n] += b * Ci[n];
+    }
+    float *dxj = base + j * z->conv_dim + e->h * P, dd = 0;
+    for (int64_t p = 0; p < P; ++p) {
+      dxj[p] += dtj * du[p];
+      dd += xj[p] * du[p];
+    }
+    ddt[(e->b * c->seq + c0 + j) * c->heads + e->h] += dd;
+    float q = eL * dot(Bj, rtu, N);
+    dS[len - 1] += q;
+    dS[j] -= q;
+  }
+  for (int64_t i = 0; i < len; ++i) { // C_i: from earlier steps and from H
+    const float *Ci = hC(e, c0 + i), *dyi = dyr + i * z->inner;
+    float eA = expf(S[i]);
+    for (int64_t n = 0; n < N; ++n)
+      htdy[n] = 0;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t n = 0; n < N; ++n)
+        htdy[n] += H[p * N + n] * dyi[p];
+    float *dCi = base + i * z->conv_dim + z->inner + c->groups * N + e->g * N;
+    for (int64_t n = 0; n < N; ++n)
+      dCi[n] += eA * htdy[n];
+    dS[i] += eA * dot(Ci, htdy, N);
+    for (int64_t j = 0; j <= i; ++j) {
+      float E = expf(S[i] - S[j]), b = E * dyu[i * L + j];
+      const float *Bj = hB(e, c0 + j);
+      for (int64_t n = 0; n < N; ++n)
+        dCi[n] += b * Bj[n];
+      if (j < i) {
+        float m = b * cb[i * L + j];
+        dS[i] += m;
+        dS[j] -= m;
+      }
+    }
+  }
+  float el = expf(last);
+  dS[len - 1] += el * dot(R, H, P * N);
+  for (int64_t k = 0; k < P * N; ++k)
+    R[k] *= el;
+  for (int64_t i = 0; i < len; ++i) {
+    const float *Ci = hC(e, c0 + i), *dyi = dyr + i * z->inner;
+    float eA = expf(S[i]);
+    for (int64_t p = 0; p < P; ++p) {
+      float s = eA * dyi[p];
+      for (int64_t n = 0; n < N; ++n)
+        R[p * N + n] += s * Ci[n];
+    }
+  }
+  double run = 0; // dL/da_t = sum of dS_i over i >= t
+  for (int64_t t = len - 1; t >= 0; --t) {
+    run += dS[t];
+    ddt[(e->b * c->seq + c0 + t) * c->heads + e->h] += e->A * (float)run;
+    *dA += (double)hdt(e, c0 + t) * run;
+  }
+}
+
+static void scan_backward_head(const head *e, const float *dy, const float *states,
+                               float *dxbc, float *ddt, float *dA, float *dD, float *tmp) {
+  const srt_mamba2_config *c = e->c;
+  int64_t L = c->chunk, P = c->head_dim, N = c->state;
+  float *R = tmp + e->z->thread_floats - P * N; // the last P N floats of the thread's
+  memset(R, 0, (size_t)(P * N) * sizeof(float));
+  double da = 0, dd = 0;
+  for (int64_t ci = e->z->chunks - 1; ci >= 0; --ci) {
+    int64_t c0 = ci * L, len = c->seq - c0 < L ? c->seq - c0 : L;
+    scan_backward_chunk(e, dy, states + ci * P * N, R, c0, len, dxbc, ddt, &da, tmp);
+  }
+  for (int64_t t = 0; t < c->seq; ++t) { // y += D x
+    const float *dyt = dy + (e->b * c->seq + t) * e->z->inner + e->h * P, *xt = hx(e, t);
+    float *dxt = dxbc + (e->b * c->seq + t) * e->z->conv_dim + e->h * P;
+    dd += dot(dyt, xt, P);
+    for (int64_t p = 0; p < P; ++p)
+      dxt[p] += e->D * dyt[p];
+  }
+  *dA = (float)da;
+  *dD = (float)dd;
+}
+
+static head head_of(const srt_mamba2_config *c, const sizes *z, const parts *p,
+                    const srt_mamba2_weights *w, int64_t b, int64_t h) {
+  return (head){c, z, p->xbc, p->dt, b, h, h / z->per_group, -expf(w->A_log[h]), w->D[h]};
+}
+
+// Tasks are (batch, group): a group's heads share B and C, whose gradients
+// they accumulate, so one task runs them in order.
+static void scan_forward(const parts *p, const srt_mamba2_weights *w,
+                         const srt_mamba2_config *c, const sizes *z, bool keep_states) {
+  int64_t tasks = c->batch * c->groups;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t task = 0; task < tasks; ++task) {
+    float *tmp = p->threads + (int64_t)omp_get_thread_num() * z->thread_floats;
+    int64_t b = task / c->groups, g = task % c->groups;
+    for (int64_t h = g * z->per_group; h < (g + 1) * z->per_group; ++h) {
+      head e = head_of(c, z, p, w, b, h);
+      float *states = keep_states ? p->states + (b * c->heads + h) * z->chunks * c->head_dim *
+                                                    c->state
+                                  : NULL;
+      scan_forward_head(&e, p->y, states, tmp);
+    }
+  }
+}
+
+static void scan_backward(const parts *p, const srt_mamba2_weights *w,
+                          const srt_mamba2_config *c, const sizes *z) {
+  int64_t tasks = c->batch * c->groups;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t task = 0; task < tasks; ++task) {
+    float *tmp = p->threads + (int64_t)omp_get_thread_num() * z->thread_floats;
+    int64_t b = task / c->groups, g = task % c->groups;
+    for (int64_t h = g * z->per_group; h < (g + 1) * z->per_group; ++h) {
+      head e = head_of(c, z, p, w, b, h);
+      const float *states = p->states + (b * c->heads + h) * z->chunks * c->head_dim * c->state;
+      scan_backward_head(&e, p->dy, states, p->dxbc, p->ddt, p->dA + b * c->heads + h,
+                         p->dD + b * c->heads + h, tmp);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The gated RMSNorm: y * silu(z), normalised per group, times the weight
+//===----------------------------------------------------------------------===//
+
+static void norm_forward(float *out, float *rstd, const float *y, const float *proj,
+                         const float *weight, const srt_mamba2_config *c, const sizes *z) {
+  int64_t gs = z->inner / c->groups;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < z->n; ++r)
+    for (int64_t q = 0; q < c->groups; ++q) {
+      const float *yr = y + r * z->inner + q * gs, *zr = proj + r * z->proj + q * gs;
+      float *o = out + r * z->inner + q * gs;
+      double ss = 0;
+      for (int64_t k = 0; k < gs; ++k) {
+        float h = yr[k] * silu(zr[k]);
+        o[k] = h;
+        ss += (double)h * h;
+      }
+      float rs = 1.0f / sqrtf((float)(ss / (double)gs) + c->eps);
+      if (rstd)
+        rstd[r * c->groups + q] = rs;
+      for (int64_t k = 0; k < gs; ++k)
+        o[k] = weight[q * gs + k] * (o[k] * rs);
+    }
+}
+
+// dnormed -> dy (the scan output's gradient), dproj's z columns, dnorm_w.
+static void norm_backward(float *dy, float *dproj, float *dweight, const float *dnormed,
+                          const float *rstd, const float *y, const float *proj,
+                          const float *weight, const srt_mamba2_config *c, const sizes *z) {
+  int64_t gs = z->inner / c->groups;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < z->n; ++r)
+    for (int64_t q = 0; q < c->groups; ++q) {
+      const float *yr = y + r * z->inner + q * gs, *zr = proj + r * z->proj + q * gs,
+                  *d = dnormed + r * z->inner + q * gs, *wq = weight + q * gs;
+      float rs = rstd[r * c->groups + q], s = 0;
+      for (int64_t k = 0; k < gs; ++k)
+        s += wq[k] * d[k] * yr[k] * silu(zr[k]);
+      float k3 = rs * rs * rs * s / (float)gs;
+      for (int64_t k = 0; k < gs; ++k) {
+        float act = silu(zr[k]), h = yr[k] * act;
+        float dh = rs * wq[k] * d[k] - h * k3;
+        dy[r * z->inner + q * gs + k] = dh * act;
+        dproj[r * z->proj + q * gs + k] = dh * yr[k] * silu_grad(zr[k]);
+      }
+    }
+#pragma omp parallel for schedule(static)
+  for (int64_t k = 0; k < z->inner; ++k) {
+    double sum = 0;
+    int64_t q = k / gs;
+    for (int64_t r = 0; r < z->n; ++r) {
+      float h = y[r * z->inner + k] * silu(proj[r * z->proj + k]);
+      sum += (double)dnormed[r * z->inner + k] * (h * rstd[r * c->groups + q]);
+    }
+    dweight[k] += (float)sum;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The mixer
+//===----------------------------------------------------------------------===//
+
+// in_proj, conv, dt, the scan and the norm: p->normed holds the norm's
+// output (out_proj's input).
+static srt_status forward_to_norm(const float *x, const srt_mamba2_weights *w, const parts *p,
+                                  const srt_mamba2_config *c, const sizes *z, bool backward) {
+  SRT_RETURN_IF_ERROR(srt_cpu_linear_forward(p->proj, x, w->in_proj, NULL, z->n, c->hidden,
+                                             z->proj));
+  conv_forward(p->xbc, p->proj, w, c, z);
+  dt_forward(p->dt, p->proj, w, c, z);
+  scan_forward(p, w, c, z, backward);
+  norm_forward(p->normed, backward ? p->rstd : NULL, p->y, p->proj, w->norm_w, c, z);
+  return NULL;
+}
+
+srt_status srt_cpu_mamba2_forward(float *out, const float *x, const srt_mamba2_weights *w,
+                                  float *workspace, const srt_mamba2_config *c) {
+  sizes z;
+  parts p;
+  SRT_RETURN_IF_ERROR(check(c, &z));
+  if (layout(c, &z, false, workspace, &p) < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "srt_cpu_mamba2_forward: the workspace overflows");
+  SRT_RETURN_IF_ERROR(forward_to_norm(x, w, &p, c, &z, false));
+  return srt_cpu_linear_forward(out, p.normed, w->out_proj, NULL, z.n, z.inner, c->hidden);
+}
+
+srt_status srt_cpu_mamba2_backward(float *dx, const srt_mamba2_grads *g, const float *dout,
+                                   const float *x, const srt_mamba2_weights *w,
+                                   float *workspace, const srt_mamba2_config *c) {
+  sizes z;
+  parts p;
+  SRT_RETURN_IF_ERROR(check(c, &z));
+  if (layout(c, &z, true, workspace, &p) < 0)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "srt_cpu_mamba2_backward: the workspace overflows");
+  SRT_RETURN_IF_ERROR(forward_to_norm(x, w, &p, c, &z, true));
+  SRT_RETURN_IF_ERROR(srt_cpu_linear_backward(p.dnormed, g->out_proj, NULL, dout, p.normed,
+                                              w->out_proj, z.n, z.inner, c->hidden));
+  norm_backward(p.dy, p.dproj, g->norm_w, p.dnormed, p.rstd, p.y, p.proj, w->norm_w, c, &z);
+  memset(p.dxbc, 0, (size_t)(z.n * z.conv_dim) * sizeof(float));
+  memset(p.ddt, 0, (size_t)(z.n * c->heads) * sizeof(float));
+  scan_backward(&p, w, c, &z);
+  for (int64_t h = 0; h < c->heads; ++h) { // per batch, then summed in batch order
+    double da = 0, dd = 0;
+    for (int64_t b = 0; b < c->batch; ++b) {
+      da += p.dA[b * c->heads + h];
+      dd += p.dD[b * c->heads + h];
+    }
+    g->A_log[h] += (float)(da * -exp((double)w->A_log[h])); // dA/dA_log = A
+    g->D[h] += (float)dd;
+  }
+  dt_backward(p.dproj, g, p.ddt, p.proj, w, c, &z);
+  // xbc is read by nothing after the scan: the conv's recomputed
+  // pre-activation takes its place.
+  conv_backward(p.dproj, g, p.dxbc, p.xbc, p.proj, w, c, &z);
+  return srt_cpu_linear_backward(dx, g->in_proj, NULL, p.dproj, x, w->in_proj, z.n, c->hidden,
+                                 z.proj);
+}

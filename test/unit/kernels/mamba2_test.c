@@ -1,0 +1,304 @@
+// Unit tests of the Mamba2 mixer (runtime/cpu/mamba2.c): the forward
+// against a float64 reference that runs the plain recurrence step by step
+// (not the chunked form the kernel uses), the backward against central
+// finite differences of that reference for x and every weight; sequences of
+// several chunks with a short last one, one chunk, chunk 1, one group, the
+// dt clamp active; the same bytes for 1 and 2 threads; refusals.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel_testing.h"
+#include "shardrt/kernels.h"
+
+// Sizes of one case and the offsets of each part in the flat vector of
+// inputs [x | in_proj | conv_w | conv_b | dt_bias | A_log | D | norm_w | out_proj].
+typedef struct layout {
+  srt_mamba2_config c;
+  int64_t inner, conv_dim, proj, n;
+  int64_t off[10]; // part i at [off[i], off[i + 1])
+} layout;
+
+static layout layout_of(srt_mamba2_config c) {
+  layout l = {.c = c};
+  l.inner = c.heads * c.head_dim;
+  l.conv_dim = l.inner + 2 * c.groups * c.state;
+  l.proj = l.inner + l.conv_dim + c.heads;
+  l.n = c.batch * c.seq;
+  int64_t size[9] = {l.n * c.hidden, l.proj * c.hidden, l.conv_dim * c.conv_kernel,
+                     l.conv_dim, c.heads, c.heads, c.heads, l.inner, c.hidden * l.inner};
+  for (int i = 0; i < 9; ++i)
+    l.off[i + 1] = l.off[i] + size[i];
+  return l;
+}
+
+static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double silu(double x) { return x * sigmoid(x); }
+static double softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
+
+// out [n, hidden] from the flat inputs v, in float64, step by step.
+static void reference(double *out, const double *v, const layout *l) {
+  const srt_mamba2_config *c = &l->c;
+  const double *x = v + l->off[0], *win = v + l->off[1], *cw = v + l->off[2],
+               *cb = v + l->off[3], *dtb = v + l->off[4], *alog = v + l->off[5],
+               *D = v + l->off[6], *nw = v + l->off[7], *wout = v + l->off[8];
+  int64_t S = c->seq, K = c->conv_kernel, P = c->head_dim, N = c->state, H = c->heads;
+  double *proj = kt_calloc(l->n * l->proj, sizeof(double));
+  double *xbc = kt_calloc(l->n * l->conv_dim, sizeof(double));
+  double *y = kt_calloc(l->n * l->inner, sizeof(double));
+  double *st = kt_calloc(P * N, sizeof(double));
+  for (int64_t r = 0; r < l->n; ++r)
+    for (int64_t o = 0; o < l->proj; ++o)
+      for (int64_t i = 0; i < c->hidden; ++i)
+        proj[r * l->proj + o] += x[r * c->hidden + i] * win[o * c->hidden + i];
+  for (int64_t b = 0; b < c->batch; ++b)
+    for (int64_t t = 0; t < S; ++t)
+      for (int64_t ch = 0; ch < l->conv_dim; ++ch) {
+        double s = cb[ch];
+        for (int64_t k = 0; k < K; ++k) {
+          int64_t src = t + k - (K - 1);
+          if (src >= 0)
+            s += cw[ch * K + k] * proj[(b * S + src) * l->proj + l->inner + ch];
+        }
+        xbc[(b * S + t) * l->conv_dim + ch] = silu(s);
+      }
+  for (int64_t b = 0; b < c->batch; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t g = h / (H / c->groups);
+      double A = -exp(alog[h]);
+      memset(st, 0, (size_t)(P * N) * sizeof(double));
+      for (int64_t t = 0; t < S; ++t) {
+        int64_t r = b * S + t;
+        double dt = softplus(proj[r * l->proj + l->inner + l->conv_dim + h] + dtb[h]);
+        dt = fmin(fmax(dt, (double)c->dt_min), (double)c->dt_max);
+        const double *xt = xbc + r * l->conv_dim + h * P,
+                     *Bt = xbc + r * l->conv_dim + l->inner + g * N,
+                     *Ct = Bt + c->groups * N;
+        for (int64_t p = 0; p < P; ++p) {
+          double yp = D[h] * xt[p];
+          for (int64_t n = 0; n < N; ++n) {
+            st[p * N + n] = exp(dt * A) * st[p * N + n] + dt * xt[p] * Bt[n];
+            yp += st[p * N + n] * Ct[n];
+          }
+          y[r * l->inner + h * P + p] = yp;
+        }
+      }
+    }
+  int64_t gs = l->inner / c->groups;
+  for (int64_t r = 0; r < l->n; ++r)
+    for (int64_t q = 0; q < c->groups; ++q) {
+      double ss = 0;
+      for (int64_t k = q * gs; k < (q + 1) * gs; ++k) {
+        y[r * l->inner + k] *= silu(proj[r * l->proj + k]);
+        ss += y[r * l->inner + k] * y[r * l->inner + k];
+      }
+      double rs = 1 / sqrt(ss / (double)gs + (double)c->eps);
+      for (int64_t k = q * gs; k < (q + 1) * gs; ++k)
+        y[r * l->inner + k] *= rs * nw[k];
+    }
+  for (int64_t r = 0; r < l->n; ++r)
+    for (int64_t o = 0; o < c->hidden; ++o) {
+      double s = 0;
+      for (int64_t i = 0; i < l->inner; ++i)
+        s += y[r * l->inner + i] * wout[o * l->inner + i];
+      out[r * c->hidden + o] = s;
+    }
+  free(proj);
+  free(xbc);
+  free(y);
+  free(st);
+}
+
+typedef struct fd_ctx {
+  const layout *l;
+  const double *cot;
+} fd_ctx;
+
+static double loss(const double *v, void *p) {
+  fd_ctx *f = p;
+  int64_t len = f->l->n * f->l->c.hidden;
+  double *out = kt_calloc(len, sizeof(double));
+  reference(out, v, f->l);
+  double s = test_dot(out, f->cot, len);
+  free(out);
+  return s;
+}
+
+static srt_mamba2_weights weights_of(const float *v, const layout *l) {
+  return (srt_mamba2_weights){v + l->off[1], v + l->off[2], v + l->off[3], v + l->off[4],
+                              v + l->off[5], v + l->off[6], v + l->off[7], v + l->off[8]};
+}
+
+static srt_mamba2_grads grads_of(float *v, const layout *l) {
+  return (srt_mamba2_grads){v + l->off[1], v + l->off[2], v + l->off[3], v + l->off[4],
+                            v + l->off[5], v + l->off[6], v + l->off[7], v + l->off[8]};
+}
+
+// Random inputs in the ranges a trained mixer sees: dt_bias so that
+// softplus lands near 1, A_log in [-1, 1.5] (A in [-4.5, -0.4]).
+static void fill(float *v, const layout *l, test_rng *rng) {
+  test_fill(v, l->off[9], rng, -0.5f, 0.5f);
+  test_fill(v + l->off[0], l->off[1] - l->off[0], rng, -1.5f, 1.5f);
+  test_fill(v + l->off[4], l->c.heads, rng, -0.5f, 1.0f);
+  test_fill(v + l->off[5], l->c.heads, rng, -1.0f, 1.5f);
+  test_fill(v + l->off[6], l->c.heads, rng, 0.5f, 1.5f);
+  test_fill(v + l->off[7], l->inner, rng, 0.5f, 1.5f);
+}
+
+static const char *kPart[9] = {"dx",      "d in_proj", "d conv_w", "d conv_b",  "d dt_bias",
+                               "d A_log", "d D",       "d norm_w", "d out_proj"};
+
+static void check_case(srt_mamba2_config c, uint64_t seed) {
+  layout l = layout_of(c);
+  test_rng rng = {seed};
+  int64_t total = l.off[9], out_len = l.n * c.hidden;
+  float *v = kt_calloc(total, sizeof(float)), *out = kt_calloc(out_len, sizeof(float));
+  float *cot = kt_calloc(out_len, sizeof(float)), *grad = kt_calloc(total, sizeof(float));
+  float *grad0 = kt_calloc(total, sizeof(float));
+  fill(v, &l, &rng);
+  test_fill(cot, out_len, &rng, -1, 1);
+  test_fill(grad0, total, &rng, -1, 1);
+  memcpy(grad, grad0, (size_t)total * sizeof(float));
+  int64_t ws_n = srt_cpu_mamba2_workspace_floats(&c, true);
+  assert_true(ws_n > 0);
+  assert_true(srt_cpu_mamba2_workspace_floats(&c, false) <= ws_n);
+  float *ws = kt_calloc(ws_n, sizeof(float));
+  srt_mamba2_weights w = weights_of(v, &l);
+  assert_null(srt_cpu_mamba2_forward(out, v, &w, ws, &c));
+
+  double *vd = test_to_double(v, total), *want = kt_calloc(out_len, sizeof(double));
+  reference(want, vd, &l);
+  // fp32 roundings of O(1) values through about ten stages, the scan's sums
+  // in another order: 2e-5 absolute + 2e-5 relative.
+  test_assert_close(out, want, out_len, 2e-5, 2e-5, "mamba2 forward");
+
+  srt_mamba2_grads g = grads_of(grad, &l);
+  assert_null(srt_cpu_mamba2_backward(grad + l.off[0], &g, cot, v, &w, ws, &c));
+  fd_ctx f = {&l, test_to_double(cot, out_len)};
+  double *fd = kt_calloc(total, sizeof(double));
+  test_fd_gradient(loss, &f, vd, total, 1e-6, fd);
+  for (int64_t i = l.off[1]; i < total; ++i) // weights accumulate onto grad0
+    fd[i] += grad0[i];
+  // Gradients sum O(100) fp32 products: 1e-4 absolute + 1e-4 relative.
+  for (int part = 0; part < 9; ++part)
+    test_assert_close(grad + l.off[part], fd + l.off[part], l.off[part + 1] - l.off[part],
+                      1e-4, 1e-4, kPart[part]);
+  free(v);
+  free(out);
+  free(cot);
+  free(grad);
+  free(grad0);
+  free(ws);
+  free(vd);
+  free(want);
+  free((void *)f.cot);
+  free(fd);
+}
+
+static srt_mamba2_config base(void) {
+  return (srt_mamba2_config){.batch = 2, .seq = 11, .hidden = 6, .heads = 4, .head_dim = 3,
+                             .groups = 2, .state = 5, .conv_kernel = 4, .chunk = 4,
+                             .eps = 1e-5f, .dt_min = 0.0f, .dt_max = INFINITY};
+}
+
+static void test_several_chunks(void **state) {
+  (void)state;
+  check_case(base(), 1); // chunks of 4, 4, 3
+}
+
+static void test_one_chunk_and_chunk_one(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.chunk = 16;
+  check_case(c, 2);
+  c.chunk = 1;
+  check_case(c, 3);
+}
+
+static void test_one_group_short_kernel(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.groups = 1;
+  c.conv_kernel = 2;
+  c.seq = 9;
+  check_case(c, 4);
+}
+
+static void test_dt_clamped(void **state) {
+  (void)state;
+  // softplus of dt_bias + O(0.5) spans about [0.3, 1.6]: both bounds bind.
+  srt_mamba2_config c = base();
+  c.dt_min = 0.6f;
+  c.dt_max = 1.2f;
+  check_case(c, 5);
+}
+
+// The chunking changes the order of the sums, not the values; the thread
+// count changes nothing.
+static void test_chunk_and_thread_invariance(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.seq = 23;
+  layout l = layout_of(c);
+  test_rng rng = {6};
+  float *v = kt_calloc(l.off[9], sizeof(float));
+  fill(v, &l, &rng);
+  srt_mamba2_weights w = weights_of(v, &l);
+  int64_t out_len = l.n * c.hidden;
+  float *a = kt_calloc(out_len, sizeof(float)), *b = kt_calloc(out_len, sizeof(float));
+  int threads = srt_cpu_threads();
+  srt_cpu_set_threads(1);
+  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true) * 2, sizeof(float));
+  assert_null(srt_cpu_mamba2_forward(a, v, &w, ws, &c));
+  srt_cpu_set_threads(2);
+  assert_null(srt_cpu_mamba2_forward(b, v, &w, ws, &c));
+  assert_memory_equal(a, b, (size_t)out_len * sizeof(float));
+  srt_cpu_set_threads(threads);
+  srt_mamba2_config whole = c;
+  whole.chunk = 64;
+  assert_null(srt_cpu_mamba2_forward(b, v, &w, ws, &whole));
+  double *ad = test_to_double(a, out_len);
+  test_assert_close(b, ad, out_len, 1e-5, 1e-5, "chunk 4 vs one chunk");
+  free(v);
+  free(a);
+  free(b);
+  free(ws);
+  free(ad);
+}
+
+static void test_refusals(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.groups = 3;
+  assert_int_equal(srt_cpu_mamba2_workspace_floats(&c, false), -1);
+  float dummy[4];
+  srt_mamba2_weights w = {0};
+  srt_status s = srt_cpu_mamba2_forward(dummy, dummy, &w, dummy, &c);
+  assert_non_null(s);
+  assert_non_null(strstr(srt_status_message(s), "heads 4 is not a multiple of groups 3"));
+  srt_status_free(s);
+  c = base();
+  c.chunk = 0;
+  s = srt_cpu_mamba2_forward(dummy, dummy, &w, dummy, &c);
+  assert_non_null(s);
+  assert_non_null(strstr(srt_status_message(s), "chunk 0"));
+  srt_status_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_several_chunks),
+      cmocka_unit_test(test_one_chunk_and_chunk_one),
+      cmocka_unit_test(test_one_group_short_kernel),
+      cmocka_unit_test(test_dt_clamped),
+      cmocka_unit_test(test_chunk_and_thread_invariance),
+      cmocka_unit_test(test_refusals),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
