@@ -399,5 +399,6 @@ MlirValue nn_build_mamba2_mixer(nn_builder *b, const char *module, MlirValue x,
   spec_int(&s, "conv_kernel", cfg->conv_kernel);
   spec_int(&s, "chunk_size", cfg->chunk_size);
   spec_float(&s, "eps", cfg->eps);
+  spec_float(&s, "dt_min", cfg->dt_min);
   return finish1(&s, mlirValueGetType(x));
 }

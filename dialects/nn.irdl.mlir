@@ -166,6 +166,7 @@ irdl.dialect @nn {
     %kernel = irdl.base "#builtin.integer"
     %chunk = irdl.base "#builtin.integer"
     %eps = irdl.base "#builtin.float"
+    %dt_min = irdl.base "#builtin.float"
     irdl.operands(input: %x, in_proj_weight: %in_w, conv1d_weight: %conv_w,
                   conv1d_bias: %conv_b, dt_bias: %dt_bias, a_log: %a_log,
                   d: %d, norm_weight: %norm_w, out_proj_weight: %out_w)
@@ -173,7 +174,7 @@ irdl.dialect @nn {
     irdl.attributes {"num_heads" = %heads, "head_dim" = %head_dim,
                      "n_groups" = %groups, "state_size" = %state,
                      "conv_kernel" = %kernel, "chunk_size" = %chunk,
-                     "eps" = %eps}
+                     "eps" = %eps, "dt_min" = %dt_min}
   }
 
   // Causal-LM loss: mean cross-entropy over labels != ignore_index.
@@ -360,6 +361,38 @@ irdl.dialect @nn {
                      "head_dim" = %head_dim, "causal" = %causal,
                      "scale" = %scale, "sliding_window" = %window,
                      "softcap" = %softcap}
+  }
+
+  // (dx, d in_proj, d conv1d weight, d conv1d bias, d dt_bias, d A_log, d D,
+  // d norm weight, d out_proj) of nn.mamba2_mixer (same attributes).
+  irdl.operation @mamba2_mixer_grad {
+    %x = irdl.base "!builtin.tensor"
+    %in_w = irdl.base "!builtin.tensor"
+    %conv_w = irdl.base "!builtin.tensor"
+    %conv_b = irdl.base "!builtin.tensor"
+    %dt_bias = irdl.base "!builtin.tensor"
+    %a_log = irdl.base "!builtin.tensor"
+    %d = irdl.base "!builtin.tensor"
+    %norm_w = irdl.base "!builtin.tensor"
+    %out_w = irdl.base "!builtin.tensor"
+    %heads = irdl.base "#builtin.integer"
+    %head_dim = irdl.base "#builtin.integer"
+    %groups = irdl.base "#builtin.integer"
+    %state = irdl.base "#builtin.integer"
+    %kernel = irdl.base "#builtin.integer"
+    %chunk = irdl.base "#builtin.integer"
+    %eps = irdl.base "#builtin.float"
+    %dt_min = irdl.base "#builtin.float"
+    irdl.operands(input: %x, in_proj_weight: %in_w, conv1d_weight: %conv_w,
+                  conv1d_bias: %conv_b, dt_bias: %dt_bias, a_log: %a_log, d: %d,
+                  norm_weight: %norm_w, out_proj_weight: %out_w, dy: %x)
+    irdl.results(dinput: %x, din_proj_weight: %in_w, dconv1d_weight: %conv_w,
+                 dconv1d_bias: %conv_b, ddt_bias: %dt_bias, da_log: %a_log, dd: %d,
+                 dnorm_weight: %norm_w, dout_proj_weight: %out_w)
+    irdl.attributes {"num_heads" = %heads, "head_dim" = %head_dim,
+                     "n_groups" = %groups, "state_size" = %state,
+                     "conv_kernel" = %kernel, "chunk_size" = %chunk,
+                     "eps" = %eps, "dt_min" = %dt_min}
   }
 
   // (dgate, dup) of nn.glu.

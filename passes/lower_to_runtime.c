@@ -291,6 +291,12 @@ static int result_dtype(lower_run *r, MlirOperation op) {
     return kF32;
   case NN_OP_ADD:
     return dtype_of(r, mlirOperationGetOperand(op, 0));
+  case NN_OP_MAMBA2_MIXER:
+  case NN_OP_MAMBA2_MIXER_GRAD:
+    r->current = op;
+    fail(r, "'%s' has no CUDA kernel yet: compile NemotronH with backend=cpu",
+         nn_op_name(nn_op_kind_of(op)));
+    return kBF16;
   case NN_OP_NONE: // collectives (and shard.sharding, which has no buffer)
     if (mlirOperationGetNumOperands(op) == 0)
       return kF32;
@@ -389,7 +395,29 @@ static void plan_temporaries(lower_run *r) {
 // Argument sources of the op table (shardrt/ops.def)
 //===----------------------------------------------------------------------===//
 
-enum { kMaxArgs = 24 };
+enum { kMaxArgs = 40 };
+
+// Every SRT_OP row's call (the exec and its arguments) fits kMaxArgs,
+// checked when this file compiles.
+#define COUNT_ARGS(args) COUNT_A args(END, _, _)
+#define COUNT_A(kind, name, src) COUNT_##kind SRT_OP_NEXT_##kind(COUNT_B)
+#define COUNT_B(kind, name, src) COUNT_##kind SRT_OP_NEXT_##kind(COUNT_A)
+#define COUNT_BUF +1
+#define COUNT_OPT_BUF +1
+#define COUNT_SIZE +1
+#define COUNT_INT +1
+#define COUNT_AXIS +1
+#define COUNT_DTYPE +1
+#define COUNT_F64 +1
+#define COUNT_ATTENTION +1
+#define COUNT_PROGRAM +1
+#define COUNT_OPTIONS +1
+#define COUNT_RESULT +1
+#define COUNT_REQUIRE
+#define COUNT_END
+#define SRT_OP(name, source, check, args)                                                  \
+  _Static_assert(1 COUNT_ARGS(args) <= kMaxArgs, "srt_op_" #name ": more than kMaxArgs");
+#include "shardrt/ops.def"
 
 // One call being packed: the op it lowers (and the second op of a fusion),
 // and its arguments so far (the exec first).

@@ -19,8 +19,15 @@
 #include "ptr_map.h"
 #include "shard_ops.h"
 
-// Operands and results of one backward op, at most.
-enum { NN_MAX_VJP_VALUES = 8 };
+// Operands and results of one backward op, at most (the Mamba2 mixer's: x,
+// eight weights and dy). Every NN_VJP row of the op table is checked
+// against it when this file compiles, so no row is ever cut short.
+enum { NN_MAX_VJP_VALUES = 10 };
+#define NN_VJP(KIND, GRAD, operands, targets)                                             \
+  _Static_assert(sizeof(operands) - 1 <= NN_MAX_VJP_VALUES &&                             \
+                     sizeof(targets) - 1 <= NN_MAX_VJP_VALUES,                            \
+                 "NN_VJP(" #KIND "): more values than NN_MAX_VJP_VALUES");
+#include "shardrt/ops.def"
 
 //===----------------------------------------------------------------------===//
 // Value -> value maps (gradients, and the values that need one)

@@ -2,6 +2,7 @@
 // dimensions that must agree between operands, element types and ranges of
 // attributes. Every error names the op, its `nn.module`, the dimension and
 // the values involved, at the op's location.
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -342,6 +343,10 @@ static void check_mamba2_mixer(checker *c) {
   double eps = nn_attr_float(c->op, "eps", 0);
   if (!(eps > 0))
     fail(c, "attribute 'eps' must be positive, got %g", eps);
+  double dt_min = nn_attr_float(c->op, "dt_min", -1);
+  if (!(dt_min >= 0) || !isfinite(dt_min))
+    fail(c, "attribute 'dt_min' (time_step_min, dt's lower clamp) must be finite and >= 0, "
+            "got %g", dt_min);
   if (!ok)
     return;
   // Sizes far beyond any model would overflow the shape arithmetic below.

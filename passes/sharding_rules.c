@@ -94,6 +94,12 @@ static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh"},
                                        .heads = "h",
                                        .refine = tp_refine_replicated_kv_grad,
                                        .localize = tp_localize_heads};
+// The mixer's weight gradients sum over the batch (Partial where it is split).
+static const tp_rule kMamba2Grad = {
+    .operands = {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI", "bSF"},
+    .results = {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI"},
+    .reduction = "b",
+    .whole = "SFACWKHI"};
 static const tp_rule kGluGrad = {.operands = {"bsf", "bsf", "bsf"}, .results = {"bsf", "bsf"}};
 static const tp_rule kCrossEntropyGrad = {.operands = {"bsv", "bs"},
                                           .results = {"bsv"},
@@ -148,6 +154,7 @@ RULE(elementwise2) { return elementwise(&kElementwise2, rank, rule); }
 RULE(bias_add) { return elementwise(&kBiasAdd, rank, rule); }
 RULE(cross_entropy) { return pick(&kCrossEntropy, rule); }
 RULE(mamba2) { return pick(&kMamba2, rule); }
+RULE(mamba2_grad) { return pick(&kMamba2Grad, rule); }
 RULE(embedding_grad) { return pick(&kEmbeddingGrad, rule); }
 RULE(linear_grad_input) { return pick(rank == 2 ? &kLinearGradInput2 : &kLinearGradInput, rule); }
 RULE(linear_grad_weight) {
@@ -270,8 +277,11 @@ bool tp_rule_decide(MlirOperation op, const tp_rule *rule, const tp_mesh *mesh,
     }
     for (int r = 0; r < m; ++r) {
       int d = dim_of(rule->results[r], f);
+      // A reduction factor makes the results that lack it Partial; one that
+      // keeps it (the Mamba2 gradient's dx keeps the batch its weight
+      // gradients sum over) is split along it.
       out->results[r].on[axis] =
-          contains(rule->reduction, f) ? TP_P : (d >= 0 ? TP_S(d) : TP_R);
+          d >= 0 ? TP_S(d) : contains(rule->reduction, f) ? TP_P : TP_R;
     }
   }
   return true;

@@ -1,7 +1,7 @@
 // nn.mamba2_mixer: nn-verify accepts NemotronH's shapes (hidden 32, 4 heads
 // of 8, 2 groups, state 4, kernel 4: conv channels 32 + 2*2*4 = 48, in_proj
 // rows 32 + 48 + 4 = 84) and names the operand and the expected shape when
-// one is wrong.
+// one is wrong, and refuses a negative or missing dt_min.
 // RUN: not %shard-opt --nn-verify --split-input-file %s 2>/dev/null | FileCheck %s
 // RUN: not %shard-opt --nn-verify --split-input-file %s 2>&1 >/dev/null | FileCheck %s --check-prefix=ERR
 
@@ -11,7 +11,7 @@
 func.func @ok(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32>, %cw: tensor<48x1x4xf32>,
               %cb: tensor<48xf32>, %dt: tensor<4xf32>, %a: tensor<4xf32>, %d: tensor<4xf32>,
               %nw: tensor<32xf32>, %out: tensor<32x32xf32>) -> tensor<1x8x32xf32> {
-  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64, dt_min = 1.0e-3 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
   return %y : tensor<1x8x32xf32>
 }
 
@@ -21,7 +21,7 @@ func.func @ok(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32>, %cw: tensor<48x1x4
 func.func @bad_conv(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32>, %cw: tensor<48x1x3xf32>,
                     %cb: tensor<48xf32>, %dt: tensor<4xf32>, %a: tensor<4xf32>, %d: tensor<4xf32>,
                     %nw: tensor<32xf32>, %out: tensor<32x32xf32>) -> tensor<1x8x32xf32> {
-  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x3xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64, dt_min = 1.0e-3 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x3xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
   return %y : tensor<1x8x32xf32>
 }
 
@@ -32,7 +32,27 @@ func.func @bad_conv(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32>, %cw: tensor<
 func.func @bad_in_proj(%x: tensor<1x8x32xf32>, %in: tensor<80x32xf32>, %cw: tensor<48x1x4xf32>,
                        %cb: tensor<48xf32>, %dt: tensor<4xf32>, %a: tensor<4xf32>, %d: tensor<4xf32>,
                        %nw: tensor<32xf32>, %out: tensor<32x32xf32>) -> (tensor<1x8x32xf32>, tensor<1x8x32xf32>) {
-  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64} : (tensor<1x8x32xf32>, tensor<80x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
-  %z = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 3 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64} : (tensor<1x8x32xf32>, tensor<80x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64, dt_min = 1.0e-3 : f64} : (tensor<1x8x32xf32>, tensor<80x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  %z = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 3 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64, dt_min = 1.0e-3 : f64} : (tensor<1x8x32xf32>, tensor<80x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
   return %y, %z : tensor<1x8x32xf32>, tensor<1x8x32xf32>
+}
+
+// -----
+
+// ERR: error: 'nn.mamba2_mixer' (backbone.layers.0.mixer): attribute 'dt_min' (time_step_min, dt's lower clamp) must be finite and >= 0, got -0.5
+func.func @bad_dt_min(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32>, %cw: tensor<48x1x4xf32>,
+                      %cb: tensor<48xf32>, %dt: tensor<4xf32>, %a: tensor<4xf32>, %d: tensor<4xf32>,
+                      %nw: tensor<32xf32>, %out: tensor<32x32xf32>) -> tensor<1x8x32xf32> {
+  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64, dt_min = -0.5 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  return %y : tensor<1x8x32xf32>
+}
+
+// -----
+
+// ERR: error: 'nn.mamba2_mixer' op attribute "dt_min" is expected but not provided
+func.func @no_dt_min(%x: tensor<1x8x32xf32>, %in: tensor<84x32xf32>, %cw: tensor<48x1x4xf32>,
+                     %cb: tensor<48xf32>, %dt: tensor<4xf32>, %a: tensor<4xf32>, %d: tensor<4xf32>,
+                     %nw: tensor<32xf32>, %out: tensor<32x32xf32>) -> tensor<1x8x32xf32> {
+  %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
+  return %y : tensor<1x8x32xf32>
 }

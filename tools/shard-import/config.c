@@ -754,9 +754,14 @@ static bool parse_mamba(parser *p) {
                &c->chunk_size) ||
       !get_bool(p, o, "", aliased(p, "use_conv_bias", "mamba_conv_bias"), true, &conv_bias) ||
       !get_bool(p, o, "", "use_bias", false, &proj_bias) ||
-      !get_str(p, o, "", "mamba_hidden_act", "silu", &act))
+      !get_str(p, o, "", "mamba_hidden_act", "silu", &act) ||
+      !get_float(p, o, "", aliased(p, "time_step_min", "mamba_dt_min"), false, 0.001,
+                 (range){-1, 1e6}, &c->mamba_dt_min))
     return false;
   c->mamba_eps = c->eps;
+  if (c->mamba_dt_min < 0)
+    return fail(p, "time_step_min", "time_step_min %g must be >= 0 (dt's lower clamp)",
+                c->mamba_dt_min);
   if (c->mamba_heads % c->n_groups != 0)
     return fail(p, "n_groups", "mamba_num_heads %lld is not a multiple of n_groups %lld",
                 (long long)c->mamba_heads, (long long)c->n_groups);

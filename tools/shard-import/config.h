@@ -57,6 +57,7 @@ typedef struct import_config {
   int64_t mamba_heads, mamba_head_dim, n_groups, ssm_state, conv_kernel,
       chunk_size;
   double mamba_eps;
+  double mamba_dt_min; // time_step_min: dt's lower clamp in the mixer's forward
 
   // Reports (heap strings of lines, NULL when empty): the config class
   // defaults applied to absent keys, "key = value (Class default, source)",

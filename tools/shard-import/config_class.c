@@ -102,11 +102,12 @@ static const import_default kNemotronH[] = {
     {"initializer_range", "0.02"},    {"layer_norm_epsilon", "1e-5"},
     {NULL, NULL}};
 // Initialisation (dt's max and floor), kernels, caches, and the MoE /
-// multi-token-prediction settings (a "moe" block is refused). Not inert:
-// time_step_min / time_step_limit (the forward clamps dt to them), which the
-// graph does not read yet (NemotronH does not train: issue 17).
+// multi-token-prediction settings (a "moe" block is refused). time_step_min
+// is read (the mixer clamps dt to [time_step_min, inf)); time_step_limit is
+// inert: transformers 5.24's mixer sets its limit from time_step_min and
+// never reads it.
 static const char *const kNemotronHInert[] = {
-    "use_mamba_kernels", "expand", "mamba_expand", "time_step_max", "time_step_floor",
+    "time_step_limit", "mamba_dt_limit", "use_mamba_kernels", "expand", "mamba_expand", "time_step_max", "time_step_floor",
     "mamba_dt_max", "mamba_dt_init_floor", "mamba_ssm_cache_dtype", "residual_in_fp32", "rescale_prenorm_residual",
     "num_logits_to_keep", "mamba_proj_bias", "sliding_window", "pad_token_id",
     "n_routed_experts", "output_router_logits", "n_shared_experts", "moe_intermediate_size",

@@ -35,7 +35,8 @@ static MlirValue mamba(import_graph *g, const char *base, MlirValue h) {
   nn_mamba2_config mc = {.num_heads = heads, .head_dim = c->mamba_head_dim,
                          .n_groups = c->n_groups, .state_size = c->ssm_state,
                          .conv_kernel = c->conv_kernel,
-                         .chunk_size = c->chunk_size, .eps = c->mamba_eps};
+                         .chunk_size = c->chunk_size, .eps = c->mamba_eps,
+                         .dt_min = c->mamba_dt_min};
   return nn_build_mamba2_mixer(&g->b, base, h, &p, &mc);
 }
 

@@ -79,9 +79,10 @@ void import_summary_print(FILE *out, const import_config *cfg,
           cfg->heads, cfg->kv_heads, cfg->head_dim);
   if (cfg->arch->family == IMPORT_NEMOTRON_H)
     fprintf(out, "mamba2: %" PRId64 " heads, head_dim %" PRId64 ", %" PRId64
-                 " groups, state %" PRId64 ", conv kernel %" PRId64 "\n",
+                 " groups, state %" PRId64 ", conv kernel %" PRId64 ", chunk %" PRId64
+                 ", dt >= %g\n",
             cfg->mamba_heads, cfg->mamba_head_dim, cfg->n_groups, cfg->ssm_state,
-            cfg->conv_kernel);
+            cfg->conv_kernel, cfg->chunk_size, cfg->mamba_dt_min);
   fprintf(out, "hidden: %" PRId64 ", intermediate: %" PRId64 ", vocab: %" PRId64
                "\n",
           cfg->hidden, cfg->intermediate, cfg->vocab);

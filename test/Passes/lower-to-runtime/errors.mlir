@@ -3,20 +3,6 @@
 // Hugging Face module; no crash on ops it does not know.
 // RUN: not %shard-opt --split-input-file --pass-pipeline='builtin.module(lower-to-runtime)' %s 2>&1 | FileCheck %s
 
-// An nn op with no runtime op (the Mamba2 mixer has no kernel yet).
-module {
-  shard.grid @mesh(shape = 1x1)
-  func.func @mamba(%ids: tensor<1x8xi64>, %labels: tensor<1x8xi64>, %x: tensor<1x8x32xf32> {nn.param = "x"}, %in: tensor<84x32xf32> {nn.param = "in.weight"}, %cw: tensor<48x1x4xf32> {nn.param = "cw"},
-                   %cb: tensor<48xf32> {nn.param = "cb"}, %dt: tensor<4xf32> {nn.param = "dt"}, %a: tensor<4xf32> {nn.param = "a"}, %d: tensor<4xf32> {nn.param = "d"},
-                   %nw: tensor<32xf32> {nn.param = "nw"}, %out: tensor<32x32xf32> {nn.param = "out"}) -> tensor<1x8x32xf32> {
-    // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'backbone.layers.0.mixer': no lowering for 'nn.mamba2_mixer'
-    %y = "nn.mamba2_mixer"(%x, %in, %cw, %cb, %dt, %a, %d, %nw, %out) {nn.module = "backbone.layers.0.mixer", num_heads = 4 : i64, head_dim = 8 : i64, n_groups = 2 : i64, state_size = 4 : i64, conv_kernel = 4 : i64, chunk_size = 128 : i64, eps = 1.0e-5 : f64} : (tensor<1x8x32xf32>, tensor<84x32xf32>, tensor<48x1x4xf32>, tensor<48xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<32xf32>, tensor<32x32xf32>) -> tensor<1x8x32xf32>
-    return %y : tensor<1x8x32xf32>
-  }
-}
-
-// -----
-
 // An op of another dialect (once a crash: it was read as a collective).
 module {
   shard.grid @mesh(shape = 1x1)
