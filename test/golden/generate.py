@@ -53,8 +53,9 @@ from safetensors.torch import save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-ARCHS = ["qwen2", "qwen3", "llama", "gemma3"]
-PLANS = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama", "gemma3": "gemma3"}
+ARCHS = ["qwen2", "qwen3", "llama", "gemma3", "nemotron_h"]
+PLANS = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama", "gemma3": "gemma3",
+         "nemotron_h": "nemotron_h"}
 # Cases: a directory under test/golden -> its architecture, config keys set
 # on top of the e2e config, and the pad id planted in the batch (None:
 # none). The -pad cases check nn.Embedding's padding_idx (issue 15): the pad
@@ -63,6 +64,17 @@ PLANS = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama", "gemma3": "gemma3
 # (Gemma3TextConfig.pad_token_id = 0, absent from the config).
 CASES = {arch: (arch, {}, None) for arch in ARCHS}
 CASES["llama-pad"] = ("llama", {"pad_token_id": 3}, 3)
+# NemotronH (issue 17): Mamba2 ("M"), attention ("*") and MLP ("-") blocks,
+# two B/C groups, chunks of 8 over the 32 tokens; time_step_min 0.6 puts
+# transformers' dt clamp (time_step_min, inf) on about a third of the steps.
+CASES["nemotron_h"] = ("nemotron_h", {"time_step_min": 0.6}, None)
+# The meshes check.sh runs (default all): NemotronH's plan refuses sequence
+# parallelism (its mixers need the whole sequence), as the reference does.
+MESHES = {"nemotron_h": "tp1 tp2"}
+# Parameter names as checkpoints store them, where the module tree differs:
+# transformers 5 names NemotronH's stack `model` in memory and saves it as
+# `backbone` (its checkpoint conversion), the name shard-import reads.
+STORED_PREFIX = {"nemotron_h": ("model.", "backbone.")}
 CASES["gemma3-pad"] = ("gemma3", {}, 0)
 # Checkpoints as transformers writes them (issue 15), each its own layout:
 #   gemma3-cg: Gemma3ForConditionalGeneration with a tiny vision tower, config
@@ -151,6 +163,24 @@ def check_interpretation(arch, cfg, model):
         assert all(t == "full_attention" for t in getattr(c, "layer_types", None) or []), arch
 
 
+def check_nemotron_h(cfg, model):
+    """Asserts that transformers reads the NemotronH config as shard-import does."""
+    c = model.config
+    kinds = {"M": "linear_attention", "*": "full_attention", "-": "mlp"}
+    assert c.layers_block_type == [kinds[k] for k in cfg["hybrid_override_pattern"]], c
+    m = model.model.layers[0].mixer
+    assert m.n_groups == cfg["n_groups"] > 1 and m.chunk_size == cfg["chunk_size"] < SEQ
+    assert m.num_heads == cfg["mamba_num_heads"] and m.head_dim == cfg["mamba_head_dim"]
+    assert m.time_step_limit == (cfg["time_step_min"], float("inf")), m.time_step_limit
+    assert m.norm.group_size == m.intermediate_size // cfg["n_groups"]
+    assert m.in_proj.bias is None and m.conv1d.bias is not None
+
+
+def stored_name(arch, name):
+    old, new = STORED_PREFIX.get(arch, ("", ""))
+    return new + name[len(old):] if old and name.startswith(old) else name
+
+
 def randomize(arch, model, gen):
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -235,7 +265,9 @@ def save_weights(case, out, model, params):
     """The checkpoint of `case` in its own layout (see CASES)."""
     kind = KINDS.get(case, "causal")
     if kind == "causal":
-        save_file({n: p.detach().clone().contiguous() for n, p in params.items()},
+        arch = CASES[case][0]
+        save_file({stored_name(arch, n): p.detach().clone().contiguous()
+                   for n, p in params.items()},
                   os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
     elif kind == "conditional":
         model.save_pretrained(out)  # config.json and model.safetensors as published
@@ -276,12 +308,15 @@ def reference_step(case, out, cfg, seed):
     torch.manual_seed(SEED)
     model = build_model(case, out, cfg)
     model.train()  # no dropout in these configs; train() as the driver does
-    if KINDS.get(case) != "sparse":
+    if arch == "nemotron_h":
+        check_nemotron_h(cfg, model)
+    elif KINDS.get(case) != "sparse":
         check_interpretation(arch, cfg, model)
     inner = text_model(model)
     # The embedding's padding_idx is what shard-import makes of pad_token_id.
     want_pad = cfg.get("pad_token_id", 0 if arch == "gemma3" else None)
-    assert inner.embed_tokens.padding_idx == want_pad, inner.embed_tokens.padding_idx
+    embed = inner.embeddings if arch == "nemotron_h" else inner.embed_tokens
+    assert embed.padding_idx == want_pad, embed.padding_idx
     randomize(arch, model, gen)
     if KINDS.get(case) == "bf16-sharded":  # weights exactly representable in bf16
         with torch.no_grad():
@@ -340,8 +375,9 @@ def generate(case):
                                          ld.pow(2).sum().sqrt().item()], dtype=torch.float32),
     }
     for n, p in params.items():
-        expected["grad_norm." + n] = torch.tensor([norms[n]], dtype=torch.float32)
-        expected[n] = p.detach().clone().contiguous()
+        stored = stored_name(arch, n)
+        expected["grad_norm." + stored] = torch.tensor([norms[n]], dtype=torch.float32)
+        expected[stored] = p.detach().clone().contiguous()
     save_file(expected, os.path.join(out, "expected.safetensors"), metadata={"format": "pt"})
 
     with open(os.path.join(out, "step.env"), "w") as f:
@@ -349,6 +385,8 @@ def generate(case):
         f.write(f"PLAN={PLANS[arch]}\nBATCH={BATCH}\nSEQ={SEQ}\nLR={LR!r}\n")
         f.write(f"BETAS={BETAS[0]!r},{BETAS[1]!r}\nEPS={EPS!r}\nWEIGHT_DECAY={WEIGHT_DECAY!r}\n")
         f.write(f"MAX_GRAD_NORM={MAX_GRAD_NORM!r}\n")
+        if arch in MESHES:
+            f.write(f"MESHES='{MESHES[arch]}'\n")
         if case in KINDS:  # a model directory, loaded as transformers would
             f.write("WEIGHTS=.\n")
         if KINDS.get(case) == "conditional":  # saved back: these bytes unchanged
