@@ -247,6 +247,16 @@ static void plan_params(lower_run *r) {
       p->global[d] = mlirAttributeIsNull(gshape) ? p->local.dims[d]
                                                  : mlirDenseI64ArrayGetElement(gshape, d);
     p->layout = placements_of(r, p, dict);
+    MlirAttribute blocks = mlirDictionaryAttrGetElementByName(dict, str("nn.tp_blocks"));
+    p->num_tp_blocks = 0;
+    if (!mlirAttributeIsNull(blocks)) {
+      intptr_t nb = mlirDenseArrayGetNumElements(blocks);
+      if (nb < 1 || nb > SRT_MAX_TP_BLOCKS)
+        fail(r, "parameter '%.*s': nn.tp_blocks has %d parts, at most %d", (int)p->name.length,
+             p->name.data, (int)nb, SRT_MAX_TP_BLOCKS);
+      for (intptr_t b = 0; b < nb && b < SRT_MAX_TP_BLOCKS; ++b)
+        p->tp_blocks[p->num_tp_blocks++] = mlirDenseI64ArrayGetElement(blocks, b);
+    }
     p->offset = at;
     p->grad = at + bytes;
     p->m = at + 2 * bytes;

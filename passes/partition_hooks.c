@@ -45,6 +45,14 @@ void tp_localize_heads(tp_part *p, MlirOperation local, const tp_decision *d) {
   }
 }
 
+void tp_localize_mamba2(tp_part *p, MlirOperation local, const tp_decision *d) {
+  if (d->factor[1] != 'm')
+    return;
+  int64_t tp = tp_part_mesh(p)->size[1];
+  set_int(local, "num_heads", nn_attr_int(local, "num_heads", 0) / tp);
+  set_int(local, "n_groups", nn_attr_int(local, "n_groups", 0) / tp);
+}
+
 void tp_refine_replicated_kv_grad(MlirOperation op, const tp_layout *current,
                                   const bool *pending, tp_decision *d) {
   if (d->factor[1] == 'h' && d->operands[1].on[1].kind == TP_REPLICATE)

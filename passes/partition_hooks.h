@@ -13,6 +13,11 @@
 /// nn.vocab_parallel_axis (its rows are the rank's slice of the vocabulary).
 void tp_localize_vocab(tp_part *p, MlirOperation local, const tp_decision *d);
 
+/// localize of nn.mamba2_mixer(_grad) split by its heads (factor 'm' on tp):
+/// num_heads and n_groups become this rank's, num_heads / tp and n_groups /
+/// tp (tp-plan checked that tp divides both).
+void tp_localize_mamba2(tp_part *p, MlirOperation local, const tp_decision *d);
+
 /// Attention (and its gradient) split by heads: local num_heads and
 /// num_kv_heads, or, when the KV heads stay replicated (fewer than ranks),
 /// nn.q_head_offset_axis and nn.global_num_heads.

@@ -117,6 +117,11 @@ static void param_info(aggregate *a, const tp_program_param *p, const char *name
   set_i64(a, kParam_v_offset, p->v);
   set_i64(a, kParam_compute_offset, p->compute);
   set_i64(a, kParam_zero_row, p->zero_row);
+  set_i32(a, kParam_num_tp_blocks, p->num_tp_blocks);
+  int64_t blocks[SRT_MAX_TP_BLOCKS] = {0};
+  for (int b = 0; b < p->num_tp_blocks; ++b)
+    blocks[b] = p->tp_blocks[b];
+  set_i64_array(a, kParam_tp_blocks, SRT_MAX_TP_BLOCKS, blocks);
 }
 
 // The logits' placements: Shard(d) where the local size differs from the

@@ -11,6 +11,7 @@
 #include "llvm_builder.h"
 #include "nn.h"
 #include "sharding_rules.h"
+#include "shardrt/types.h"
 
 /// The LLVM type of srt_param_info.
 MlirType tp_param_info_type(lb_builder *b);
@@ -28,6 +29,8 @@ typedef struct tp_program_param {
   int64_t offset, grad, m, v;
   int64_t compute; // the bf16 compute copy (cuda), or -1
   int64_t zero_row; // global row (dim 0) initialised to zero: an embedding's padding_idx, or -1
+  int num_tp_blocks; // parts of dim 0 split over tp one by one (nn.tp_blocks), 0: one
+  int64_t tp_blocks[SRT_MAX_TP_BLOCKS];
 } tp_program_param;
 
 /// Everything the table records.

@@ -50,11 +50,16 @@ static const tp_rule kCrossEntropy = {.operands = {"bsv", "bs"},
                                       .reduction = "bv",
                                       .whole = "s",
                                       .partition = tp_partition_cross_entropy};
-// Only the batch of a Mamba2 mixer can be split: the scan needs the whole
-// sequence and the mixer's projections are not planned.
-static const tp_rule kMamba2 = {.operands = {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI"},
+// The Mamba2 mixer: m is its heads (with their B/C groups), which every
+// weight is split by as Megatron does (in_proj's rows and conv1d's channels
+// part by part, dt_bias, A_log, D and the norm per head, out_proj's
+// columns); the output of a split mixer is Partial. The scan needs the whole
+// sequence (S), the hidden size (F) and the conv taps (K) stay whole.
+static const tp_rule kMamba2 = {.operands = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm"},
                                 .results = {"bSF"},
-                                .whole = "SFACWKHI"};
+                                .reduction = "m",
+                                .whole = "SFWK",
+                                .localize = tp_localize_mamba2};
 
 // Backward ops: the same factors as their forward op; a factor the result
 // lacks is reduced (Partial), e.g. the batch and sequence of a weight's
@@ -94,12 +99,14 @@ static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh"},
                                        .heads = "h",
                                        .refine = tp_refine_replicated_kv_grad,
                                        .localize = tp_localize_heads};
-// The mixer's weight gradients sum over the batch (Partial where it is split).
+// The mixer's weight gradients sum over the batch (Partial where it is
+// split) and keep the heads; dx sums over the heads (Partial where they are).
 static const tp_rule kMamba2Grad = {
-    .operands = {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI", "bSF"},
-    .results = {"bSF", "AF", "CWK", "C", "H", "H", "H", "I", "FI"},
-    .reduction = "b",
-    .whole = "SFACWKHI"};
+    .operands = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm", "bSF"},
+    .results = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm"},
+    .reduction = "bm",
+    .whole = "SFWK",
+    .localize = tp_localize_mamba2};
 static const tp_rule kGluGrad = {.operands = {"bsf", "bsf", "bsf"}, .results = {"bsf", "bsf"}};
 static const tp_rule kCrossEntropyGrad = {.operands = {"bsv", "bs"},
                                           .results = {"bsv"},

@@ -22,6 +22,7 @@
 #include "nn.h"
 #include "partition.h"
 #include "pass.h"
+#include "shardrt/types.h"
 #include "ptr_map.h"
 #include "shard_ops.h"
 #include "sharding_rules.h"
@@ -397,8 +398,39 @@ static MlirAttribute placements_attr(part_run *r, const tp_layout *l) {
   return mlirArrayAttrGet(r->ctx, TP_MESH_AXES, items);
 }
 
+// The parts of dim 0 of a Mamba2 mixer's packed weight `arg` (a parameter
+// split by heads on tp): in_proj's rows [z, x, B, C, dt] or conv1d's
+// channels [x, B, C], each of which the ranks split separately (Megatron's
+// layout). Returns their count, 0 when `arg` is no such weight.
+static int mamba2_blocks(MlirValue arg, int64_t blocks[SRT_MAX_TP_BLOCKS], int depth) {
+  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation op = mlirOpOperandGetOwner(u);
+    nn_op_kind k = nn_op_kind_of(op);
+    unsigned i = mlirOpOperandGetOperandNumber(u);
+    // Through the plan's annotations (shard.shard) to the users.
+    if (k == NN_OP_NONE && depth < 4 && mlirOperationGetNumResults(op) == 1) {
+      int n = mamba2_blocks(mlirOperationGetResult(op, 0), blocks, depth + 1);
+      if (n)
+        return n;
+      continue;
+    }
+    if ((k != NN_OP_MAMBA2_MIXER && k != NN_OP_MAMBA2_MIXER_GRAD) || i < 1 || i > 3)
+      continue;
+    int64_t inner = nn_attr_int(op, "num_heads", 0) * nn_attr_int(op, "head_dim", 0);
+    int64_t gn = nn_attr_int(op, "n_groups", 0) * nn_attr_int(op, "state_size", 0);
+    int64_t parts[5] = {inner, inner, gn, gn, nn_attr_int(op, "num_heads", 0)};
+    int n = i == 1 ? 5 : 3, first = i == 1 ? 0 : 1;
+    for (int b = 0; b < n; ++b)
+      blocks[b] = parts[first + b];
+    return n;
+  }
+  return 0;
+}
+
 // Argument attributes: the originals plus nn.placements ([dp, tp]) and
-// nn.global_shape, which checkpoint loading needs to slice.
+// nn.global_shape, which checkpoint loading needs to slice, and for a
+// weight split part by part on tp its parts (nn.tp_blocks).
 static MlirAttribute arg_attrs(part_run *r, MlirOperation func, int n, MlirValue arg,
                                const tp_layout *l) {
   MlirAttribute all = mlirOperationGetAttributeByName(func, str("arg_attrs"));
@@ -406,7 +438,7 @@ static MlirAttribute arg_attrs(part_run *r, MlirOperation func, int n, MlirValue
   int count = 0;
   if (!mlirAttributeIsNull(all) && n < mlirArrayAttrGetNumElements(all)) {
     MlirAttribute dict = mlirArrayAttrGetElement(all, n);
-    for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(dict) && count < 14; ++i)
+    for (intptr_t i = 0; i < mlirDictionaryAttrGetNumElements(dict) && count < 13; ++i)
       items[count++] = mlirDictionaryAttrGetElement(dict, i);
   }
   nn_shape s;
@@ -415,6 +447,11 @@ static MlirAttribute arg_attrs(part_run *r, MlirOperation func, int n, MlirValue
                                            placements_attr(r, l));
     items[count++] = mlirNamedAttributeGet(mlirIdentifierGet(r->ctx, str("nn.global_shape")),
                                            mlirDenseI64ArrayGet(r->ctx, s.rank, s.dims));
+    int64_t blocks[SRT_MAX_TP_BLOCKS];
+    int nb = l->on[1].kind == TP_SHARD && l->on[1].dim == 0 ? mamba2_blocks(arg, blocks, 0) : 0;
+    if (nb)
+      items[count++] = mlirNamedAttributeGet(mlirIdentifierGet(r->ctx, str("nn.tp_blocks")),
+                                             mlirDenseI64ArrayGet(r->ctx, nb, blocks));
   }
   return mlirDictionaryAttrGet(r->ctx, count, items);
 }

@@ -369,6 +369,51 @@ static void apply_entry(plan_run *r, MlirOperation op, tp_plan_entry *e, int ind
     r->entry_failed[index] = true;
 }
 
+// Megatron's tensor parallelism of a Mamba2 mixer
+// (megatron/core/ssm/mamba_mixer.py), asked for by the plan's entries for the
+// mixer's own Linear submodules, `<mixer>.in_proj` colwise and
+// `<mixer>.out_proj` rowwise (one op here, so the two come together): every
+// weight split by heads and groups (in_proj and conv1d part by part, which
+// tp-partition records), the input Replicate, the output as out_proj's entry
+// says (Replicate: all-reduced; Shard(1) with sequence parallelism:
+// reduce-scattered).
+static void apply_mamba2(plan_run *r, MlirOperation op) {
+  MlirStringRef m = nn_module_of(op);
+  char in_name[512], out_name[512];
+  snprintf(in_name, sizeof in_name, "%.*s.in_proj", (int)m.length, m.data);
+  snprintf(out_name, sizeof out_name, "%.*s.out_proj", (int)m.length, m.data);
+  tp_plan_entry *in = tp_plan_match(&r->plan, in_name, strlen(in_name));
+  tp_plan_entry *out = tp_plan_match(&r->plan, out_name, strlen(out_name));
+  if (!in && !out)
+    return;
+  if (in)
+    ++in->matches;
+  if (out)
+    ++out->matches;
+  if (!in || !out || in->style != TP_STYLE_COLWISE || out->style != TP_STYLE_ROWWISE) {
+    report(r, op,
+           "a Mamba2 mixer is split as a whole (Megatron): its plan needs in_proj colwise "
+           "and out_proj rowwise together, got in_proj %s and out_proj %s",
+           in ? tp_style_name(in->style) : "(no entry)",
+           out ? tp_style_name(out->style) : "(no entry)");
+    return;
+  }
+  int64_t heads = nn_attr_int(op, "num_heads", 0), groups = nn_attr_int(op, "n_groups", 0);
+  int64_t tp = r->mesh.size[1];
+  if (heads % tp != 0 || groups % tp != 0) {
+    report(r, op,
+           "mamba_num_heads %lld and n_groups %lld must both be divisible by the tp size %lld "
+           "(the mixer is split in whole heads and whole B/C groups, as Megatron requires)",
+           (long long)heads, (long long)groups, (long long)tp);
+    return;
+  }
+  for (int i = 1; i <= 7; ++i)
+    want_param(r, op, i, TP_S(0));
+  want_param(r, op, 8, TP_S(1));
+  annotate_input(r, op, 0, TP_R);
+  annotate_output(r, op, 0, out->num_outputs ? out->outputs[0] : TP_R);
+}
+
 static MlirWalkResult plan_op(MlirOperation op, void *data) {
   plan_run *r = data;
   // Styles apply to the modules' forward ops; backward ops follow by rules.
@@ -377,6 +422,10 @@ static MlirWalkResult plan_op(MlirOperation op, void *data) {
   nn_op_kind kind = nn_op_kind_of(op);
   if (kind == NN_OP_NONE || !nn_op_is_forward(kind) || kind == NN_OP_ADD)
     return MlirWalkResultAdvance;
+  if (kind == NN_OP_MAMBA2_MIXER) {
+    apply_mamba2(r, op);
+    return MlirWalkResultAdvance;
+  }
   MlirStringRef m = nn_module_of(op);
   tp_plan_entry *e = tp_plan_match(&r->plan, m.data, m.length);
   if (!e)

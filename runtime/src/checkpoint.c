@@ -156,9 +156,7 @@ srt_status srt_checkpoint_load_shard_as(const srt_safetensors *file, const char 
                                         const int coord[SRT_MESH_NDIMS], srt_tensor *t) {
   const srt_tensor_info *in;
   SRT_RETURN_IF_ERROR(prepare_load(file, stored, coord, t, t->global_shape, "global", &in));
-  int64_t offset[SRT_MAX_RANK], box[SRT_MAX_RANK];
-  SRT_RETURN_IF_ERROR(srt_local_offset(t->name, t->ndim, t->global_shape,
-                                       t->placements, mesh, coord, offset));
+  int64_t box[SRT_MAX_RANK];
   SRT_RETURN_IF_ERROR(
       srt_local_shape(t->name, t->ndim, t->global_shape, t->placements, mesh, box));
   for (int d = 0; d < t->ndim; ++d)
@@ -168,8 +166,7 @@ srt_status srt_checkpoint_load_shard_as(const srt_safetensors *file, const char 
                        "but its placements on this mesh give %lld",
                        name_of(t), (long long)t->local_shape[d], d, (long long)box[d]);
   convert_args args = {in->data, in->dtype, srt_dtype_size(in->dtype), t->data};
-  srt_slice_rows(t->ndim, t->global_shape, offset, box, convert_row, &args);
-  return NULL;
+  return srt_slice_shard(t, mesh, coord, convert_row, &args);
 }
 
 srt_status srt_checkpoint_load_local(const srt_safetensors *file,

@@ -30,9 +30,7 @@ srt_status srt_to_local(const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
                        name, a == SRT_MESH_DP ? "dp" : "tp");
   if (!t->data && srt_tensor_local_numel(t) > 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "to_local: tensor '%s' has no data", name);
-  int64_t offset[SRT_MAX_RANK], box[SRT_MAX_RANK];
-  SRT_RETURN_IF_ERROR(srt_local_offset(name, t->ndim, t->global_shape, t->placements,
-                                       mesh, coord, offset));
+  int64_t box[SRT_MAX_RANK];
   SRT_RETURN_IF_ERROR(
       srt_local_shape(name, t->ndim, t->global_shape, t->placements, mesh, box));
   for (int d = 0; d < t->ndim; ++d)
@@ -44,8 +42,26 @@ srt_status srt_to_local(const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
                        mesh->shape[SRT_MESH_DP], mesh->shape[SRT_MESH_TP],
                        (long long)box[d]);
   copy_args args = {full, t->data, srt_dtype_size(t->dtype)};
-  srt_slice_rows(t->ndim, t->global_shape, offset, box, copy_row, &args);
-  return NULL;
+  return srt_slice_shard(t, mesh, coord, copy_row, &args);
+}
+
+// The tp all-gather of a tensor split part by part leaves each rank's
+// slices of every part together ([rank 0: p0 p1 ..][rank 1: p0 p1 ..]);
+// the full tensor has each part's slices together ([p0: rank 0, 1 ..] ..).
+// Copies `from` in the first order to `to` in the second (srt_tensor_pieces
+// validated the parts when the shard was made).
+static void unblock(const srt_tensor *t, int64_t ranks, size_t elem, const unsigned char *from,
+                    unsigned char *to) {
+  size_t row = (size_t)srt_shape_numel(t->ndim - 1, t->local_shape + 1) * elem;
+  int64_t local_rows = t->local_shape[0], full = 0, local = 0;
+  for (int b = 0; b < t->num_tp_blocks; ++b) {
+    int64_t rows = t->tp_blocks[b] / ranks;
+    for (int64_t r = 0; r < ranks; ++r)
+      memcpy(to + (size_t)(full + r * rows) * row, from + (size_t)(r * local_rows + local) * row,
+             (size_t)rows * row);
+    full += t->tp_blocks[b];
+    local += rows;
+  }
 }
 
 srt_status srt_full_tensor(srt_context *ctx, const srt_tensor *t, void *full) {
@@ -78,6 +94,12 @@ srt_status srt_full_tensor(srt_context *ctx, const srt_tensor *t, void *full) {
       unsigned char *tmp = cur;
       cur = other;
       other = tmp;
+      if (!s && a == SRT_MESH_TP && t->num_tp_blocks > 0) { // rank-major -> part-major
+        unblock(t, srt_group_size(g), elem, cur, other);
+        tmp = cur;
+        cur = other;
+        other = tmp;
+      }
     } else if (p.kind == SRT_PARTIAL) {
       s = srt_all_reduce(g, cur, srt_shape_numel(t->ndim, shape), t->dtype,
                          SRT_REDUCE_SUM);

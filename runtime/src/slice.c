@@ -39,3 +39,38 @@ void srt_slice_rows(int ndim, const int64_t *shape, const int64_t *offset,
       return;
   }
 }
+
+typedef struct piece_arg {
+  srt_slice_row_fn fn;
+  void *arg;
+  int64_t base; // the piece's first local element
+} piece_arg;
+
+static void piece_row(int64_t src, int64_t dst, int64_t n, void *arg) {
+  piece_arg *a = arg;
+  a->fn(src, a->base + dst, n, a->arg);
+}
+
+srt_status srt_slice_shard(const srt_tensor *t, const srt_mesh *mesh,
+                           const int coord[SRT_MESH_NDIMS], srt_slice_row_fn fn, void *arg) {
+  int64_t offset[SRT_MAX_RANK], box[SRT_MAX_RANK];
+  srt_tensor_piece pieces[SRT_MAX_TP_BLOCKS];
+  srt_status err = NULL;
+  int n = srt_tensor_pieces(t, mesh, coord, offset, pieces, &err);
+  if (n < 0)
+    return err;
+  if (t->ndim == 0) {
+    srt_slice_rows(0, t->global_shape, offset, t->local_shape, fn, arg);
+    return NULL;
+  }
+  int64_t row = srt_shape_numel(t->ndim - 1, t->local_shape + 1); // elements per local row
+  for (int k = 0; k < n; ++k) {
+    for (int d = 0; d < t->ndim; ++d)
+      box[d] = t->local_shape[d];
+    offset[0] = pieces[k].full_row;
+    box[0] = pieces[k].rows;
+    piece_arg pa = {fn, arg, pieces[k].local_row * row};
+    srt_slice_rows(t->ndim, t->global_shape, offset, box, piece_row, &pa);
+  }
+  return NULL;
+}

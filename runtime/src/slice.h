@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "shardrt/tensor.h"
+
 /// Called once per contiguous run: `n` elements starting at element
 /// `src_index` of the full tensor go to element `dst_index` of the box
 /// (both row-major element indices, not bytes).
@@ -19,5 +21,12 @@ typedef void (*srt_slice_row_fn)(int64_t src_index, int64_t dst_index, int64_t n
 /// ndim = 0 is one run of one element; an empty box gives no calls.
 void srt_slice_rows(int ndim, const int64_t *shape, const int64_t *offset,
                     const int64_t *box, srt_slice_row_fn fn, void *arg);
+
+/// srt_slice_rows over the shard of `t` held by the rank at `coord`, piece
+/// by piece (srt_tensor_pieces: one box, or one per part of a tensor split
+/// part by part over tp); dst_index counts over the whole local shard.
+/// Errors: those of srt_tensor_pieces.
+srt_status srt_slice_shard(const srt_tensor *t, const srt_mesh *mesh,
+                           const int coord[SRT_MESH_NDIMS], srt_slice_row_fn fn, void *arg);
 
 #endif // SHARDRT_SLICE_H

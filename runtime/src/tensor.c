@@ -77,6 +77,48 @@ srt_status srt_local_offset(const char *name, int ndim, const int64_t *global_sh
   return split(name, ndim, global_shape, placements, mesh, coord, cur, offset);
 }
 
+int srt_tensor_pieces(const srt_tensor *t, const srt_mesh *mesh,
+                      const int coord[SRT_MESH_NDIMS], int64_t *offset,
+                      srt_tensor_piece pieces[SRT_MAX_TP_BLOCKS], srt_status *err) {
+  const char *name = t->name ? t->name : "?";
+  *err = srt_local_offset(name, t->ndim, t->global_shape, t->placements, mesh, coord, offset);
+  if (*err)
+    return -1;
+  if (t->num_tp_blocks == 0) {
+    pieces[0] = (srt_tensor_piece){0, t->ndim ? offset[0] : 0, t->ndim ? t->local_shape[0] : 1};
+    return 1;
+  }
+  srt_placement tp = t->placements[SRT_MESH_TP], dp = t->placements[SRT_MESH_DP];
+  int64_t n = mesh->shape[SRT_MESH_TP], sum = 0, local = 0;
+  for (int b = 0; b < t->num_tp_blocks && b < SRT_MAX_TP_BLOCKS; ++b)
+    sum += t->tp_blocks[b];
+  if (t->ndim < 1 || tp.kind != SRT_SHARD || tp.dim != 0 ||
+      (dp.kind == SRT_SHARD && dp.dim == 0) || t->num_tp_blocks > SRT_MAX_TP_BLOCKS ||
+      sum != t->global_shape[0]) {
+    *err = SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "tensor '%s': %d parts split over tp need a tp Shard(0) (and no dp "
+                     "Shard(0)) and parts summing to dim 0 (%lld), got %lld",
+                     name, t->num_tp_blocks, (long long)(t->ndim ? t->global_shape[0] : 0),
+                     (long long)sum);
+    return -1;
+  }
+  int64_t full = 0;
+  for (int b = 0; b < t->num_tp_blocks; ++b) {
+    if (t->tp_blocks[b] % n != 0) {
+      *err = SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "tensor '%s': part %d of dim 0 (%lld rows) does not split over tp %lld",
+                       name, b, (long long)t->tp_blocks[b], (long long)n);
+      return -1;
+    }
+    int64_t rows = t->tp_blocks[b] / n;
+    pieces[b] = (srt_tensor_piece){local, full + coord[SRT_MESH_TP] * rows, rows};
+    local += rows;
+    full += t->tp_blocks[b];
+  }
+  offset[0] = pieces[0].full_row;
+  return t->num_tp_blocks;
+}
+
 srt_status srt_tensor_init(srt_tensor *t, const char *name, srt_dtype dtype,
                            int ndim, const int64_t *global_shape,
                            const srt_placement *placements,

@@ -84,18 +84,31 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
     if (pi->init != SRT_INIT_NORMAL)
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "init: parameter '%s' has unknown init kind %d",
                        pi->name, (int)pi->init);
+    // Piece by piece: a weight split part by part over tp (a Mamba2
+    // in_proj) holds a slice of every part.
     int64_t offset[SRT_MAX_RANK];
-    SRT_RETURN_IF_ERROR(srt_local_offset(pi->name, pi->rank, pi->global_shape,
-                                         pi->placement, mesh, coord, offset));
-    fill_normal(w, pi, offset, mix64(seed ^ mix64(name_hash(pi->name))),
-                p->initializer_range);
+    srt_tensor_piece pieces[SRT_MAX_TP_BLOCKS];
+    srt_tensor view = train_param_view(pi, pi->name, arena, pi->offset);
+    srt_status err = NULL;
+    int np = srt_tensor_pieces(&view, mesh, coord, offset, pieces, &err);
+    if (np < 0)
+      return err;
+    int64_t width = pi->rank > 0 ? srt_shape_numel(pi->rank - 1, pi->local_shape + 1) : 1;
+    for (int i = 0; i < np; ++i) {
+      srt_param_info part = *pi;
+      if (pi->rank > 0) {
+        part.local_shape[0] = pieces[i].rows;
+        offset[0] = pieces[i].full_row;
+      }
+      fill_normal(w + pieces[i].local_row * width, &part, offset,
+                  mix64(seed ^ mix64(name_hash(pi->name))), p->initializer_range);
+    }
+    offset[0] = pieces[0].full_row;
     // An embedding's padding_idx row starts at zero (transformers'
     // _init_weights): zeroed where this rank holds it.
     int64_t row = pi->zero_row - offset[0];
-    if (pi->rank >= 1 && pi->zero_row >= 0 && row >= 0 && row < pi->local_shape[0]) {
-      int64_t width = numel / pi->local_shape[0];
+    if (pi->rank >= 1 && pi->zero_row >= 0 && row >= 0 && row < pi->local_shape[0])
       memset(w + row * width, 0, (size_t)width * sizeof(float));
-    }
   }
   return NULL;
 }

@@ -31,6 +31,8 @@ srt_tensor train_param_view(const srt_param_info *pi, const char *name, uint8_t 
   memcpy(t.local_shape, pi->local_shape, sizeof t.local_shape);
   t.placements[SRT_MESH_DP] = pi->placement[SRT_MESH_DP];
   t.placements[SRT_MESH_TP] = pi->placement[SRT_MESH_TP];
+  t.num_tp_blocks = pi->num_tp_blocks;
+  memcpy(t.tp_blocks, pi->tp_blocks, sizeof t.tp_blocks);
   t.data = arena + off;
   return t;
 }

@@ -34,9 +34,7 @@ ARCH=$1 G=$2 BIN=$3 MPI=$4 W=$5
 # WEIGHTS: what --weights and --load get, relative to GOLDEN (a model
 # directory for the cases written by save_pretrained). CARRIED: prefixes of
 # the tensors a --save after the step must give back byte for byte.
-# MESHES: the meshes to run, by name (default all; NemotronH's plan refuses
-# sequence parallelism).
-WEIGHTS=model.safetensors CARRIED= MESHES=
+WEIGHTS=model.safetensors CARRIED=
 # shellcheck disable=SC1091 # generated: PLAN BATCH SEQ LR BETAS EPS WEIGHT_DECAY MAX_GRAD_NORM
 . "$G/step.env"
 CKPT=$G/$WEIGHTS
@@ -50,7 +48,6 @@ VARIANTS=(
 status=0
 for v in "${VARIANTS[@]}"; do
   read -r name np flags <<<"$v"
-  if [ -n "$MESHES" ] && [[ " $MESHES " != *" $name "* ]]; then continue; fi
   # shellcheck disable=SC2086 # flags are words
   compile "$name" "$G/config.json" "$PLAN" $flags --keep-logits --weights "$CKPT" \
     || { echo "FAIL: $ARCH $name: does not compile"; status=1; continue; }

@@ -65,12 +65,10 @@ PLANS = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama", "gemma3": "gemma3
 CASES = {arch: (arch, {}, None) for arch in ARCHS}
 CASES["llama-pad"] = ("llama", {"pad_token_id": 3}, 3)
 # NemotronH (issue 17): Mamba2 ("M"), attention ("*") and MLP ("-") blocks,
-# two B/C groups, chunks of 8 over the 32 tokens; time_step_min 0.6 puts
-# transformers' dt clamp (time_step_min, inf) on about a third of the steps.
+# four B/C groups of two heads, chunks of 8 over the 32 tokens;
+# time_step_min 0.6 puts transformers' dt clamp (time_step_min, inf) on about
+# a third of the steps.
 CASES["nemotron_h"] = ("nemotron_h", {"time_step_min": 0.6}, None)
-# The meshes check.sh runs (default all): NemotronH's plan refuses sequence
-# parallelism (its mixers need the whole sequence), as the reference does.
-MESHES = {"nemotron_h": "tp1 tp2"}
 # Parameter names as checkpoints store them, where the module tree differs:
 # transformers 5 names NemotronH's stack `model` in memory and saves it as
 # `backbone` (its checkpoint conversion), the name shard-import reads.
@@ -385,8 +383,6 @@ def generate(case):
         f.write(f"PLAN={PLANS[arch]}\nBATCH={BATCH}\nSEQ={SEQ}\nLR={LR!r}\n")
         f.write(f"BETAS={BETAS[0]!r},{BETAS[1]!r}\nEPS={EPS!r}\nWEIGHT_DECAY={WEIGHT_DECAY!r}\n")
         f.write(f"MAX_GRAD_NORM={MAX_GRAD_NORM!r}\n")
-        if arch in MESHES:
-            f.write(f"MESHES='{MESHES[arch]}'\n")
         if case in KINDS:  # a model directory, loaded as transformers would
             f.write("WEIGHTS=.\n")
         if KINDS.get(case) == "conditional":  # saved back: these bytes unchanged

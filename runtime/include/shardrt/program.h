@@ -17,7 +17,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 5
+#define SRT_PROGRAM_ABI 6
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -93,7 +93,9 @@ typedef enum srt_param_init { SRT_INIT_NORMAL, SRT_INIT_ZEROS, SRT_INIT_ONES } s
   A(PLACEMENT, placement, 2)         /* [dp, tp] */                                      \
   F(I64, offset) F(I64, grad_offset) F(I64, m_offset) F(I64, v_offset)                   \
   F(I64, compute_offset)             /* the bf16 compute copy (cuda), or -1 */          \
-  F(I64, zero_row)                   /* global row that starts at 0 (padding_idx), -1 */
+  F(I64, zero_row)                   /* global row that starts at 0 (padding_idx), -1 */ \
+  F(I32, num_tp_blocks)              /* parts of a Shard(0) on tp (0: one): */           \
+  A(I64, tp_blocks, SRT_MAX_TP_BLOCKS) /* dim 0's parts, each split over tp */
 
 #define SRT_PROGRAM_FIELDS(F, A)                                                         \
   F(I32, abi)                        /* SRT_PROGRAM_ABI */                               \

@@ -70,7 +70,33 @@ typedef struct srt_tensor {
   srt_placement placements[SRT_MESH_NDIMS]; ///< [SRT_MESH_DP], [SRT_MESH_TP]
   void *data;    ///< local shard, or NULL before allocation
   int owns_data; ///< 1: srt_tensor_release frees `data`
+  /// A Shard(0) on tp taken part by part (Megatron's Mamba2 in_proj [z, x,
+  /// B, C, dt], conv1d [x, B, C]): dim 0 is these num_tp_blocks parts, each
+  /// split evenly over tp, and the local shard is this rank's slice of every
+  /// part in order. 0: one part (a plain Shard).
+  int num_tp_blocks;
+  int64_t tp_blocks[SRT_MAX_TP_BLOCKS];
 } srt_tensor;
+
+/// One run of dim-0 rows of a local shard that comes from one place of the
+/// full tensor: local rows [local_row, local_row + rows) are full rows
+/// [full_row, full_row + rows), the other dims at `offset` (of
+/// srt_local_offset) and `local_shape`.
+typedef struct srt_tensor_piece {
+  int64_t local_row, full_row, rows;
+} srt_tensor_piece;
+
+/// The pieces of the shard of `t` held by the rank at `coord`: one for a
+/// plain tensor (all its local rows at offset[0]), one per part for a
+/// tensor split part by part (tp_blocks). `offset` receives the local
+/// shard's offset on every dim (dim 0: the first piece's). Returns the
+/// number of pieces, or -1 with `*err` set: as srt_local_offset, and
+/// SRT_INVALID_ARGUMENT when parts are given but tp is not Shard(0), dp also
+/// shards dim 0, a part is not divisible by tp or the parts do not sum to
+/// dim 0.
+int srt_tensor_pieces(const srt_tensor *t, const srt_mesh *mesh,
+                      const int coord[SRT_MESH_NDIMS], int64_t *offset,
+                      srt_tensor_piece pieces[SRT_MAX_TP_BLOCKS], srt_status *err);
 
 /// Fills `*t` (data = NULL) from `placements[0..SRT_MESH_NDIMS)` (dp, tp):
 /// validates the dtype, computes the local shape.

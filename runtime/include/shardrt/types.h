@@ -11,6 +11,10 @@
 /// Maximum tensor rank handled by the runtime.
 #define SRT_MAX_RANK 8
 
+/// Most parts a tensor's dim 0 is split over tp in, part by part (a Mamba2
+/// in_proj's [z, x, B, C, dt]; see srt_tensor.tp_blocks).
+#define SRT_MAX_TP_BLOCKS 5
+
 /// Element types; the names match safetensors' dtype strings.
 typedef enum srt_dtype {
   SRT_F64,

@@ -65,7 +65,7 @@ enum {
 
 static srt_param_info g_param = {"w", SRT_INIT_NORMAL, 2, {16, 64}, {16, 64},
                                  {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}},
-                                 P_W, P_G, P_M, P_V, P_C, -1};
+                                 P_W, P_G, P_M, P_V, P_C, -1, 0, {0}};
 
 static srt_status no_step(srt_exec *e, const srt_step_options *o, srt_step_result *r) {
   return NULL;

@@ -272,6 +272,70 @@ static void test_chunk_and_thread_invariance(void **state) {
   free(ad);
 }
 
+// Megatron's split: rank r of tp takes its slice of every part of in_proj's
+// rows [z, x, B, C, dt] and conv1d's channels [x, B, C], its heads of
+// dt_bias, A_log, D and the norm, its columns of out_proj; the local mixers
+// (heads / tp, groups / tp) sum to the whole one's output.
+static void slice_rows(float *dst, const float *src, const int64_t *parts, int n, int64_t cols,
+                       int64_t tp, int64_t r) {
+  int64_t full = 0;
+  for (int b = 0; b < n; ++b) {
+    int64_t rows = parts[b] / tp;
+    memcpy(dst, src + (full + r * rows) * cols, (size_t)(rows * cols) * sizeof(float));
+    dst += rows * cols;
+    full += parts[b];
+  }
+}
+
+static void test_tensor_parallel_split(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.heads = 8;
+  c.head_dim = 2;
+  c.groups = 4;
+  layout l = layout_of(c);
+  test_rng rng = {7};
+  float *v = kt_calloc(l.off[9], sizeof(float));
+  fill(v, &l, &rng);
+  srt_mamba2_weights w = weights_of(v, &l);
+  int64_t out_len = l.n * c.hidden;
+  float *want = kt_calloc(out_len, sizeof(float)), *part = kt_calloc(out_len, sizeof(float));
+  double *sum = kt_calloc(out_len, sizeof(double));
+  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true), sizeof(float));
+  assert_null(srt_cpu_mamba2_forward(want, v, &w, ws, &c));
+  const int64_t tp = 2, gn = c.groups * c.state;
+  srt_mamba2_config lc = c;
+  lc.heads /= tp;
+  lc.groups /= tp;
+  layout ll = layout_of(lc);
+  float *lv = kt_calloc(ll.off[9], sizeof(float));
+  for (int64_t r = 0; r < tp; ++r) {
+    const int64_t in_parts[5] = {l.inner, l.inner, gn, gn, c.heads};
+    const int64_t conv_parts[3] = {l.inner, gn, gn};
+    memcpy(lv, v, (size_t)l.off[1] * sizeof(float)); // x
+    slice_rows(lv + ll.off[1], v + l.off[1], in_parts, 5, c.hidden, tp, r);
+    slice_rows(lv + ll.off[2], v + l.off[2], conv_parts, 3, c.conv_kernel, tp, r);
+    slice_rows(lv + ll.off[3], v + l.off[3], conv_parts, 3, 1, tp, r);
+    for (int k = 4; k <= 6; ++k)
+      slice_rows(lv + ll.off[k], v + l.off[k], &c.heads, 1, 1, tp, r);
+    slice_rows(lv + ll.off[7], v + l.off[7], &l.inner, 1, 1, tp, r);
+    for (int64_t o = 0; o < c.hidden; ++o) // out_proj's columns
+      memcpy(lv + ll.off[8] + o * ll.inner, v + l.off[8] + o * l.inner + r * ll.inner,
+             (size_t)ll.inner * sizeof(float));
+    srt_mamba2_weights lw = weights_of(lv, &ll);
+    assert_null(srt_cpu_mamba2_forward(part, lv, &lw, ws, &lc));
+    for (int64_t i = 0; i < out_len; ++i)
+      sum[i] += part[i];
+  }
+  test_assert_close(want, sum, out_len, 1e-6, 1e-5, "tp=2 parts summed vs the whole mixer");
+  free(v);
+  free(want);
+  free(part);
+  free(sum);
+  free(ws);
+  free(lv);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   srt_mamba2_config c = base();
@@ -298,6 +362,7 @@ int main(void) {
       cmocka_unit_test(test_one_group_short_kernel),
       cmocka_unit_test(test_dt_clamped),
       cmocka_unit_test(test_chunk_and_thread_invariance),
+      cmocka_unit_test(test_tensor_parallel_split),
       cmocka_unit_test(test_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,9 +26,9 @@ static void build(fixture *f) {
   f->la = A0 / tp;
   int64_t na = f->la * A1;
   srt_param_info a = {"a.weight", SRT_INIT_NORMAL, 2, {A0, A1}, {f->la, A1},
-                      {{SRT_REPLICATE, 0}, {SRT_SHARD, 0}}, 0, 0, 0, 0, -1, -1};
+                      {{SRT_REPLICATE, 0}, {SRT_SHARD, 0}}, 0, 0, 0, 0, -1, -1, 0, {0}};
   srt_param_info b = {"b.bias", SRT_INIT_ZEROS, 1, {BN}, {BN},
-                      {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}}, 0, 0, 0, 0, -1, -1};
+                      {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}}, 0, 0, 0, 0, -1, -1, 0, {0}};
   a.offset = arena_floats(41, na);
   a.grad_offset = arena_alloc(na * 4);
   a.m_offset = arena_alloc(na * 4);

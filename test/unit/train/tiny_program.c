@@ -60,16 +60,16 @@ enum {
 static const srt_param_info kParams[] = {
     {"model.embed_tokens.weight", SRT_INIT_NORMAL, 2, {V, H}, {V, H},
      {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}},
-     VAL(P_EMB, V * H), GRAD(P_EMB, V * H), MOM1(P_EMB, V * H), MOM2(P_EMB, V * H), -1, -1},
+     VAL(P_EMB, V * H), GRAD(P_EMB, V * H), MOM1(P_EMB, V * H), MOM2(P_EMB, V * H), -1, -1, 0, {0}},
     {"model.norm.weight", SRT_INIT_ONES, 1, {H}, {H},
      {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}},
-     VAL(P_NORM, H), GRAD(P_NORM, H), MOM1(P_NORM, H), MOM2(P_NORM, H), -1, -1},
+     VAL(P_NORM, H), GRAD(P_NORM, H), MOM1(P_NORM, H), MOM2(P_NORM, H), -1, -1, 0, {0}},
     {"lm_head.weight", SRT_INIT_NORMAL, 2, {V, H}, {LV, H},
      {{SRT_REPLICATE, 0}, {SRT_SHARD, 0}},
-     VAL(P_HEAD, LV * H), GRAD(P_HEAD, LV * H), MOM1(P_HEAD, LV * H), MOM2(P_HEAD, LV * H), -1, -1},
+     VAL(P_HEAD, LV * H), GRAD(P_HEAD, LV * H), MOM1(P_HEAD, LV * H), MOM2(P_HEAD, LV * H), -1, -1, 0, {0}},
     {"lm_head.bias", SRT_INIT_ZEROS, 1, {V}, {LV},
      {{SRT_REPLICATE, 0}, {SRT_SHARD, 0}},
-     VAL(P_BIAS, LV), GRAD(P_BIAS, LV), MOM1(P_BIAS, LV), MOM2(P_BIAS, LV), -1, -1},
+     VAL(P_BIAS, LV), GRAD(P_BIAS, LV), MOM1(P_BIAS, LV), MOM2(P_BIAS, LV), -1, -1, 0, {0}},
 };
 
 static srt_status tiny_step(srt_exec *e, const srt_step_options *o, srt_step_result *r);
