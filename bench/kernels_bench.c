@@ -145,6 +145,23 @@ static void run_attn_bwd(void *p) {
                                    c->v, c->out, c->lse, c->ws, &c->cfg));
 }
 
+typedef struct mamba_ctx {
+  srt_mamba2_config cfg;
+  srt_mamba2_weights w;
+  srt_mamba2_grads g;
+  float *x, *out, *dout, *dx, *ws;
+} mamba_ctx;
+
+static void run_mamba_fwd(void *p) {
+  mamba_ctx *c = p;
+  check(srt_cpu_mamba2_forward(c->out, c->x, &c->w, c->ws, &c->cfg));
+}
+
+static void run_mamba_bwd(void *p) {
+  mamba_ctx *c = p;
+  check(srt_cpu_mamba2_backward(c->dx, &c->g, c->dout, c->x, &c->w, c->ws, &c->cfg));
+}
+
 // Visible (query, key) pairs of a causal attention with window w (0: none).
 static double visible_pairs(int64_t s, int64_t w) {
   double pairs = 0;
@@ -337,6 +354,49 @@ int main(int argc, char **argv) {
       free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
       free(c.dq), free(c.dk), free(c.dv), free(c.ws);
     }
+  }
+
+  { // Mamba2 mixer: a NemotronH-like block (hidden 1024, 16 heads of 64 in 4
+    // groups, state 64, chunks of 128). FLOPs: in_proj and out_proj, and per
+    // token and head the scan's C.B (chunk x state), the within-chunk sum
+    // (chunk x head_dim; both causal, halved) and the state's read and update
+    // (4 x head_dim x state). The backward recomputes the forward and does
+    // about twice its work: counted as 3 x the forward.
+    mamba_ctx c = {.cfg = {.batch = 1, .seq = quick ? 256 : 1024, .hidden = 1024, .heads = 16,
+                           .head_dim = 64, .groups = 4, .state = 64, .conv_kernel = 4,
+                           .chunk = 128, .eps = 1e-5f, .dt_min = 0.001f, .dt_max = INFINITY}};
+    const srt_mamba2_config *m = &c.cfg;
+    int64_t n = m->batch * m->seq, inner = m->heads * m->head_dim;
+    int64_t conv = inner + 2 * m->groups * m->state, proj = inner + conv + m->heads;
+    float *in_w = alloc_random(proj * m->hidden, 40), *conv_w = alloc_random(conv * 4, 41);
+    float *conv_b = alloc_random(conv, 42), *dt_b = alloc_random(m->heads, 43);
+    float *a_log = alloc_random(m->heads, 44), *d = alloc_random(m->heads, 45);
+    float *norm_w = alloc_random(inner, 46), *out_w = alloc_random(m->hidden * inner, 47);
+    for (int64_t i = 0; i < proj * m->hidden; ++i) // keep the projections O(1)
+      in_w[i] *= 0.03f;
+    for (int64_t i = 0; i < m->hidden * inner; ++i)
+      out_w[i] *= 0.03f;
+    c.w = (srt_mamba2_weights){in_w, conv_w, conv_b, dt_b, a_log, d, norm_w, out_w};
+    c.g = (srt_mamba2_grads){alloc_random(proj * m->hidden, 50), alloc_random(conv * 4, 51),
+                             alloc_random(conv, 52),          alloc_random(m->heads, 53),
+                             alloc_random(m->heads, 54),      alloc_random(m->heads, 55),
+                             alloc_random(inner, 56),         alloc_random(m->hidden * inner, 57)};
+    c.x = alloc_random(n * m->hidden, 48), c.out = alloc_random(n * m->hidden, 49);
+    c.dout = alloc_random(n * m->hidden, 58), c.dx = alloc_random(n * m->hidden, 59);
+    c.ws = alloc_random(srt_cpu_mamba2_workspace_floats(m, true), 60);
+    double tokens_heads = (double)n * m->heads;
+    double flops = 2.0 * n * m->hidden * (proj + inner) +
+                   tokens_heads * (m->chunk * m->state + m->chunk * m->head_dim +
+                                   8.0 * m->head_dim * m->state);
+    double bytes = 4.0 * (n * (2 * m->hidden + proj) + proj * m->hidden + m->hidden * inner);
+    snprintf(shape, sizeof shape, "S=%lld hid=1024 H=16x64 G=4 N=64", (long long)m->seq);
+    report(&b, "mamba2 fwd", shape, time_best(&b, run_mamba_fwd, &c), flops, bytes);
+    report(&b, "mamba2 bwd (recomputes)", shape, time_best(&b, run_mamba_bwd, &c), 3 * flops,
+           2 * bytes);
+    free(in_w), free(conv_w), free(conv_b), free(dt_b), free(a_log), free(d), free(norm_w);
+    free(out_w), free(c.g.in_proj), free(c.g.conv_w), free(c.g.conv_b), free(c.g.dt_bias);
+    free(c.g.A_log), free(c.g.D), free(c.g.norm_w), free(c.g.out_proj), free(c.x);
+    free(c.out), free(c.dout), free(c.dx), free(c.ws);
   }
 
   { // row-wise and elementwise kernels over 4096 x 2048 activations

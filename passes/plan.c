@@ -335,8 +335,7 @@ static bool load_builtin(const builtin *b, bool sp, const tp_model_facts *facts,
   json_t *sp_table = json_object_get(root, "sequence_parallel");
   if (ok && sp) {
     if (!json_is_object(sp_table)) {
-      snprintf(err, errlen, "%s: %s", source,
-               json_string_value(json_object_get(root, "sequence_parallel_refusal")));
+      snprintf(err, errlen, "%s: the plan has no sequence_parallel styles", source);
       ok = false;
     } else {
       ok = put_prefixed(out, sp_table, prefix, err, errlen);

@@ -4,6 +4,7 @@
 // algorithms (all-reduce 2(n-1)/n x S, all-gather and reduce-scatter
 // (n-1)/n x the full tensor, all-to-all (n-1)/n x S; all_slice moves
 // nothing). Printed to stderr as a table; the IR is unchanged.
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,6 +107,96 @@ static void count_args(report *rep, MlirOperation func) {
   }
 }
 
+// The parameters by name pattern (each all-digit path segment, a layer
+// index, read as '*'), in first-seen order: global shape, placements and
+// the local shape each rank holds, and how many tensors share them.
+enum { kGroups = 256 };
+typedef struct param_group {
+  char pattern[160], global[64], local[64], placements[48];
+  int count;
+} param_group;
+
+static void shape_str(char *buf, size_t n, int rank, const int64_t *dims) {
+  size_t at = (size_t)snprintf(buf, n, "[");
+  for (int d = 0; d < rank && at < n; ++d)
+    at += (size_t)snprintf(buf + at, n - at, "%s%lld", d ? ", " : "", (long long)dims[d]);
+  if (at < n)
+    snprintf(buf + at, n - at, "]");
+}
+
+static void pattern_of(MlirStringRef name, char *out, size_t n) {
+  size_t o = 0;
+  for (size_t i = 0; i < name.length && o + 2 < n;) {
+    size_t j = i;
+    while (j < name.length && name.data[j] >= '0' && name.data[j] <= '9')
+      ++j;
+    bool segment = j > i && (i == 0 || name.data[i - 1] == '.') &&
+                   (j == name.length || name.data[j] == '.');
+    if (segment) {
+      out[o++] = '*';
+      i = j;
+    } else {
+      out[o++] = name.data[i++];
+    }
+  }
+  out[o] = 0;
+}
+
+static void print_param_groups(FILE *o, MlirOperation func) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  MlirAttribute attrs = mlirOperationGetAttributeByName(
+      func, mlirStringRefCreateFromCString("arg_attrs"));
+  static param_group groups[kGroups];
+  int n = 0;
+  for (intptr_t i = 0; !mlirAttributeIsNull(attrs) && i < mlirBlockGetNumArguments(body) &&
+                       i < mlirArrayAttrGetNumElements(attrs);
+       ++i) {
+    MlirAttribute dict = mlirArrayAttrGetElement(attrs, i);
+    MlirAttribute pname = mlirDictionaryAttrGetElementByName(
+        dict, mlirStringRefCreateFromCString(NN_PARAM_ATTR));
+    nn_shape local;
+    if (mlirAttributeIsNull(pname) ||
+        !nn_shape_of(mlirValueGetType(mlirBlockGetArgument(body, i)), &local))
+      continue;
+    param_group g = {.count = 1};
+    pattern_of(mlirStringAttrGetValue(pname), g.pattern, sizeof g.pattern);
+    shape_str(g.local, sizeof g.local, local.rank, local.dims);
+    MlirAttribute gs = mlirDictionaryAttrGetElementByName(
+        dict, mlirStringRefCreateFromCString("nn.global_shape"));
+    int64_t global[NN_MAX_RANK];
+    for (int d = 0; d < local.rank; ++d)
+      global[d] = mlirAttributeIsNull(gs) ? local.dims[d] : mlirDenseI64ArrayGetElement(gs, d);
+    shape_str(g.global, sizeof g.global, local.rank, global);
+    MlirAttribute pl = mlirDictionaryAttrGetElementByName(
+        dict, mlirStringRefCreateFromCString("nn.placements"));
+    size_t at = 0;
+    for (intptr_t a = 0; !mlirAttributeIsNull(pl) && a < mlirArrayAttrGetNumElements(pl); ++a) {
+      MlirStringRef v = mlirStringAttrGetValue(mlirArrayAttrGetElement(pl, a));
+      at += (size_t)snprintf(g.placements + at, sizeof g.placements - at, "%s%.*s",
+                             a ? ", " : "", (int)v.length, v.data);
+    }
+    MlirAttribute parts = mlirDictionaryAttrGetElementByName(
+        dict, mlirStringRefCreateFromCString("nn.tp_blocks"));
+    if (!mlirAttributeIsNull(parts)) // Megatron's split of a packed Mamba2 weight
+      snprintf(g.placements + at, sizeof g.placements - at, " in %d parts",
+               (int)mlirDenseArrayGetNumElements(parts));
+    int k = 0;
+    while (k < n && (strcmp(groups[k].pattern, g.pattern) || strcmp(groups[k].local, g.local)))
+      ++k;
+    if (k < n)
+      ++groups[k].count;
+    else if (n < kGroups)
+      groups[n++] = g;
+  }
+  if (!n)
+    return;
+  fprintf(o, "  %-52s %-16s %-31s %-16s %s\n", "parameter", "global", "placements [dp, tp]",
+          "local", "tensors");
+  for (int k = 0; k < n; ++k)
+    fprintf(o, "  %-52s %-16s %-31s %-16s %d\n", groups[k].pattern, groups[k].global,
+            groups[k].placements, groups[k].local, groups[k].count);
+}
+
 static void print_report(const report *rep, MlirStringRef name) {
   FILE *o = stderr;
   fprintf(o, "shard-report: @%.*s, per rank, mesh dp=%lld x tp=%lld (every rank runs "
@@ -148,6 +239,7 @@ static MlirLogicalResult run_shard_report(MlirOperation module, const tp_option_
     mlirOperationWalk(f, visit, &rep, MlirWalkPreOrder);
     MlirAttribute name = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
     print_report(&rep, mlirStringAttrGetValue(name));
+    print_param_groups(stderr, f);
   }
   return mlirLogicalResultSuccess();
 }

@@ -377,6 +377,9 @@ static void apply_entry(plan_run *r, MlirOperation op, tp_plan_entry *e, int ind
 // tp-partition records), the input Replicate, the output as out_proj's entry
 // says (Replicate: all-reduced; Shard(1) with sequence parallelism:
 // reduce-scattered).
+static void apply_mamba2_entries(plan_run *r, MlirOperation op, tp_plan_entry *in,
+                                 tp_plan_entry *out);
+
 static void apply_mamba2(plan_run *r, MlirOperation op) {
   MlirStringRef m = nn_module_of(op);
   char in_name[512], out_name[512];
@@ -390,6 +393,17 @@ static void apply_mamba2(plan_run *r, MlirOperation op) {
     ++in->matches;
   if (out)
     ++out->matches;
+  // One refusal per entry (docs/plans.md), not one per mixer.
+  bool *failed = &r->entry_failed[(in ? in : out) - r->plan.entries];
+  if (*failed)
+    return;
+  int errors_before = r->errors;
+  apply_mamba2_entries(r, op, in, out);
+  *failed = r->errors > errors_before;
+}
+
+static void apply_mamba2_entries(plan_run *r, MlirOperation op, tp_plan_entry *in,
+                                 tp_plan_entry *out) {
   if (!in || !out || in->style != TP_STYLE_COLWISE || out->style != TP_STYLE_ROWWISE) {
     report(r, op,
            "a Mamba2 mixer is split as a whole (Megatron): its plan needs in_proj colwise "

@@ -144,12 +144,26 @@ static void test_builtin_gemma3_prefix(void **state) {
   tp_plan_free(&plan);
 }
 
-static void test_nemotron_refuses_sequence_parallel(void **state) {
+static void test_nemotron_sequence_parallel(void **state) {
   (void)state;
   tp_plan plan;
   char err[256];
-  assert_false(tp_plan_load("nemotron_h", true, NULL, &plan, err, sizeof err));
-  assert_non_null(strstr(err, "sequence parallel is not supported for NemotronH"));
+  // Beyond the reference (which refuses it): the Mamba2 mixers split as
+  // Megatron does, the norms sequence-parallel, the blocks reduce-scatter.
+  assert_true(tp_plan_load("nemotron_h", true, NULL, &plan, err, sizeof err));
+  const char *norm = "backbone.layers.3.norm", *in = "backbone.layers.0.mixer.in_proj",
+             *out = "backbone.layers.0.mixer.out_proj";
+  tp_plan_entry *e = tp_plan_match(&plan, norm, strlen(norm));
+  assert_non_null(e);
+  assert_int_equal(e->style, TP_STYLE_SEQUENCE_PARALLEL);
+  e = tp_plan_match(&plan, in, strlen(in));
+  assert_non_null(e);
+  assert_int_equal(e->style, TP_STYLE_COLWISE);
+  e = tp_plan_match(&plan, out, strlen(out));
+  assert_non_null(e);
+  assert_int_equal(e->style, TP_STYLE_ROWWISE);
+  assert_int_equal(e->num_outputs, 1);
+  assert_true(tp_placement_equal(e->outputs[0], TP_S(1)));
   tp_plan_free(&plan);
 }
 
@@ -187,7 +201,7 @@ int main(void) {
       cmocka_unit_test(test_custom_plan_errors),
       cmocka_unit_test(test_builtin_qwen2_sequence_parallel),
       cmocka_unit_test(test_builtin_gemma3_prefix),
-      cmocka_unit_test(test_nemotron_refuses_sequence_parallel),
+      cmocka_unit_test(test_nemotron_sequence_parallel),
       cmocka_unit_test(test_hf_plan_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

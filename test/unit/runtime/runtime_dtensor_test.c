@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "shardrt/context.h"
 #include "shardrt/dtensor.h"
@@ -128,11 +129,58 @@ static void test_partial(void **state) {
   srt_tensor_release(&t);
 }
 
+// A Shard(0) on tp part by part (a Mamba2 in_proj): rank r holds its
+// slice of each part, in part order; full_tensor puts every part back.
+static void test_parts(void **state) {
+  (void)state;
+  const srt_mesh *m = srt_context_mesh(g_ctx);
+  int tp = m->shape[SRT_MESH_TP];
+  int c[SRT_MESH_NDIMS];
+  srt_context_coord(g_ctx, c);
+  const int64_t parts[3] = {4 * tp, 2 * tp, 6 * tp}, rows = 12 * tp, cols = 3;
+  float *full = malloc(sizeof(float) * (size_t)(rows * cols));
+  float *back = calloc((size_t)(rows * cols), sizeof(float));
+  for (int64_t i = 0; i < rows * cols; ++i)
+    full[i] = value(i / cols, i % cols, 0);
+  srt_placement p[2] = {srt_replicate(), srt_shard(0)};
+  srt_tensor t;
+  ASSERT_OK(srt_tensor_init(&t, "in_proj", SRT_F32, 2, (int64_t[]){rows, cols}, p, m));
+  t.num_tp_blocks = 3;
+  memcpy(t.tp_blocks, parts, sizeof parts);
+  ASSERT_OK(srt_tensor_alloc(&t));
+  ASSERT_OK(srt_to_local(m, c, full, &t));
+  // By hand: local rows are part 0's rows [4r, 4r + 4), then part 1's
+  // [4tp + 2r, ...), then part 2's [6tp + 6r, ...).
+  const float *x = t.data;
+  int64_t q = 0, start = 0;
+  for (int b = 0; b < 3; ++b) {
+    int64_t n = parts[b] / tp;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < cols; ++j, ++q)
+        if (x[q] != value(start + c[SRT_MESH_TP] * n + i, j, 0))
+          fail_msg("part %d: local %lld is %g", b, (long long)q, x[q]);
+    start += parts[b];
+  }
+  assert_int_equal(q, srt_tensor_local_numel(&t));
+  ASSERT_OK(srt_full_tensor(g_ctx, &t, back));
+  assert_memory_equal(back, full, sizeof(float) * (size_t)(rows * cols));
+  // Parts that do not sum to dim 0 are refused.
+  t.tp_blocks[2] -= tp;
+  srt_status s = srt_to_local(m, c, full, &t);
+  assert_non_null(s);
+  assert_non_null(strstr(srt_status_message(s), "parts summing to dim 0"));
+  srt_status_free(s);
+  srt_tensor_release(&t);
+  free(full);
+  free(back);
+}
+
 int main(void) {
   MPI_Init(NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
       cmocka_unit_test(test_partial),
+      cmocka_unit_test(test_parts),
   };
   int failed = cmocka_run_group_tests(tests, setup, teardown);
   MPI_Finalize();
