@@ -40,6 +40,7 @@
 #include "shard_ops.h"
 #include "shardrt/kernels.h" // srt_rope_type
 #include "shardrt/ops.h"
+#include "shardrt/program.h"
 
 enum { kOptBackend, kOptKeepLogits };
 
@@ -172,6 +173,23 @@ static int64_t padding_row(MlirValue arg) {
   return -1;
 }
 
+// The init of a Mamba2 mixer's A_log, D or dt_bias (its operands 5, 6, 4),
+// by use rather than by name; -1 for any other parameter.
+static int mamba2_init(MlirValue arg) {
+  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
+    if (nn_op_kind_of(mlirOpOperandGetOwner(u)) != NN_OP_MAMBA2_MIXER)
+      continue;
+    switch (mlirOpOperandGetOperandNumber(u)) {
+    case 4: return SRT_INIT_DT_BIAS;
+    case 5: return SRT_INIT_A_LOG;
+    case 6: return SRT_INIT_ONES;
+    default: return -1;
+    }
+  }
+  return -1;
+}
+
 // A parameter's layout from its nn.placements argument attribute (absent:
 // replicated): one placement string per mesh axis.
 static tp_layout placements_of(lower_run *r, const tp_program_param *p, MlirAttribute dict) {
@@ -234,7 +252,7 @@ static void plan_params(lower_run *r) {
     if (!mlirTypeIsAF32(p->local.element))
       fail(r, "parameter '%.*s' must be f32 (master weights are fp32 on every backend)",
            (int)p->name.length, p->name.data);
-    p->init = init_kind(p->name);
+    p->init = mamba2_init(arg) >= 0 ? mamba2_init(arg) : init_kind(p->name);
     p->zero_row = padding_row(arg);
     if (p->init == 2) {
       // Gemma's norms compute (1 + w): they start at zero.

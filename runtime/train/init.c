@@ -3,6 +3,7 @@
 // counter-based generator keyed by (seed, hash of the name), so every rank
 // computes just the elements of its slice and a tp=1 run and a tp=2 run
 // start from the same global weights.
+#include <jansson.h>
 #include <math.h>
 #include <string.h>
 
@@ -63,6 +64,45 @@ static void fill_normal(float *w, const srt_param_info *pi, const int64_t *offse
   }
 }
 
+// A number of the program's config.json (`key`, or NemotronHConfig's
+// `alias` for it), or `fallback` (the class default).
+static double config_number(json_t *c, const char *key, const char *alias, double fallback) {
+  json_t *v = json_object_get(c, alias);
+  if (!json_is_number(v))
+    v = json_object_get(c, key);
+  return json_is_number(v) ? json_number_value(v) : fallback;
+}
+
+// A Mamba2 mixer's A_log (log of the 1-based global head) or dt_bias (the
+// inverse softplus of a log-uniform dt in [time_step_min, time_step_max],
+// floored at time_step_floor), as NemotronHPreTrainedModel._init_weights;
+// the uniforms come from the counter-based stream of the name (mesh-free).
+static srt_status init_mamba2(float *w, const srt_program *p, const srt_param_info *pi,
+                              const srt_mesh *mesh, const int *coord, uint64_t seed) {
+  int64_t offset[SRT_MAX_RANK];
+  SRT_RETURN_IF_ERROR(
+      srt_local_offset(pi->name, pi->rank, pi->global_shape, pi->placement, mesh, coord, offset));
+  if (pi->rank != 1)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "init: Mamba2 parameter '%s' has rank %d, not 1",
+                     pi->name, (int)pi->rank);
+  json_t *c = p->config_json ? json_loads(p->config_json, 0, NULL) : NULL;
+  double lo = log(config_number(c, "time_step_min", "mamba_dt_min", 0.001));
+  double hi = log(config_number(c, "time_step_max", "mamba_dt_max", 0.1));
+  double floor_dt = config_number(c, "time_step_floor", "mamba_dt_init_floor", 1e-4);
+  json_decref(c);
+  uint64_t key = mix64(seed ^ mix64(name_hash(pi->name)));
+  for (int64_t i = 0; i < pi->local_shape[0]; ++i) {
+    uint64_t h = (uint64_t)(offset[0] + i);
+    if (pi->init == SRT_INIT_A_LOG) {
+      w[i] = (float)log((double)(h + 1));
+    } else {
+      double dt = fmax(exp(uniform(key, h) * (hi - lo) + lo), floor_dt);
+      w[i] = (float)(dt + log(-expm1(-dt))); // softplus^-1 (pytorch#72759)
+    }
+  }
+  return NULL;
+}
+
 srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               uint64_t seed) {
   const srt_mesh *mesh = srt_context_mesh(ctx);
@@ -79,6 +119,10 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
       float value = pi->init == SRT_INIT_ONES ? 1.0f : 0.0f;
       for (int64_t i = 0; i < numel; ++i)
         w[i] = value;
+      continue;
+    }
+    if (pi->init == SRT_INIT_A_LOG || pi->init == SRT_INIT_DT_BIAS) {
+      SRT_RETURN_IF_ERROR(init_mamba2(w, p, pi, mesh, coord, seed));
       continue;
     }
     if (pi->init != SRT_INIT_NORMAL)

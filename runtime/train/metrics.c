@@ -19,6 +19,27 @@ static int64_t config_int(json_t *c, const char *key, int64_t fallback) {
   return json_is_integer(v) ? (int64_t)json_integer_value(v) : fallback;
 }
 
+// The layers with attention: NemotronH's '*' blocks (hybrid_override_pattern,
+// or transformers 5's layers_block_type), every layer of the others.
+static int64_t attention_layers(json_t *c) {
+  const char *pattern = json_string_value(json_object_get(c, "hybrid_override_pattern"));
+  json_t *types = json_object_get(c, "layers_block_type");
+  int64_t n = 0;
+  if (pattern) {
+    for (const char *q = pattern; *q; ++q)
+      n += *q == '*';
+    return n;
+  }
+  if (json_is_array(types)) {
+    for (size_t i = 0; i < json_array_size(types); ++i) {
+      const char *t = json_string_value(json_array_get(types, i));
+      n += t && (!strcmp(t, "attention") || !strcmp(t, "full_attention"));
+    }
+    return n;
+  }
+  return config_int(c, "num_hidden_layers", 0);
+}
+
 double train_flops_per_token(const srt_program *p) {
   double params = 0, embedding = 0;
   for (int32_t i = 0; i < p->num_params; ++i) {
@@ -30,7 +51,7 @@ double train_flops_per_token(const srt_program *p) {
       embedding += n;
   }
   json_t *c = p->config_json ? json_loads(p->config_json, 0, NULL) : NULL;
-  int64_t layers = config_int(c, "num_hidden_layers", 0);
+  int64_t layers = attention_layers(c);
   int64_t heads = config_int(c, "num_attention_heads", 0);
   int64_t hidden = config_int(c, "hidden_size", 0);
   int64_t head_dim = config_int(c, "head_dim", heads > 0 ? hidden / heads : 0);

@@ -99,9 +99,12 @@ srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_
 /// 6 x the parameters in matmuls (all, less the token embedding unless it
 /// is tied to the lm_head) + 12 x layers x heads x head_dim x seq
 /// (attention scores and values, forward and backward; causal masking not
-/// discounted). Reads num_hidden_layers, num_attention_heads, hidden_size,
-/// head_dim and tie_word_embeddings from the program's config (text_config
-/// for multimodal ones); missing keys count 0.
+/// discounted), layers being those with attention (NemotronH's '*' blocks;
+/// the Mamba2 scan's own FLOPs, like the attention scores' softmax, are not
+/// counted). Reads num_hidden_layers (or hybrid_override_pattern /
+/// layers_block_type), num_attention_heads, hidden_size, head_dim and
+/// tie_word_embeddings from the program's config (text_config for
+/// multimodal ones); missing keys count 0.
 double train_flops_per_token(const srt_program *p);
 
 /// The best fp32 GEMM rate of this rank's threads (FLOP/s): three timed

@@ -74,8 +74,18 @@ typedef struct srt_backend {
 /// the persistent region that the step never reuses).
 /// How a parameter starts when no checkpoint is loaded (Hugging Face's
 /// _init_weights): normal(0, initializer_range), zeros (biases, Gemma's
-/// (1 + w) norms) or ones (other norms).
-typedef enum srt_param_init { SRT_INIT_NORMAL, SRT_INIT_ZEROS, SRT_INIT_ONES } srt_param_init;
+/// (1 + w) norms) or ones (other norms, a Mamba2 mixer's D); a Mamba2
+/// mixer's A_log is log(1), log(2), ... log(heads) (by global head), its
+/// dt_bias the inverse softplus of dt = exp(u (ln time_step_max - ln
+/// time_step_min) + ln time_step_min), u uniform in (0, 1], clamped below at
+/// time_step_floor (NemotronHPreTrainedModel._init_weights).
+typedef enum srt_param_init {
+  SRT_INIT_NORMAL,
+  SRT_INIT_ZEROS,
+  SRT_INIT_ONES,
+  SRT_INIT_A_LOG,
+  SRT_INIT_DT_BIAS,
+} srt_param_init;
 
 // The fields of srt_param_info and srt_program, in order, as field lists:
 // the structs below are declared from them, and lower-to-runtime builds the
