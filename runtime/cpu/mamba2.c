@@ -23,9 +23,11 @@ typedef struct sizes {
   int64_t n, inner, conv_dim, proj, chunks, per_group, thread_floats;
 } sizes;
 
+// One thread's scratch: the backward's (larger than the forward's) and the
+// state gradient R [P, N] last.
 static int64_t thread_floats(const srt_mamba2_config *c) {
   int64_t L = c->chunk, P = c->head_dim, N = c->state;
-  return 2 * L * L + 2 * L + 2 * P * N + 2 * P + 2 * N;
+  return 2 * L + 3 * L * L + 4 * L * P + 2 * L * N + L * N + P * N;
 }
 
 static srt_status check(const srt_mamba2_config *c, sizes *z) {
@@ -260,149 +262,132 @@ static inline float hdt(const head *e, int64_t t) {
   return e->dt[(e->b * e->c->seq + t) * e->c->heads + e->h];
 }
 
-// S_i of the chunk at c0 (len steps) and C_i . B_j for j <= i.
+// The GEMMs of one chunk run on the calling thread (srt_cpu_gemm inside a
+// parallel region); operands are strided views of the activations: x, B and
+// C rows of a head are conv_dim apart, y and dy rows inner apart.
+static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                 int64_t ldc) {
+  // The sizes are valid by construction (check() bounded them): no error.
+  srt_status_free(srt_cpu_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+}
+
+// S_i of the chunk at c0 (len steps), and cb = C B^T [len, len] (row
+// stride chunk).
 static void chunk_setup(const head *e, int64_t c0, int64_t len, float *S, float *cb) {
-  int64_t L = e->c->chunk, N = e->c->state;
+  int64_t L = e->c->chunk, N = e->c->state, ld = e->z->conv_dim;
   float acc = 0;
   for (int64_t i = 0; i < len; ++i) {
     acc += hdt(e, c0 + i) * e->A;
     S[i] = acc;
   }
-  for (int64_t i = 0; i < len; ++i)
-    for (int64_t j = 0; j <= i; ++j)
-      cb[i * L + j] = dot(hC(e, c0 + i), hB(e, c0 + j), N);
+  gemm(false, true, len, len, N, 1.0f, hC(e, c0), ld, hB(e, c0), ld, 0.0f, cb, L);
 }
 
 // y [n, inner] of one head; the state entering each chunk into `states`
-// ([chunks, head_dim, state]) when not NULL.
+// ([chunks, head_dim, state]) when not NULL. Per chunk four GEMMs: C B^T,
+// the masked and decayed (C B^T) times dt x, C times the entering state, and
+// the state update (dt x decayed)^T B.
 static void scan_forward_head(const head *e, float *y, float *states, float *tmp) {
   const srt_mamba2_config *c = e->c;
-  int64_t L = c->chunk, P = c->head_dim, N = c->state;
-  float *S = tmp, *cb = S + L, *st = cb + L * L;
+  int64_t L = c->chunk, P = c->head_dim, N = c->state, ld = e->z->conv_dim,
+          ly = e->z->inner;
+  float *S = tmp, *m = S + L, *off = m + L * L, *xw = off + L * P, *st = xw + L * P;
   memset(st, 0, (size_t)(P * N) * sizeof(float));
   for (int64_t c0 = 0, ci = 0; c0 < c->seq; c0 += L, ++ci) {
     int64_t len = c->seq - c0 < L ? c->seq - c0 : L;
     if (states)
       memcpy(states + ci * P * N, st, (size_t)(P * N) * sizeof(float));
-    chunk_setup(e, c0, len, S, cb);
+    chunk_setup(e, c0, len, S, m);
+    for (int64_t i = 0; i < len; ++i)
+      for (int64_t j = 0; j < len; ++j)
+        m[i * L + j] = j <= i ? expf(S[i] - S[j]) * m[i * L + j] * hdt(e, c0 + j) : 0.0f;
+    float *y0 = y + (e->b * c->seq + c0) * ly + e->h * P;
+    gemm(false, false, len, P, len, 1.0f, m, L, hx(e, c0), ld, 0.0f, y0, ly);
+    gemm(false, true, len, P, N, 1.0f, hC(e, c0), ld, st, N, 0.0f, off, P);
+    float last = S[len - 1];
     for (int64_t i = 0; i < len; ++i) {
-      float *yi = y + (e->b * c->seq + c0 + i) * e->z->inner + e->h * P;
-      const float *xi = hx(e, c0 + i), *Ci = hC(e, c0 + i);
-      float ea = expf(S[i]);
-      for (int64_t p = 0; p < P; ++p)
-        yi[p] = e->D * xi[p] + ea * dot(st + p * N, Ci, N);
-      for (int64_t j = 0; j <= i; ++j) {
-        float coef = expf(S[i] - S[j]) * cb[i * L + j] * hdt(e, c0 + j);
-        const float *xj = hx(e, c0 + j);
-        for (int64_t p = 0; p < P; ++p)
-          yi[p] += coef * xj[p];
-      }
-    }
-    float last = S[len - 1], el = expf(last);
-    for (int64_t k = 0; k < P * N; ++k)
-      st[k] *= el;
-    for (int64_t j = 0; j < len; ++j) {
-      float s = expf(last - S[j]) * hdt(e, c0 + j);
-      const float *xj = hx(e, c0 + j), *Bj = hB(e, c0 + j);
+      const float *xi = hx(e, c0 + i);
+      float ea = expf(S[i]), w = expf(last - S[i]) * hdt(e, c0 + i);
       for (int64_t p = 0; p < P; ++p) {
-        float sp = s * xj[p];
-        for (int64_t n = 0; n < N; ++n)
-          st[p * N + n] += sp * Bj[n];
+        y0[i * ly + p] += ea * off[i * P + p] + e->D * xi[p];
+        xw[i * P + p] = w * xi[p];
       }
     }
+    gemm(true, false, P, N, len, 1.0f, xw, P, hB(e, c0), ld, expf(last), st, N);
   }
 }
 
 // The gradients of one chunk's inputs given dy and R (dL/d the state leaving
 // the chunk); R becomes dL/d the state entering it. dx of the head and dB,
 // dC of its group go to dxbc (accumulated), dL/d dt to ddt (accumulated);
-// dL/dA is added to *dA.
+// dL/dA is added to *dA. With E_ij = exp(S_i - S_j) (j <= i), u_j = dt_j x_j:
+//   du = (E . CB)^T dy + exp(S_last - S) (B R^T),
+//   dB += (E . dyu)^T C + exp(S_last - S) (u R),  dyu_ij = dy_i . u_j,
+//   dC += (E . dyu) B + exp(S) (dy H),
+//   R_prev = exp(S_last) R + (exp(S) dy)^T C.
 static void scan_backward_chunk(const head *e, const float *dy, const float *H, float *R,
                                 int64_t c0, int64_t len, float *dxbc, float *ddt, double *dA,
                                 float *tmp) {
   const srt_mamba2_config *c = e->c;
   const sizes *z = e->z;
-  int64_t L = c->chunk, P = c->head_dim, N = c->state;
-  float *S = tmp, *dS = S + L, *cb = dS + L, *dyu = cb + L * L, *du = dyu + L * L,
-        *rb = du + P, *rtu = rb + P, *htdy = rtu + N;
+  int64_t L = c->chunk, P = c->head_dim, N = c->state, ld = z->conv_dim, ly = z->inner;
+  float *S = tmp, *dS = S + L, *cb = dS + L, *a1 = cb + L * L, *a2 = a1 + L * L,
+        *du = a2 + L * L, *u = du + L * P, *ey = u + L * P, *rb = ey + L * P, *rtu = rb + L * P,
+        *htdy = rtu + L * N;
   chunk_setup(e, c0, len, S, cb);
-  const float *dyr = dy + (e->b * c->seq + c0) * z->inner + e->h * P; // row i: + i * inner
-  for (int64_t i = 0; i < len; ++i)
-    for (int64_t j = 0; j <= i; ++j)
-      dyu[i * L + j] = hdt(e, c0 + j) * dot(dyr + i * z->inner, hx(e, c0 + j), P);
-  memset(dS, 0, (size_t)len * sizeof(float));
-  float last = S[len - 1];
-  float *base = dxbc + (e->b * c->seq + c0) * z->conv_dim;
-  for (int64_t j = 0; j < len; ++j) { // u_j and B_j: from later steps and from R
-    const float *xj = hx(e, c0 + j), *Bj = hB(e, c0 + j);
-    float dtj = hdt(e, c0 + j), eL = expf(last - S[j]);
-    for (int64_t p = 0; p < P; ++p)
-      rb[p] = dot(R + p * N, Bj, N);
-    for (int64_t n = 0; n < N; ++n)
-      rtu[n] = 0;
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t n = 0; n < N; ++n)
-        rtu[n] += R[p * N + n] * xj[p] * dtj;
-    for (int64_t p = 0; p < P; ++p)
-      du[p] = eL * rb[p];
-    float *dBj = base + j * z->conv_dim + z->inner + e->g * N;
-    for (int64_t n = 0; n < N; ++n)
-      dBj[n] += eL * rtu[n];
-    for (int64_t i = j; i < len; ++i) {
-      float E = expf(S[i] - S[j]), a = E * cb[i * L + j], b = E * dyu[i * L + j];
-      const float *dyi = dyr + i * z->inner, *Ci = hC(e, c0 + i);
-      for (int64_t p = 0; p < P; ++p)
-        du[p] += a * dyi[p];
-      for (int64_t n = 0; n < N; ++n)
-        dBj[n] += b * Ci[n];
-    }
-    float *dxj = base + j * z->conv_dim + e->h * P, dd = 0;
+  const float *dy0 = dy + (e->b * c->seq + c0) * ly + e->h * P;
+  float last = S[len - 1], el = expf(last);
+  for (int64_t j = 0; j < len; ++j) {
+    const float *xj = hx(e, c0 + j);
+    float dtj = hdt(e, c0 + j), ea = expf(S[j]);
     for (int64_t p = 0; p < P; ++p) {
-      dxj[p] += dtj * du[p];
-      dd += xj[p] * du[p];
+      u[j * P + p] = dtj * xj[p];
+      ey[j * P + p] = ea * dy0[j * ly + p];
     }
-    ddt[(e->b * c->seq + c0 + j) * c->heads + e->h] += dd;
-    float q = eL * dot(Bj, rtu, N);
-    dS[len - 1] += q;
-    dS[j] -= q;
   }
-  for (int64_t i = 0; i < len; ++i) { // C_i: from earlier steps and from H
-    const float *Ci = hC(e, c0 + i), *dyi = dyr + i * z->inner;
-    float eA = expf(S[i]);
-    for (int64_t n = 0; n < N; ++n)
-      htdy[n] = 0;
-    for (int64_t p = 0; p < P; ++p)
-      for (int64_t n = 0; n < N; ++n)
-        htdy[n] += H[p * N + n] * dyi[p];
-    float *dCi = base + i * z->conv_dim + z->inner + c->groups * N + e->g * N;
-    for (int64_t n = 0; n < N; ++n)
-      dCi[n] += eA * htdy[n];
-    dS[i] += eA * dot(Ci, htdy, N);
-    for (int64_t j = 0; j <= i; ++j) {
-      float E = expf(S[i] - S[j]), b = E * dyu[i * L + j];
-      const float *Bj = hB(e, c0 + j);
-      for (int64_t n = 0; n < N; ++n)
-        dCi[n] += b * Bj[n];
+  gemm(false, true, len, len, P, 1.0f, dy0, ly, u, P, 0.0f, a2, L); // dyu
+  memset(dS, 0, (size_t)len * sizeof(float));
+  for (int64_t i = 0; i < len; ++i)
+    for (int64_t j = 0; j < len; ++j) {
+      float E = j <= i ? expf(S[i] - S[j]) : 0.0f;
+      a1[i * L + j] = E * cb[i * L + j];
+      a2[i * L + j] *= E;
       if (j < i) {
-        float m = b * cb[i * L + j];
+        float m = a2[i * L + j] * cb[i * L + j];
         dS[i] += m;
         dS[j] -= m;
       }
     }
-  }
-  float el = expf(last);
-  dS[len - 1] += el * dot(R, H, P * N);
-  for (int64_t k = 0; k < P * N; ++k)
-    R[k] *= el;
-  for (int64_t i = 0; i < len; ++i) {
-    const float *Ci = hC(e, c0 + i), *dyi = dyr + i * z->inner;
-    float eA = expf(S[i]);
+  gemm(true, false, len, P, len, 1.0f, a1, L, dy0, ly, 0.0f, du, P);
+  gemm(false, true, len, P, N, 1.0f, hB(e, c0), ld, R, N, 0.0f, rb, P);   // B R^T
+  gemm(false, false, len, N, P, 1.0f, u, P, R, N, 0.0f, rtu, N);         // u R
+  gemm(false, false, len, N, P, 1.0f, dy0, ly, H, N, 0.0f, htdy, N);      // dy H
+  float *dxbc0 = dxbc + (e->b * c->seq + c0) * ld;
+  float *dB0 = dxbc0 + z->inner + e->g * N, *dC0 = dB0 + c->groups * N;
+  gemm(true, false, len, N, len, 1.0f, a2, L, hC(e, c0), ld, 1.0f, dB0, ld);
+  gemm(false, false, len, N, len, 1.0f, a2, L, hB(e, c0), ld, 1.0f, dC0, ld);
+  for (int64_t j = 0; j < len; ++j) {
+    const float *xj = hx(e, c0 + j), *Bj = hB(e, c0 + j), *Cj = hC(e, c0 + j);
+    float dtj = hdt(e, c0 + j), eL = expf(last - S[j]), ea = expf(S[j]), dd = 0;
+    float *dxj = dxbc0 + j * ld + e->h * P;
     for (int64_t p = 0; p < P; ++p) {
-      float s = eA * dyi[p];
-      for (int64_t n = 0; n < N; ++n)
-        R[p * N + n] += s * Ci[n];
+      float d = du[j * P + p] + eL * rb[j * P + p];
+      dxj[p] += dtj * d;
+      dd += xj[p] * d;
     }
+    ddt[(e->b * c->seq + c0 + j) * c->heads + e->h] += dd;
+    for (int64_t n = 0; n < N; ++n) {
+      dB0[j * ld + n] += eL * rtu[j * N + n];
+      dC0[j * ld + n] += ea * htdy[j * N + n];
+    }
+    float q = eL * dot(Bj, rtu + j * N, N);
+    dS[len - 1] += q;
+    dS[j] -= q;
+    dS[j] += ea * dot(Cj, htdy + j * N, N);
   }
+  dS[len - 1] += el * dot(R, H, P * N);
+  gemm(true, false, P, N, len, 1.0f, ey, P, hC(e, c0), ld, el, R, N);
   double run = 0; // dL/da_t = sum of dS_i over i >= t
   for (int64_t t = len - 1; t >= 0; --t) {
     run += dS[t];
