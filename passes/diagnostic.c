@@ -14,7 +14,7 @@ void tp_error(MlirOperation op, const char *pass, const char *fmt, ...) {
 }
 
 void tp_verror(MlirOperation op, const char *pass, const char *fmt, va_list ap) {
-  char msg[1024];
+  char msg[4096]; // room for a memory report's summary
   size_t n = 0;
   if (pass)
     n += (size_t)snprintf(msg, sizeof msg, "%s: ", pass);

@@ -22,6 +22,7 @@
 // buffers may be either (add, collectives) take the dtype as an argument.
 // The program table points at the backend (srt_cuda_backend), whose ops
 // the calls dispatch to.
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "diagnostic.h"
 #include "llvm_builder.h"
 #include "memory_plan.h"
+#include "memory_report.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "mlir-c/Dialect/LLVM.h"
@@ -42,7 +44,7 @@
 #include "shardrt/ops.h"
 #include "shardrt/program.h"
 
-enum { kOptBackend, kOptKeepLogits };
+enum { kOptBackend, kOptKeepLogits, kOptMemoryReport, kOptDeviceMemory };
 
 // Element types of arena buffers: kF32 and kBF16 are srt_op_dtype; kI64
 // (input ids, labels) is never an op's dtype.
@@ -79,6 +81,7 @@ typedef struct lower_run {
   MlirValue exec, options, result;
   bool *declared; // per lowering: its function is declared
   int num_attention;
+  tp_memory_figures mem; // what --memory-report writes
   int errors;
 } lower_run;
 
@@ -235,6 +238,7 @@ static void plan_params(lower_run *r) {
       ++ints;
       set_value(r, arg, at, kI64);
       at += bytes;
+      r->mem.inputs += bytes;
       continue;
     }
     if (!mlirAttributeIsAString(name)) {
@@ -280,10 +284,14 @@ static void plan_params(lower_run *r) {
     p->m = at + 2 * bytes;
     p->v = at + 3 * bytes;
     at += 4 * bytes;
+    r->mem.params += bytes;
+    r->mem.grads += bytes;
+    r->mem.moments += 2 * bytes;
     p->compute = -1;
     if (r->cuda) { // the ops read the bf16 copy
       p->compute = at;
       at += tp_align(bytes_as(mlirValueGetType(arg), kBF16));
+      r->mem.compute_copies += tp_align(bytes_as(mlirValueGetType(arg), kBF16));
     }
     set_value(r, arg, r->cuda ? p->compute : p->offset, r->cuda ? kBF16 : kF32);
   }
@@ -353,6 +361,42 @@ static bool add_feeds_norm(lower_run *r, MlirOperation add, MlirOperation norm) 
          dtype_of(r, mlirOperationGetOperand(add, 1)) == kBF16;
 }
 
+// The most temporary bytes live at one op (of `nops`), and what they are:
+// by the phase of the op that made each.
+static void live_peak(lower_run *r, const tp_interval *iv, const int64_t *fixed,
+                      const char *phase, const MlirOperation *owner, int n, int nops) {
+  int64_t *delta = calloc((size_t)nops + 2, sizeof *delta);
+  for (int j = 0; j < n; ++j)
+    if (!fixed[j] && iv[j].first >= 0 && iv[j].last < nops + 1) {
+      delta[iv[j].first] += iv[j].bytes;
+      delta[iv[j].last + 1] -= iv[j].bytes;
+    }
+  int64_t live = 0, best = 0;
+  int at = -1;
+  for (int i = 0; i <= nops; ++i) {
+    live += delta[i];
+    if (live > best) {
+      best = live;
+      at = i;
+    }
+  }
+  free(delta);
+  r->mem.peak_live = best;
+  int64_t by[3] = {0, 0, 0};
+  for (int j = 0; at >= 0 && j < n; ++j)
+    if (!fixed[j] && iv[j].first <= at && at <= iv[j].last)
+      by[(int)phase[j]] += iv[j].bytes;
+  r->mem.peak_forward = by[0];
+  r->mem.peak_backward = by[1];
+  r->mem.peak_optimizer = by[2];
+  for (int j = 0; at >= 0 && j < n; ++j)
+    if (iv[j].first == at || (j + 1 == n)) { // the op defined at the peak
+      MlirStringRef m = nn_module_of(owner[j]);
+      snprintf(r->mem.peak_module, sizeof r->mem.peak_module, "%.*s", (int)m.length, m.data);
+      break;
+    }
+}
+
 // Temporaries: each op result gets an interval [definition, last use];
 // a value handed to nn.store_grad lives in its parameter's gradient slot;
 // with keep_logits, the logits live to the end of the step.
@@ -363,6 +407,9 @@ static void plan_temporaries(lower_run *r) {
     nops += (int)mlirOperationGetNumResults(op);
   tp_interval *iv = calloc((size_t)nops + 1, sizeof *iv);
   int64_t *fixed = calloc((size_t)nops + 1, sizeof *fixed);
+  char *phase = calloc((size_t)nops + 1, 1); // 0 forward, 1 backward, 2 optimizer
+  MlirOperation *owner = calloc((size_t)nops + 1, sizeof *owner);
+  bool backward_seen = false;
   size_t first = r->nvalues;
   int n = 0, index = 0;
   MlirOperation prev = {NULL};
@@ -392,9 +439,14 @@ static void plan_temporaries(lower_run *r) {
         }
       }
     }
+    nn_op_phase ph = nn_op_phase_of(nn_op_kind_of(op));
+    backward_seen |= ph == NN_PHASE_BACKWARD;
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
       MlirValue v = mlirOperationGetResult(op, i);
       int dtype = result_dtype(r, op);
+      // A collective (no nn phase) counts with the ops around it.
+      phase[n] = ph == NN_PHASE_OPTIMIZER ? 2 : ph == NN_PHASE_BACKWARD || backward_seen ? 1 : 0;
+      owner[n] = op;
       iv[n] = (tp_interval){defined, index, bytes_as(mlirValueGetType(v), dtype), 0};
       // Defined before later ops look its dtype up (offset set below).
       set_value(r, v, -1, dtype);
@@ -414,9 +466,12 @@ static void plan_temporaries(lower_run *r) {
   r->arena = tp_plan_memory(free_iv, nfree, r->persistent);
   for (int j = 0, k = 0; j < n; ++j)
     r->offsets[first + (size_t)j] = fixed[j] ? fixed[j] - 1 : free_iv[k++].offset;
+  live_peak(r, iv, fixed, phase, owner, n, index);
   free(iv);
   free(fixed);
   free(free_iv);
+  free(phase);
+  free(owner);
 }
 
 //===----------------------------------------------------------------------===//
@@ -903,6 +958,86 @@ static void free_run(lower_run *r) {
   free(r->declared);
 }
 
+// The largest scratch an op allocates at run time that the kernels' own
+// formula gives (the cpu Mamba2 kernels', one thread's tiles); 0 on cuda,
+// whose scratch is not modelled.
+static int64_t op_workspace(lower_run *r) {
+  int64_t most = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !r->cuda && !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    nn_op_kind k = nn_op_kind_of(op);
+    if (k != NN_OP_MAMBA2_MIXER && k != NN_OP_MAMBA2_MIXER_GRAD)
+      continue;
+    nn_shape x = shape(mlirOperationGetOperand(op, 0));
+    srt_mamba2_config c = {.batch = x.dims[0], .seq = x.dims[1], .hidden = x.dims[2],
+                           .heads = nn_attr_int(op, "num_heads", 0),
+                           .head_dim = nn_attr_int(op, "head_dim", 0),
+                           .groups = nn_attr_int(op, "n_groups", 0),
+                           .state = nn_attr_int(op, "state_size", 0),
+                           .conv_kernel = nn_attr_int(op, "conv_kernel", 0),
+                           .chunk = nn_attr_int(op, "chunk_size", 0)};
+    double parts[SRT_MAMBA2_WORKSPACE_PARTS];
+    double floats = srt_mamba2_workspace_parts(&c, k == NN_OP_MAMBA2_MIXER_GRAD, 1, parts);
+    if (floats * 4 > (double)most && floats * 4 < 9e18)
+      most = (int64_t)(floats * 4);
+  }
+  return most;
+}
+
+// Writes `text` to `path` through a temporary and a rename (a crash leaves
+// the old file or none, never half a one). False with errno set on failure.
+static bool write_atomically(const char *path, const char *text) {
+  char tmp[4200];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return false;
+  }
+  FILE *f = fopen(tmp, "w");
+  if (!f)
+    return false;
+  bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+  ok = fclose(f) == 0 && ok;
+  if (ok && rename(tmp, path) == 0)
+    return true;
+  int e = errno;
+  remove(tmp);
+  errno = e;
+  return false;
+}
+
+// The memory figures: the summary printed and written to `path` as JSON
+// when given; a plan whose total exceeds `device_bytes` (> 0) is refused with
+// the summary.
+static void report_memory(lower_run *r, int64_t batch, const char *path, int64_t device_bytes) {
+  tp_memory_figures *m = &r->mem;
+  m->backend = r->cuda ? "cuda" : "cpu";
+  m->dp = r->mesh.size[0];
+  m->tp = r->mesh.size[1];
+  m->batch = batch;
+  m->seq = shape(mlirBlockGetArgument(r->body, 0)).dims[1];
+  m->persistent = r->persistent;
+  m->temporaries = r->arena - r->persistent;
+  m->workspace = op_workspace(r);
+  m->total = m->persistent + m->temporaries + m->workspace;
+  char text[2048];
+  tp_memory_report_text(m, text, sizeof text);
+  if (device_bytes > 0 && m->total > device_bytes) {
+    r->current = r->func;
+    fail(r, "the step needs %lld bytes per rank (%.2f GiB), more than the device's %lld "
+            "(--device-memory):\n%s",
+         (long long)m->total, (double)m->total / (1024.0 * 1024 * 1024), (long long)device_bytes,
+         text);
+    return;
+  }
+  if (!path || !*path)
+    return;
+  fputs(text, stderr);
+  char *json = tp_memory_report_json(m);
+  if (!json || !write_atomically(path, json))
+    fail(r, "cannot write the memory report '%s': %s", path, json ? strerror(errno) : "out of memory");
+  free(json);
+}
+
 static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *o) {
   if (!tp_check_functions(module))
     return mlirLogicalResultFailure();
@@ -932,6 +1067,9 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   plan_temporaries(&r);
   if (r.arena < 0)
     fail(&r, "out of memory planning the arena");
+  if (!r.errors)
+    report_memory(&r, shape(mlirBlockGetArgument(r.body, 0)).dims[0] * r.mesh.size[0],
+                  o[kOptMemoryReport].s, o[kOptDeviceMemory].i);
   MlirBlock staging = mlirBlockCreate(0, NULL, NULL);
   r.top = lb_create(r.ctx, staging, mlirOperationGetLocation(r.func));
   r.declared = calloc(kNumLowerings, sizeof *r.declared);
@@ -982,6 +1120,12 @@ static const tp_option_info kOptions[] = {
     [kOptKeepLogits] = {"keep-logits", TP_OPTION_BOOL, "false",
                         "keep the lm_head output live to the end of the step and record it in "
                         "the program table (for checks against a reference; costs its memory)"},
+    [kOptMemoryReport] = {"memory-report", TP_OPTION_STRING, "",
+                          "write the per-rank memory figures (persistent, temporaries, "
+                          "scratch, total) to this JSON file and print them"},
+    [kOptDeviceMemory] = {"device-memory", TP_OPTION_INT, "0",
+                          "refuse a plan whose per-rank total exceeds this many bytes (0: no "
+                          "limit)"},
 };
 
 const tp_pass_info tp_lower_to_runtime_pass = {

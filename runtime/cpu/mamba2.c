@@ -23,11 +23,12 @@ typedef struct sizes {
   int64_t n, inner, conv_dim, proj, chunks, per_group, thread_floats;
 } sizes;
 
-// One thread's scratch: the backward's (larger than the forward's) and the
-// state gradient R [P, N] last.
+// One thread's scratch (srt_mamba2_workspace_parts' last part, per thread):
+// the backward's (larger than the forward's), the state gradient R [P, N]
+// last.
 static int64_t thread_floats(const srt_mamba2_config *c) {
   int64_t L = c->chunk, P = c->head_dim, N = c->state;
-  return 2 * L + 3 * L * L + 4 * L * P + 2 * L * N + L * N + P * N;
+  return 2 * L + 3 * L * L + 4 * L * P + 3 * L * N + P * N;
 }
 
 static srt_status check(const srt_mamba2_config *c, sizes *z) {
@@ -66,33 +67,21 @@ typedef struct parts {
   float *states, *dproj, *dxbc, *ddt, *dy, *dnormed, *rstd, *dA, *dD, *threads;
 } parts;
 
-// Floats of each part (a NULL `ws` only counts); -1 on overflow.
+// Floats of each part (srt_mamba2_workspace_parts: a NULL `ws` only
+// counts); -1 on overflow.
 static int64_t layout(const srt_mamba2_config *c, const sizes *z, bool backward, float *ws,
                       parts *p) {
-  double n = (double)z->n, bh = (double)(c->batch * c->heads);
-  double count[15] = {n * z->proj, n * z->conv_dim, n * c->heads, n * z->inner, n * z->inner};
-  if (backward) {
-    count[5] = bh * z->chunks * c->head_dim * c->state;
-    count[6] = n * z->proj;
-    count[7] = n * z->conv_dim;
-    count[8] = n * c->heads;
-    count[9] = n * z->inner;
-    count[10] = n * z->inner;
-    count[11] = n * c->groups;
-    count[12] = bh;
-    count[13] = bh;
+  double count[SRT_MAMBA2_WORKSPACE_PARTS];
+  double total = srt_mamba2_workspace_parts(c, backward, srt_cpu_threads(), count);
+  float **slot[SRT_MAMBA2_WORKSPACE_PARTS] = {
+      &p->proj, &p->xbc,  &p->dt,      &p->y,    &p->normed, &p->states, &p->dproj, &p->dxbc,
+      &p->ddt,  &p->dy,   &p->dnormed, &p->rstd, &p->dA,     &p->dD,     &p->threads};
+  double at = 0;
+  for (int i = 0; ws && i < SRT_MAMBA2_WORKSPACE_PARTS; ++i) {
+    *slot[i] = count[i] > 0 ? ws + (int64_t)at : NULL;
+    at += count[i];
   }
-  count[14] = (double)srt_cpu_threads() * z->thread_floats;
-  float **slot[15] = {&p->proj,  &p->xbc,   &p->dt,      &p->y,    &p->normed,
-                      &p->states, &p->dproj, &p->dxbc,    &p->ddt,  &p->dy,
-                      &p->dnormed, &p->rstd, &p->dA,      &p->dD,   &p->threads};
-  double total = 0;
-  for (int i = 0; i < 15; ++i) {
-    if (ws)
-      *slot[i] = count[i] > 0 ? ws + (int64_t)total : NULL;
-    total += count[i];
-  }
-  return total < 9.0e18 / sizeof(float) ? (int64_t)total : -1;
+  return total >= 0 && total < 9.0e18 / sizeof(float) ? (int64_t)total : -1;
 }
 
 int64_t srt_cpu_mamba2_workspace_floats(const srt_mamba2_config *c, bool backward) {

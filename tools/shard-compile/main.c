@@ -34,8 +34,8 @@
 #include "weights.h"
 
 typedef struct options {
-  const char *config, *output, *plan, *weights, *emit, *backend;
-  int64_t tp, dp, batch, seq;
+  const char *config, *output, *plan, *weights, *emit, *backend, *memory_report;
+  int64_t tp, dp, batch, seq, device_memory;
   bool sp, timing, keep_logits;
 } options;
 
@@ -44,7 +44,8 @@ static void usage(FILE *out) {
           "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
           "                     [--sequence-parallel] --batch B --seq S -o OUT\n"
           "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
-          "                     [--keep-logits] [--backend=cpu|cuda]\n\n"
+          "                     [--keep-logits] [--backend=cpu|cuda]\n"
+          "                     [--memory-report FILE.json] [--device-memory BYTES]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
@@ -53,6 +54,10 @@ static void usage(FILE *out) {
           "is not reused) so that the driver's --dump can write the logits.\n"
           "--backend=cuda runs the step on an NVIDIA GPU (bf16 compute, fp32 master\n"
           "weights; one GPU per rank); the default cpu backend runs it in fp32.\n"
+          "--memory-report prints what one rank holds (parameters, gradients, moments,\n"
+          "copies, the planned temporaries and their peak, the ops' scratch) and\n"
+          "writes it as JSON; --device-memory refuses a plan whose total exceeds\n"
+          "BYTES (an integer, or with a suffix: 141GB = 141e9, 80GiB = 80 x 2^30).\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
           "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
 }
@@ -79,10 +84,34 @@ static bool positive(const char *flag, const char *v, int64_t *out) {
   return tool_parse_count("shard-compile", flag, v, INT64_C(1) << 24, out);
 }
 
+// --device-memory: bytes, as an integer or a number with a decimal (kB, MB,
+// GB, TB) or binary (KiB, MiB, GiB, TiB) suffix.
+static bool parse_bytes(const char *v, int64_t *out) {
+  static const struct {
+    const char *suffix;
+    double scale;
+  } units[] = {{"", 1},           {"kB", 1e3},        {"MB", 1e6},        {"GB", 1e9},
+               {"TB", 1e12},      {"KiB", 1024.0},    {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+               {"TiB", 1099511627776.0}};
+  char *end = NULL;
+  double x = strtod(v, &end);
+  for (size_t i = 0; end != v && i < sizeof units / sizeof *units; ++i)
+    if (!strcmp(end, units[i].suffix) && x > 0 && x * units[i].scale < 9.2e18) {
+      *out = (int64_t)(x * units[i].scale);
+      return true;
+    }
+  fprintf(stderr,
+          "shard-compile: --device-memory expects a positive size in bytes (e.g. 141GB, "
+          "80GiB, 150000000000), got '%s'\n",
+          v);
+  return false;
+}
+
 // The flags that take a value (`--flag VALUE` or `--flag=VALUE`).
 static bool takes_value(const char *a) {
   static const char *const flags[] = {"-o",    "--tp-plan", "--tp-size", "--dp-size", "--batch",
-                                      "--seq", "--weights", "--emit",    "--backend"};
+                                      "--seq", "--weights", "--emit",    "--backend",
+                                      "--memory-report", "--device-memory"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
     if (!strcmp(a, flags[i]))
       return true;
@@ -93,7 +122,8 @@ static int parse(int argc, char **argv, options *o) {
   static const char *const kFlags[] = {"-o", "--tp-plan", "--tp-size", "--dp-size",
                                        "--batch", "--seq", "--weights", "--emit",
                                        "--backend", "--sequence-parallel", "--timing",
-                                       "--keep-logits", NULL};
+                                       "--keep-logits", "--memory-report", "--device-memory",
+                                       NULL};
   tool_seen seen = {{0}};
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu"};
   for (int i = 1; i < argc; ++i) {
@@ -123,6 +153,10 @@ static int parse(int argc, char **argv, options *o) {
       o->emit = v;
     else if (value(a, "--backend", &v))
       o->backend = v;
+    else if (value(a, "--memory-report", &v))
+      o->memory_report = v;
+    else if (value(a, "--device-memory", &v))
+      ok = parse_bytes(v, &o->device_memory);
     else if (!strcmp(a, "--sequence-parallel"))
       o->sp = true;
     else if (!strcmp(a, "--timing"))
@@ -153,7 +187,8 @@ static int parse(int argc, char **argv, options *o) {
   if (!tool_check_path("shard-compile", "CONFIG.json", o->config) ||
       !tool_check_path("shard-compile", "--tp-plan", o->plan) ||
       !tool_check_path("shard-compile", "-o", o->output) ||
-      (o->weights && !tool_check_path("shard-compile", "--weights", o->weights)))
+      (o->weights && !tool_check_path("shard-compile", "--weights", o->weights)) ||
+      (o->memory_report && !tool_check_path("shard-compile", "--memory-report", o->memory_report)))
     return 1;
   if (strcmp(o->emit, "exe") && strcmp(o->emit, "obj") && strcmp(o->emit, "llvm") &&
       strcmp(o->emit, "mlir")) {
@@ -196,10 +231,13 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
       tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, err, sizeof err) &&
       tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
   if (ok && lower) {
-    tp_option_setting settings[] = {{"backend", {.s = (char *)o->backend}},
-                                    {"keep-logits", {.b = o->keep_logits}}};
+    tp_option_setting settings[] = {
+        {"backend", {.s = (char *)o->backend}},
+        {"keep-logits", {.b = o->keep_logits}},
+        {"memory-report", {.s = (char *)(o->memory_report ? o->memory_report : "")}},
+        {"device-memory", {.i = o->device_memory}}};
     MlirPass pass =
-        tp_pass_create_with(&tp_lower_to_runtime_pass, 2, settings, err, sizeof err);
+        tp_pass_create_with(&tp_lower_to_runtime_pass, 4, settings, err, sizeof err);
     if ((ok = pass.ptr != NULL))
       mlirPassManagerAddOwnedPass(pm, pass);
   }

@@ -378,6 +378,40 @@ typedef struct srt_mamba2_grads {
   float *in_proj, *conv_w, *conv_b, *dt_bias, *A_log, *D, *norm_w, *out_proj;
 } srt_mamba2_grads;
 
+/// The parts of the Mamba2 kernels' scratch, in floats, in the order the
+/// kernels lay them out: the forward's [n, proj], [n, conv_dim], [n, heads],
+/// [n, inner] twice; the backward's chunk states [batch, heads, chunks,
+/// head_dim, state] and its gradients [n, proj], [n, conv_dim], [n, heads],
+/// [n, inner] twice, [n, groups], [batch, heads] twice; last, `threads`
+/// tiles of 2 L + 3 L^2 + 4 L P + 3 L N + P N (L chunk, P head_dim, N
+/// state). Header-only so that the compiler's memory report counts what the
+/// kernels use. Returns the total (0 sizes where a part is unused), or -1
+/// when a size is not positive.
+enum { SRT_MAMBA2_WORKSPACE_PARTS = 15 };
+static inline double srt_mamba2_workspace_parts(const srt_mamba2_config *c, bool backward,
+                                                int threads,
+                                                double count[SRT_MAMBA2_WORKSPACE_PARTS]) {
+  if (c->batch <= 0 || c->seq <= 0 || c->heads <= 0 || c->head_dim <= 0 || c->groups <= 0 ||
+      c->state <= 0 || c->chunk <= 0 || threads <= 0)
+    return -1;
+  double n = (double)c->batch * (double)c->seq, bh = (double)c->batch * (double)c->heads;
+  double inner = (double)c->heads * (double)c->head_dim;
+  double conv = inner + 2.0 * (double)c->groups * (double)c->state;
+  double proj = inner + conv + (double)c->heads;
+  double chunks = (double)((c->seq + c->chunk - 1) / c->chunk);
+  double L = (double)c->chunk, P = (double)c->head_dim, N = (double)c->state;
+  const double parts[SRT_MAMBA2_WORKSPACE_PARTS] = {
+      n * proj, n * conv, n * (double)c->heads, n * inner, n * inner,
+      backward ? bh * chunks * P * N : 0, backward ? n * proj : 0, backward ? n * conv : 0,
+      backward ? n * (double)c->heads : 0, backward ? n * inner : 0, backward ? n * inner : 0,
+      backward ? n * (double)c->groups : 0, backward ? bh : 0, backward ? bh : 0,
+      (double)threads * (2 * L + 3 * L * L + 4 * L * P + 3 * L * N + P * N)};
+  double total = 0;
+  for (int i = 0; i < SRT_MAMBA2_WORKSPACE_PARTS; ++i)
+    total += count[i] = parts[i];
+  return total;
+}
+
 /// Scratch floats of srt_cpu_mamba2_forward (backward false) or _backward,
 /// for the current srt_cpu_threads(); -1 when the sizes overflow int64.
 int64_t srt_cpu_mamba2_workspace_floats(const srt_mamba2_config *c, bool backward);

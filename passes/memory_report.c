@@ -1,0 +1,61 @@
+// The per-rank memory report of a compiled step (see memory_report.h).
+#include "memory_report.h"
+
+#include <jansson.h>
+#include <stdio.h>
+
+char *tp_memory_report_json(const tp_memory_figures *f) {
+  json_t *o = json_pack(
+      "{s:s, s:{s:I, s:I}, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, "
+      "s:{s:I, s:I, s:I, s:s}, s:I, s:I}",
+      "backend", f->backend, "mesh", "dp", (json_int_t)f->dp, "tp", (json_int_t)f->tp,
+      "batch", (json_int_t)f->batch, "seq", (json_int_t)f->seq, "persistent_bytes",
+      (json_int_t)f->persistent, "persistent", "params", (json_int_t)f->params, "grads",
+      (json_int_t)f->grads, "moments", (json_int_t)f->moments, "compute_copies",
+      (json_int_t)f->compute_copies, "inputs", (json_int_t)f->inputs,
+      "temporaries_peak_bytes", (json_int_t)f->temporaries, "temporaries_live_peak_bytes",
+      (json_int_t)f->peak_live, "live_at_peak", "activations", (json_int_t)f->peak_forward,
+      "backward", (json_int_t)f->peak_backward, "optimizer", (json_int_t)f->peak_optimizer,
+      "at_module", f->peak_module, "workspace_bytes", (json_int_t)f->workspace, "total_bytes",
+      (json_int_t)f->total);
+  char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(o);
+  return text;
+}
+
+static size_t line(char *buf, size_t size, size_t at, const char *name, int64_t bytes,
+                   const char *note) {
+  if (at >= size)
+    return at;
+  int n = snprintf(buf + at, size - at, "  %-28s %16lld bytes %10.3f GiB%s%s\n", name,
+                   (long long)bytes, (double)bytes / (1024.0 * 1024 * 1024), note ? "  " : "",
+                   note ? note : "");
+  return n > 0 ? at + (size_t)n : at;
+}
+
+void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
+  if (!size)
+    return;
+  buf[0] = 0;
+  int n = snprintf(buf, size, "memory per rank (%s backend, mesh dp=%lld x tp=%lld, batch %lld, "
+                              "seq %lld):\n",
+                   f->backend, (long long)f->dp, (long long)f->tp, (long long)f->batch,
+                   (long long)f->seq);
+  size_t at = n > 0 ? (size_t)n : 0;
+  at = line(buf, size, at, "persistent", f->persistent, NULL);
+  at = line(buf, size, at, "  parameters (fp32)", f->params, NULL);
+  at = line(buf, size, at, "  gradients (fp32)", f->grads, NULL);
+  at = line(buf, size, at, "  AdamW moments (fp32)", f->moments, NULL);
+  if (f->compute_copies)
+    at = line(buf, size, at, "  compute copies (bf16)", f->compute_copies, NULL);
+  at = line(buf, size, at, "  input ids, labels", f->inputs, NULL);
+  at = line(buf, size, at, "temporaries (planned)", f->temporaries, NULL);
+  char where[160];
+  snprintf(where, sizeof where, "(at '%s')", f->peak_module);
+  at = line(buf, size, at, "  most live at one op", f->peak_live, f->peak_module[0] ? where : NULL);
+  at = line(buf, size, at, "    activations (forward)", f->peak_forward, NULL);
+  at = line(buf, size, at, "    backward values", f->peak_backward, NULL);
+  at = line(buf, size, at, "    optimizer values", f->peak_optimizer, NULL);
+  at = line(buf, size, at, "ops' scratch (largest known)", f->workspace, NULL);
+  line(buf, size, at, "total", f->total, NULL);
+}

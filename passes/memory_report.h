@@ -1,0 +1,39 @@
+// The memory a compiled step needs per rank, from its static memory plan:
+// what lower-to-runtime reports before anything runs (--memory-report) and
+// checks against a device's memory (--device-memory).
+#ifndef SHARD_PASSES_MEMORY_REPORT_H
+#define SHARD_PASSES_MEMORY_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Bytes per rank (every rank runs the same program).
+typedef struct tp_memory_figures {
+  const char *backend; // "cpu" or "cuda"
+  int64_t dp, tp, batch, seq;
+  /// The persistent region: fp32 parameters, their gradients and AdamW
+  /// moments (m and v), the bf16 compute copies (cuda), input ids and labels.
+  int64_t params, grads, moments, compute_copies, inputs, persistent;
+  /// Temporaries: the planned region (arena - persistent, buffers reused
+  /// once dead, first fit), and the most bytes live at one op with what they
+  /// are: made by forward ops (activations saved for the backward, the
+  /// collectives between them), by backward ops, by the optimizer.
+  int64_t temporaries, peak_live, peak_forward, peak_backward, peak_optimizer;
+  char peak_module[128]; // the nn.module of the op at the peak ("" if none)
+  /// The ops' own scratch, outside the plan: the largest known one (the cpu
+  /// Mamba2 kernels', counted for one thread), 0 where none is known.
+  int64_t workspace;
+  int64_t total; // persistent + temporaries + workspace
+} tp_memory_figures;
+
+/// The figures as a JSON object (malloc'ed, NUL-terminated; NULL when out of
+/// memory): persistent_bytes with its parts, temporaries_peak_bytes with
+/// what is live at the peak, workspace_bytes, total_bytes, backend, mesh,
+/// batch and seq.
+char *tp_memory_report_json(const tp_memory_figures *f);
+
+/// A readable summary of the figures, lines of "  name  bytes (GiB)", into
+/// buf (NUL-terminated, truncated to size).
+void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size);
+
+#endif // SHARD_PASSES_MEMORY_REPORT_H
