@@ -397,6 +397,66 @@ static void live_peak(lower_run *r, const tp_interval *iv, const int64_t *fixed,
     }
 }
 
+// A gradient summed from several uses (nn.add chains: a tied embedding's
+// lookup and lm_head gradients) is summed in its parameter's slot: the add's
+// first operand, when only the add reads it and it is an fp32 temporary
+// like the sum, lives in the slot too (the add runs in place, which the
+// add kernels allow), and so on down the chain. The addends then take no
+// temporary memory while the backward runs on.
+static void sum_in_place(lower_run *r, int64_t *fixed, const MlirValue *vals, size_t first,
+                         int n) {
+  for (int j = 0; j < n; ++j) {
+    if (!fixed[j])
+      continue;
+    int at = j;
+    for (int depth = 0; depth < 64 && mlirValueIsAOpResult(vals[at]); ++depth) {
+      MlirOperation add = mlirOpResultGetOwner(vals[at]);
+      if (nn_op_kind_of(add) != NN_OP_ADD)
+        break;
+      MlirValue a = mlirOperationGetOperand(add, 0);
+      intptr_t k;
+      MlirOpOperand use = mlirValueGetFirstUse(a);
+      if (!tp_ptr_map_get(&r->index, a.ptr, &k) || (size_t)k < first ||
+          (size_t)k >= first + (size_t)n || mlirOpOperandIsNull(use) ||
+          !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)) || r->dtypes[k] != kF32 ||
+          r->dtypes[first + (size_t)at] != kF32 || fixed[(size_t)k - first] ||
+          bytes_of(mlirValueGetType(a)) != bytes_of(mlirValueGetType(vals[at])))
+        break;
+      fixed[(size_t)k - first] = fixed[j];
+      at = (int)((size_t)k - first);
+    }
+  }
+}
+
+// The logits' gradient takes the logits' buffer when the gradient op is
+// their last reader (the cross-entropy gradient kernels read each element
+// before writing it: in place is allowed): one [B, S, V] buffer fewer at the
+// loss, the largest tensor of most steps. The logits' interval grows to
+// cover the gradient's; the gradient is planned with it.
+static void logits_grad_in_place(lower_run *r, tp_interval *iv, const int64_t *fixed, int *alias,
+                                 const MlirValue *vals, size_t first, int n) {
+  for (int j = 0; j < n; ++j) {
+    if (!mlirValueIsAOpResult(vals[j]))
+      continue;
+    MlirOperation op = mlirOpResultGetOwner(vals[j]);
+    nn_op_kind kind = nn_op_kind_of(op);
+    if ((kind != NN_OP_CROSS_ENTROPY_GRAD && kind != NN_OP_CE_LOGITS_GRAD) ||
+        mlirOperationGetNumResults(op) != 1)
+      continue;
+    intptr_t k;
+    if (!tp_ptr_map_get(&r->index, mlirOperationGetOperand(op, 0).ptr, &k) ||
+        (size_t)k < first || (size_t)k >= first + (size_t)n)
+      continue;
+    int l = (int)((size_t)k - first);
+    if (fixed[j] || fixed[l] || alias[l] || iv[l].last != iv[j].first ||
+        iv[l].bytes != iv[j].bytes || r->dtypes[k] != r->dtypes[first + (size_t)j])
+      continue;
+    alias[j] = l + 1;
+    if (iv[j].last > iv[l].last)
+      iv[l].last = iv[j].last;
+  }
+}
+
 // Temporaries: each op result gets an interval [definition, last use];
 // a value handed to nn.store_grad lives in its parameter's gradient slot;
 // with keep_logits, the logits live to the end of the step.
@@ -408,6 +468,7 @@ static void plan_temporaries(lower_run *r) {
   tp_interval *iv = calloc((size_t)nops + 1, sizeof *iv);
   int64_t *fixed = calloc((size_t)nops + 1, sizeof *fixed);
   char *phase = calloc((size_t)nops + 1, 1); // 0 forward, 1 backward, 2 optimizer
+  MlirValue *vals = calloc((size_t)nops + 1, sizeof *vals);
   MlirOperation *owner = calloc((size_t)nops + 1, sizeof *owner);
   bool backward_seen = false;
   size_t first = r->nvalues;
@@ -447,6 +508,7 @@ static void plan_temporaries(lower_run *r) {
       // A collective (no nn phase) counts with the ops around it.
       phase[n] = ph == NN_PHASE_OPTIMIZER ? 2 : ph == NN_PHASE_BACKWARD || backward_seen ? 1 : 0;
       owner[n] = op;
+      vals[n] = v;
       iv[n] = (tp_interval){defined, index, bytes_as(mlirValueGetType(v), dtype), 0};
       // Defined before later ops look its dtype up (offset set below).
       set_value(r, v, -1, dtype);
@@ -456,22 +518,35 @@ static void plan_temporaries(lower_run *r) {
   intptr_t logits;
   if (r->keep_logits && tp_ptr_map_get(&r->index, r->logits.ptr, &logits))
     iv[(size_t)logits - first].last = index;
+  sum_in_place(r, fixed, vals, first, n);
+  int *alias = calloc((size_t)nops + 1, sizeof *alias);
+  logits_grad_in_place(r, iv, fixed, alias, vals, first, n);
   // Gradient slots are fixed: plan the rest around nothing else (they are
-  // in the persistent region, below `persistent`).
+  // in the persistent region, below `persistent`); an in-place result takes
+  // its operand's buffer.
   tp_interval *free_iv = calloc((size_t)n + 1, sizeof *free_iv);
+  int64_t *skip = calloc((size_t)nops + 1, sizeof *skip);
   int nfree = 0;
-  for (int j = 0; j < n; ++j)
-    if (!fixed[j])
+  for (int j = 0; j < n; ++j) {
+    skip[j] = fixed[j] || alias[j];
+    if (!skip[j])
       free_iv[nfree++] = iv[j];
+  }
   r->arena = tp_plan_memory(free_iv, nfree, r->persistent);
   for (int j = 0, k = 0; j < n; ++j)
-    r->offsets[first + (size_t)j] = fixed[j] ? fixed[j] - 1 : free_iv[k++].offset;
-  live_peak(r, iv, fixed, phase, owner, n, index);
+    r->offsets[first + (size_t)j] = fixed[j] ? fixed[j] - 1 : alias[j] ? -1 : free_iv[k++].offset;
+  for (int j = 0; j < n; ++j)
+    if (alias[j])
+      r->offsets[first + (size_t)j] = r->offsets[first + (size_t)alias[j] - 1];
+  live_peak(r, iv, skip, phase, owner, n, index);
+  free(alias);
+  free(skip);
   free(iv);
   free(fixed);
   free(free_iv);
   free(phase);
   free(owner);
+  free(vals);
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,6 +17,7 @@
 #include "pass.h"
 #include "diagnostic.h"
 #include "ptr_map.h"
+#include "recompute.h"
 #include "shard_ops.h"
 
 // Operands and results of one backward op, at most (the Mamba2 mixer's: x,
@@ -52,6 +53,7 @@ typedef struct ad_run {
   nn_builder b;
   tp_ptr_map grads;    // value -> its gradient so far
   tp_ptr_map requires; // value -> itself when it depends on a parameter
+  tp_recompute rc;     // activation checkpointing: forward values recomputed
   int errors;
 } ad_run;
 
@@ -105,7 +107,7 @@ static void apply_vjp(ad_run *r, MlirOperation fwd, const nn_vjp *vjp, MlirValue
   MlirValue ops[NN_MAX_VJP_VALUES];
   int n = 0;
   for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o)
-    ops[n++] = *o == 'd' ? dy : operand(fwd, *o - '0');
+    ops[n++] = *o == 'd' ? dy : tp_recompute_value(&r->rc, operand(fwd, *o - '0'));
   if (vjp->grad == NN_OP_NONE) { // the gradient passes through (an add)
     for (int i = 0; i < nt; ++i)
       accumulate(r, targets[i], ops[0], m);
@@ -185,8 +187,11 @@ static bool differentiate(ad_run *r, MlirOperation func, MlirBlock body,
       ops = realloc(ops, (cap *= 2) * sizeof *ops);
     ops[n++] = op;
   }
+  r->rc.ops = ops;
+  r->rc.num_ops = n;
   while (n-- > 0) {
     MlirOperation op = ops[n];
+    tp_recompute_before(&r->rc, body, n);
     if (nn_op_kind_of(op) == NN_OP_NONE || !nn_op_is_forward(nn_op_kind_of(op)))
       continue;
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
@@ -256,10 +261,11 @@ static void rebuild_return(ad_run *r, MlirOperation func, MlirBlock body,
   free(res_attrs);
 }
 
-static MlirLogicalResult autodiff_func(MlirOperation func) {
+static MlirLogicalResult autodiff_func(MlirOperation func, tp_recompute_mode mode) {
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   MlirOperation ret = mlirBlockGetTerminator(body);
-  ad_run r = {.b = {mlirOperationGetContext(func), body, mlirOperationGetLocation(func)}};
+  ad_run r = {.b = {mlirOperationGetContext(func), body, mlirOperationGetLocation(func)},
+              .rc = {.mode = mode}};
   if (mlirOperationIsNull(ret) || !tp_op_is(ret, "func.return")) {
     fail_at(&r, func, "the function has no func.return");
     return mlirLogicalResultFailure();
@@ -280,7 +286,9 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
   mark_requires(&r, body, func);
   // Backward ops are appended after the forward ones; the return goes last.
   mlirOperationRemoveFromParent(ret);
-  if (differentiate(&r, func, body, ret))
+  bool ok = differentiate(&r, func, body, ret);
+  tp_recompute_finish(&r.rc);
+  if (ok)
     rebuild_return(&r, func, body, ret);
   if (r.errors)
     mlirBlockAppendOwnedOperation(body, ret); // keep the function well formed
@@ -290,23 +298,34 @@ static MlirLogicalResult autodiff_func(MlirOperation func) {
 }
 
 static MlirLogicalResult run_nn_autodiff(MlirOperation module, const tp_option_value *o) {
-  (void)o;
+  tp_recompute_mode mode;
+  if (!tp_recompute_parse(o[0].s, &mode)) {
+    tp_error(module, "nn-autodiff", "recompute '%s' is not one of none, full, attention",
+             o[0].s);
+    return mlirLogicalResultFailure();
+  }
   if (!tp_check_functions(module))
     return mlirLogicalResultFailure();
   MlirLogicalResult result = mlirLogicalResultSuccess();
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
   for (MlirOperation f = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(f);
        f = mlirOperationGetNextInBlock(f))
-    if (tp_is_defined_func(f) && mlirLogicalResultIsFailure(autodiff_func(f)))
+    if (tp_is_defined_func(f) && mlirLogicalResultIsFailure(autodiff_func(f, mode)))
       result = mlirLogicalResultFailure();
   return result;
 }
+
+static const tp_option_info kOptions[] = {
+    {"recompute", TP_OPTION_STRING, "none",
+     "activation checkpointing: none; full (each decoder layer's forward recomputed before "
+     "its backward from the layer's input); attention (only each attention module's)"},
+};
 
 const tp_pass_info tp_nn_autodiff_pass = {
     .argument = "nn-autodiff",
     .summary = "Append the backward graph: each function also returns its parameters' gradients",
     .anchor = "builtin.module",
-    .options = NULL,
-    .num_options = 0,
+    .options = kOptions,
+    .num_options = 1,
     .run = run_nn_autodiff,
 };

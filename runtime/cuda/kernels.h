@@ -218,6 +218,7 @@ cudaError_t srt_cuda_ce_mean(float *loss, const float *sum_and_count, cudaStream
 /// dlogits[r, v] = (exp(logits[r, v] - lse[r]) - [v is r's label]) / count
 /// for scored rows (count = sum_and_count[1], read on the device), 0 for
 /// rows not scored; lse = max + log(sum_exp).
+/// dlogits may equal logits (in place: each element is read before written).
 cudaError_t srt_cuda_ce_logits_grad(srt_bf16 *dlogits, const srt_bf16 *logits,
                                     const int64_t *labels, const float *max,
                                     const float *sum_exp, const float *sum_and_count,

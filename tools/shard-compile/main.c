@@ -34,7 +34,7 @@
 #include "weights.h"
 
 typedef struct options {
-  const char *config, *output, *plan, *weights, *emit, *backend, *memory_report;
+  const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
   int64_t tp, dp, batch, seq, device_memory;
   bool sp, timing, keep_logits;
 } options;
@@ -45,7 +45,8 @@ static void usage(FILE *out) {
           "                     [--sequence-parallel] --batch B --seq S -o OUT\n"
           "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
-          "                     [--memory-report FILE.json] [--device-memory BYTES]\n\n"
+          "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
+          "                     [--activation-checkpointing[=full|attention]]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
@@ -58,6 +59,9 @@ static void usage(FILE *out) {
           "copies, the planned temporaries and their peak, the ops' scratch) and\n"
           "writes it as JSON; --device-memory refuses a plan whose total exceeds\n"
           "BYTES (an integer, or with a suffix: 141GB = 141e9, 80GiB = 80 x 2^30).\n"
+          "--activation-checkpointing recomputes each decoder layer's forward in the\n"
+          "backward from the layer's input (=attention: only the attention modules),\n"
+          "with the same losses and gradients bit for bit and fewer live activations.\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
           "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
 }
@@ -123,9 +127,9 @@ static int parse(int argc, char **argv, options *o) {
                                        "--batch", "--seq", "--weights", "--emit",
                                        "--backend", "--sequence-parallel", "--timing",
                                        "--keep-logits", "--memory-report", "--device-memory",
-                                       NULL};
+                                       "--activation-checkpointing", NULL};
   tool_seen seen = {{0}};
-  *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu"};
+  *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
     if (!tool_seen_once(&seen, "shard-compile", kFlags, a))
@@ -163,6 +167,16 @@ static int parse(int argc, char **argv, options *o) {
       o->timing = true;
     else if (!strcmp(a, "--keep-logits"))
       o->keep_logits = true;
+    else if (!strcmp(a, "--activation-checkpointing"))
+      o->recompute = "full";
+    else if (!strncmp(a, "--activation-checkpointing=", 27)) {
+      o->recompute = a + 27;
+      if (strcmp(o->recompute, "full") && strcmp(o->recompute, "attention")) {
+        fprintf(stderr, "shard-compile: --activation-checkpointing expects full or attention, "
+                        "got '%s'\n", o->recompute);
+        return 1;
+      }
+    }
     else if (takes_value(a)) { // the last argument, its value missing
       fprintf(stderr, "shard-compile: %s needs a value\n", a);
       return 1;
@@ -225,9 +239,12 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
   MlirPassManager pm = mlirPassManagerCreate(ctx);
   // Passes with user-given values are created from the values, never from
   // pipeline text a plan name or path could extend.
+  // recompute is one of three fixed words (parse checked it).
+  char autodiff[128];
+  snprintf(autodiff, sizeof autodiff,
+           "builtin.module(nn-verify, nn-autodiff{recompute=%s}, nn-optimizer)", o->recompute);
   bool ok =
-      tool_pipeline_add(pm, "builtin.module(nn-verify, nn-autodiff, nn-optimizer)", err,
-                        sizeof err) &&
+      tool_pipeline_add(pm, autodiff, err, sizeof err) &&
       tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, err, sizeof err) &&
       tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
   if (ok && lower) {

@@ -6,23 +6,23 @@
 // lm_head at 2176/2688/3200/3712, so the persistent region ends at 4224.
 // Temporaries by liveness, first fit from 4224: the embedding output
 // (256 B, live to op 5) 4224; the logits (512 B, to op 3) 4480; the loss
-// (64 B, to the end) 4992; dlogits (512 B, ops 3-5) 5056 (the logits are
-// still live at op 3); d(embedding output) (256 B, ops 4-6) reuses the
-// logits' place, 4480; the two parameter gradients are computed into
-// their slots (640, 2688). Arena: 5056 + 512 = 5568.
+// (64 B, to the end) 4992; dlogits (512 B, ops 3-5) in place of the logits
+// (the loss gradient is their last reader), 4480; d(embedding output)
+// (256 B, ops 4-6) after the loss, 5056; the two parameter gradients are
+// computed into their slots (640, 2688). Arena: 5056 + 256 = 5312.
 
 // RUN: %shard-opt --pass-pipeline='builtin.module(lower-to-runtime)' %s | %mlir-translate --mlir-to-llvmir | FileCheck %s
 // RUN: %shard-opt --pass-pipeline='builtin.module(lower-to-runtime{backend=cuda})' %s | %mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=CUDA
 // RUN: %shard-opt --pass-pipeline='builtin.module(lower-to-runtime{keep-logits=true})' %s | %mlir-translate --mlir-to-llvmir | FileCheck %s --check-prefix=KEEP
 
 // The program table: ABI, model, mesh 1x1, batch 2, seq 4, local batch 2,
-// vocabulary 16, init std, arena 5568, persistent 4224, ids 0, labels 64,
+// vocabulary 16, init std, arena 5312, persistent 4224, ids 0, labels 64,
 // 2 parameters, no logits kept, no backend (cpu).
 // CHECK: @param_name_0 = private constant [26 x i8] c"model.embed_tokens.weight\00"
 // CHECK: @param_name_1 = private constant [15 x i8] c"lm_head.weight\00"
 // CHECK: @model_path = private constant [10 x i8] c"tiny.json\00"
 // CHECK: @params = private constant {{.*}} { ptr @param_name_0, i32 0, i32 2, [8 x i64] [i64 16, i64 8, {{.*}}], [8 x i64] [i64 16, i64 8, {{.*}}], [2 x { i32, i32 }] zeroinitializer, i64 128, i64 640, i64 1152, i64 1664, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} { ptr @param_name_1, i32 0, i32 2, {{.*}}, i64 2176, i64 2688, i64 3200, i64 3712, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, i64 1, i64 1, i64 2, i64 4, i64 2, i64 16, double 2.000000e-02, i64 5568, i64 4224, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
+// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, i64 1, i64 1, i64 2, i64 4, i64 2, i64 16, double 2.000000e-02, i64 5312, i64 4224, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
 
 // One call per op, the exec first, then ops.def's arguments; every status
 // is checked at once.
@@ -32,10 +32,10 @@
 // CHECK-NEXT: br i1 %[[F]], label %[[FAIL:[0-9]+]], label
 // CHECK: call ptr @srt_op_linear(ptr %0, i64 4224, i64 2176, i64 -1, i64 4480, i64 8, i64 8, i64 16)
 // CHECK: call ptr @srt_op_cross_entropy(ptr %0, i64 4480, i64 64, i64 4992, i64 2, i64 4, i64 16, i64 -100, i64 1)
-// CHECK: call ptr @srt_op_cross_entropy_grad(ptr %0, i64 4480, i64 64, i64 5056, i64 2, i64 4, i64 16, i64 -100, i64 1)
-// CHECK: call ptr @srt_op_linear_grad_input(ptr %0, i64 5056, i64 2176, i64 4480, i64 8, i64 8, i64 16)
-// CHECK: call ptr @srt_op_linear_grad_weight(ptr %0, i64 5056, i64 4224, i64 2688, i64 8, i64 8, i64 16)
-// CHECK: call ptr @srt_op_embedding_grad(ptr %0, i64 0, i64 4480, i64 640, i64 8, i64 8, i64 16, i64 -1, double 1.000000e+00, i64 -1)
+// CHECK: call ptr @srt_op_cross_entropy_grad(ptr %0, i64 4480, i64 64, i64 4480, i64 2, i64 4, i64 16, i64 -100, i64 1)
+// CHECK: call ptr @srt_op_linear_grad_input(ptr %0, i64 4480, i64 2176, i64 5056, i64 8, i64 8, i64 16)
+// CHECK: call ptr @srt_op_linear_grad_weight(ptr %0, i64 4480, i64 4224, i64 2688, i64 8, i64 8, i64 16)
+// CHECK: call ptr @srt_op_embedding_grad(ptr %0, i64 0, i64 5056, i64 640, i64 8, i64 8, i64 16, i64 -1, double 1.000000e+00, i64 -1)
 // CHECK: call ptr @srt_op_optimizer_step(ptr %0, ptr @shard_program, ptr %1, i64 4992, ptr %2)
 // CHECK: ret ptr null
 // CHECK: [[FAIL]]:
@@ -48,14 +48,14 @@
 // bf16 (the embedding output, 128 B, at 4736; the logits, 256 B, at
 // 4864), the loss fp32.
 // CUDA: @params = {{.*}} i64 128, i64 640, i64 1152, i64 1664, i64 2176, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} i64 2432, i64 2944, i64 3456, i64 3968, i64 4480, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CUDA: @shard_program = constant {{.*}} i64 5440, i64 4736, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, {{.*}}, ptr @srt_cuda_backend }
+// CUDA: @shard_program = constant {{.*}} i64 5312, i64 4736, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, {{.*}}, ptr @srt_cuda_backend }
 // CUDA: @srt_cuda_backend = external constant [1 x i8]
 // CUDA: call ptr @srt_op_embedding(ptr %0, i64 0, i64 2176, i64 4736,
 // CUDA: call ptr @srt_op_linear(ptr %0, i64 4736, i64 4480, i64 -1, i64 4864,
 
 // keep-logits pins the lm_head output (4480, [2, 4, 16], Replicate) to the
-// end of the step: d(embedding output) no longer reuses its place and goes
-// after dlogits, 5568; the arena grows to 5568 + 256 = 5824.
+// end of the step: dlogits no longer takes its place (5056, after the loss),
+// and d(embedding output) goes after dlogits, 5568; the arena is 5568 + 256 = 5824.
 // KEEP: @shard_program = constant {{.*}} i64 5824, i64 4224, {{.*}} ptr @shard_step, i32 1, i64 4480, [3 x i64] [i64 2, i64 4, i64 16], [2 x { i32, i32 }] zeroinitializer, ptr null }
 // KEEP: call ptr @srt_op_linear_grad_input(ptr %0, i64 5056, i64 2176, i64 5568,
 

@@ -253,15 +253,17 @@ static void test_chunk_and_thread_invariance(void **state) {
   int64_t out_len = l.n * c.hidden;
   float *a = kt_calloc(out_len, sizeof(float)), *b = kt_calloc(out_len, sizeof(float));
   int threads = srt_cpu_threads();
+  srt_mamba2_config whole = c;
+  whole.chunk = 64;
+  // The largest of the three runs' workspaces (2 threads, the long chunk).
+  srt_cpu_set_threads(2);
+  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&whole, true), sizeof(float));
   srt_cpu_set_threads(1);
-  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true) * 2, sizeof(float));
   assert_null(srt_cpu_mamba2_forward(a, v, &w, ws, &c));
   srt_cpu_set_threads(2);
   assert_null(srt_cpu_mamba2_forward(b, v, &w, ws, &c));
   assert_memory_equal(a, b, (size_t)out_len * sizeof(float));
   srt_cpu_set_threads(threads);
-  srt_mamba2_config whole = c;
-  whole.chunk = 64;
   assert_null(srt_cpu_mamba2_forward(b, v, &w, ws, &whole));
   double *ad = test_to_double(a, out_len);
   test_assert_close(b, ad, out_len, 1e-5, 1e-5, "chunk 4 vs one chunk");
