@@ -193,6 +193,36 @@ static int mamba2_init(MlirValue arg) {
   return -1;
 }
 
+// The parts a parameter's dim 0 is split over tp in, one by one
+// (nn.tp_blocks, tp-partition's for a Mamba2 in_proj or conv1d): checked
+// here, at compile time, as the runtime would check them at its first load:
+// an i64 array of 1..SRT_MAX_TP_BLOCKS positive parts, each divisible by
+// tp, summing to dim 0, on a Shard(0) over tp.
+static void tp_blocks_of(lower_run *r, tp_program_param *p, MlirAttribute blocks) {
+  p->num_tp_blocks = 0;
+  if (mlirAttributeIsNull(blocks))
+    return;
+  intptr_t nb = mlirAttributeIsADenseI64Array(blocks) ? mlirDenseArrayGetNumElements(blocks) : 0;
+  int64_t tp = r->mesh.size[1], sum = 0;
+  bool ok = nb >= 1 && nb <= SRT_MAX_TP_BLOCKS && p->local.rank >= 1 &&
+            p->layout.on[1].kind == TP_SHARD && p->layout.on[1].dim == 0 &&
+            !(p->layout.on[0].kind == TP_SHARD && p->layout.on[0].dim == 0);
+  for (intptr_t b = 0; ok && b < nb; ++b) {
+    int64_t v = mlirDenseI64ArrayGetElement(blocks, b);
+    ok = v > 0 && v % tp == 0;
+    sum += v;
+    p->tp_blocks[b] = v;
+  }
+  if (!ok || sum != p->global[0]) {
+    fail(r, "parameter '%.*s': nn.tp_blocks must be an array<i64> of 1 to %d positive parts, "
+            "each divisible by the tp size %lld, summing to dim 0 (%lld), on a Shard(0) over tp",
+         (int)p->name.length, p->name.data, SRT_MAX_TP_BLOCKS, (long long)tp,
+         (long long)(p->local.rank >= 1 ? p->global[0] : 0));
+    return;
+  }
+  p->num_tp_blocks = (int)nb;
+}
+
 // A parameter's layout from its nn.placements argument attribute (absent:
 // replicated): one placement string per mesh axis.
 static tp_layout placements_of(lower_run *r, const tp_program_param *p, MlirAttribute dict) {
@@ -269,16 +299,7 @@ static void plan_params(lower_run *r) {
       p->global[d] = mlirAttributeIsNull(gshape) ? p->local.dims[d]
                                                  : mlirDenseI64ArrayGetElement(gshape, d);
     p->layout = placements_of(r, p, dict);
-    MlirAttribute blocks = mlirDictionaryAttrGetElementByName(dict, str("nn.tp_blocks"));
-    p->num_tp_blocks = 0;
-    if (!mlirAttributeIsNull(blocks)) {
-      intptr_t nb = mlirDenseArrayGetNumElements(blocks);
-      if (nb < 1 || nb > SRT_MAX_TP_BLOCKS)
-        fail(r, "parameter '%.*s': nn.tp_blocks has %d parts, at most %d", (int)p->name.length,
-             p->name.data, (int)nb, SRT_MAX_TP_BLOCKS);
-      for (intptr_t b = 0; b < nb && b < SRT_MAX_TP_BLOCKS; ++b)
-        p->tp_blocks[p->num_tp_blocks++] = mlirDenseI64ArrayGetElement(blocks, b);
-    }
+    tp_blocks_of(r, p, mlirDictionaryAttrGetElementByName(dict, str("nn.tp_blocks")));
     p->offset = at;
     p->grad = at + bytes;
     p->m = at + 2 * bytes;
@@ -397,12 +418,13 @@ static void live_peak(lower_run *r, const tp_interval *iv, const int64_t *fixed,
     }
 }
 
-// A gradient summed from several uses (nn.add chains: a tied embedding's
-// lookup and lm_head gradients) is summed in its parameter's slot: the add's
-// first operand, when only the add reads it and it is an fp32 temporary
-// like the sum, lives in the slot too (the add runs in place, which the
-// add kernels allow), and so on down the chain. The addends then take no
-// temporary memory while the backward runs on.
+// A gradient is summed in its parameter's slot: over uses (nn.add chains: a
+// tied embedding's lookup and lm_head gradients) and over ranks (the
+// all-reduce of a Partial gradient over dp or tp). The sum's first operand,
+// when only the sum reads it and it is an fp32 temporary of the same size,
+// lives in the slot too (the sum runs in place, which the add kernels, MPI
+// and NCCL all allow), and so on down the chain. The addends and the
+// reduced copies then take no temporary memory while the backward runs on.
 static void sum_in_place(lower_run *r, int64_t *fixed, const MlirValue *vals, size_t first,
                          int n) {
   for (int j = 0; j < n; ++j) {
@@ -411,7 +433,7 @@ static void sum_in_place(lower_run *r, int64_t *fixed, const MlirValue *vals, si
     int at = j;
     for (int depth = 0; depth < 64 && mlirValueIsAOpResult(vals[at]); ++depth) {
       MlirOperation add = mlirOpResultGetOwner(vals[at]);
-      if (nn_op_kind_of(add) != NN_OP_ADD)
+      if (nn_op_kind_of(add) != NN_OP_ADD && !tp_op_is(add, "shard.all_reduce"))
         break;
       MlirValue a = mlirOperationGetOperand(add, 0);
       intptr_t k;

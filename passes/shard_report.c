@@ -4,6 +4,7 @@
 // algorithms (all-reduce 2(n-1)/n x S, all-gather and reduce-scatter
 // (n-1)/n x the full tensor, all-to-all (n-1)/n x S; all_slice moves
 // nothing). Printed to stderr as a table; the IR is unchanged.
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,6 +117,20 @@ typedef struct param_group {
   int count;
 } param_group;
 
+// Appends to buf (of `size`) at *at, never past its end: *at stays below
+// size (the text is cut instead).
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t size, size_t *at,
+                                                         const char *fmt, ...) {
+  if (*at + 1 >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + *at, size - *at, fmt, ap);
+  va_end(ap);
+  if (n > 0)
+    *at = *at + (size_t)n < size ? *at + (size_t)n : size - 1;
+}
+
 static void shape_str(char *buf, size_t n, int rank, const int64_t *dims) {
   size_t at = (size_t)snprintf(buf, n, "[");
   for (int d = 0; d < rank && at < n; ++d)
@@ -161,25 +176,32 @@ static void print_param_groups(FILE *o, MlirOperation func) {
     param_group g = {.count = 1};
     pattern_of(mlirStringAttrGetValue(pname), g.pattern, sizeof g.pattern);
     shape_str(g.local, sizeof g.local, local.rank, local.dims);
+    // Attributes of the wrong kind (hand-written IR) read as absent.
     MlirAttribute gs = mlirDictionaryAttrGetElementByName(
         dict, mlirStringRefCreateFromCString("nn.global_shape"));
+    bool has_gs = !mlirAttributeIsNull(gs) && mlirAttributeIsADenseI64Array(gs) &&
+                  mlirDenseArrayGetNumElements(gs) == local.rank;
     int64_t global[NN_MAX_RANK];
     for (int d = 0; d < local.rank; ++d)
-      global[d] = mlirAttributeIsNull(gs) ? local.dims[d] : mlirDenseI64ArrayGetElement(gs, d);
+      global[d] = has_gs ? mlirDenseI64ArrayGetElement(gs, d) : local.dims[d];
     shape_str(g.global, sizeof g.global, local.rank, global);
     MlirAttribute pl = mlirDictionaryAttrGetElementByName(
         dict, mlirStringRefCreateFromCString("nn.placements"));
     size_t at = 0;
-    for (intptr_t a = 0; !mlirAttributeIsNull(pl) && a < mlirArrayAttrGetNumElements(pl); ++a) {
-      MlirStringRef v = mlirStringAttrGetValue(mlirArrayAttrGetElement(pl, a));
-      at += (size_t)snprintf(g.placements + at, sizeof g.placements - at, "%s%.*s",
-                             a ? ", " : "", (int)v.length, v.data);
+    for (intptr_t a = 0; !mlirAttributeIsNull(pl) && mlirAttributeIsAArray(pl) &&
+                         a < mlirArrayAttrGetNumElements(pl);
+         ++a) {
+      MlirAttribute e = mlirArrayAttrGetElement(pl, a);
+      MlirStringRef v = mlirAttributeIsAString(e) ? mlirStringAttrGetValue(e)
+                                                  : mlirStringRefCreateFromCString("?");
+      append(g.placements, sizeof g.placements, &at, "%s%.*s", a ? ", " : "", (int)v.length,
+             v.data);
     }
     MlirAttribute parts = mlirDictionaryAttrGetElementByName(
         dict, mlirStringRefCreateFromCString("nn.tp_blocks"));
-    if (!mlirAttributeIsNull(parts)) // Megatron's split of a packed Mamba2 weight
-      snprintf(g.placements + at, sizeof g.placements - at, " in %d parts",
-               (int)mlirDenseArrayGetNumElements(parts));
+    if (!mlirAttributeIsNull(parts) && mlirAttributeIsADenseI64Array(parts))
+      append(g.placements, sizeof g.placements, &at, " in %d parts", // Megatron's Mamba2 split
+             (int)mlirDenseArrayGetNumElements(parts));
     int k = 0;
     while (k < n && (strcmp(groups[k].pattern, g.pattern) || strcmp(groups[k].local, g.local)))
       ++k;

@@ -23,11 +23,16 @@ typedef struct sizes {
   int64_t n, inner, conv_dim, proj, chunks, per_group, thread_floats;
 } sizes;
 
+// The chunk length the scan uses: chunk, or the whole sequence when it is
+// shorter (one chunk either way; tiles are sized by it, not by a chunk
+// longer than anything they hold).
+static int64_t tile(const srt_mamba2_config *c) { return c->chunk < c->seq ? c->chunk : c->seq; }
+
 // One thread's scratch (srt_mamba2_workspace_parts' last part, per thread):
 // the backward's (larger than the forward's), the state gradient R [P, N]
 // last.
 static int64_t thread_floats(const srt_mamba2_config *c) {
-  int64_t L = c->chunk, P = c->head_dim, N = c->state;
+  int64_t L = tile(c), P = c->head_dim, N = c->state;
   return 2 * L + 3 * L * L + 4 * L * P + 3 * L * N + P * N;
 }
 
@@ -55,7 +60,7 @@ static srt_status check(const srt_mamba2_config *c, sizes *z) {
   z->inner = c->heads * c->head_dim;
   z->conv_dim = z->inner + 2 * c->groups * c->state;
   z->proj = z->inner + z->conv_dim + c->heads;
-  z->chunks = (c->seq + c->chunk - 1) / c->chunk;
+  z->chunks = (c->seq + tile(c) - 1) / tile(c);
   z->per_group = c->heads / c->groups;
   z->thread_floats = thread_floats(c);
   return NULL;
@@ -264,7 +269,7 @@ static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
 // S_i of the chunk at c0 (len steps), and cb = C B^T [len, len] (row
 // stride chunk).
 static void chunk_setup(const head *e, int64_t c0, int64_t len, float *S, float *cb) {
-  int64_t L = e->c->chunk, N = e->c->state, ld = e->z->conv_dim;
+  int64_t L = tile(e->c), N = e->c->state, ld = e->z->conv_dim;
   float acc = 0;
   for (int64_t i = 0; i < len; ++i) {
     acc += hdt(e, c0 + i) * e->A;
@@ -279,8 +284,7 @@ static void chunk_setup(const head *e, int64_t c0, int64_t len, float *S, float 
 // the state update (dt x decayed)^T B.
 static void scan_forward_head(const head *e, float *y, float *states, float *tmp) {
   const srt_mamba2_config *c = e->c;
-  int64_t L = c->chunk, P = c->head_dim, N = c->state, ld = e->z->conv_dim,
-          ly = e->z->inner;
+  int64_t L = tile(c), P = c->head_dim, N = c->state, ld = e->z->conv_dim, ly = e->z->inner;
   float *S = tmp, *m = S + L, *off = m + L * L, *xw = off + L * P, *st = xw + L * P;
   memset(st, 0, (size_t)(P * N) * sizeof(float));
   for (int64_t c0 = 0, ci = 0; c0 < c->seq; c0 += L, ++ci) {
@@ -320,7 +324,7 @@ static void scan_backward_chunk(const head *e, const float *dy, const float *H, 
                                 float *tmp) {
   const srt_mamba2_config *c = e->c;
   const sizes *z = e->z;
-  int64_t L = c->chunk, P = c->head_dim, N = c->state, ld = z->conv_dim, ly = z->inner;
+  int64_t L = tile(c), P = c->head_dim, N = c->state, ld = z->conv_dim, ly = z->inner;
   float *S = tmp, *dS = S + L, *cb = dS + L, *a1 = cb + L * L, *a2 = a1 + L * L,
         *du = a2 + L * L, *u = du + L * P, *ey = u + L * P, *rb = ey + L * P, *rtu = rb + L * P,
         *htdy = rtu + L * N;
@@ -388,7 +392,7 @@ static void scan_backward_chunk(const head *e, const float *dy, const float *H, 
 static void scan_backward_head(const head *e, const float *dy, const float *states,
                                float *dxbc, float *ddt, float *dA, float *dD, float *tmp) {
   const srt_mamba2_config *c = e->c;
-  int64_t L = c->chunk, P = c->head_dim, N = c->state;
+  int64_t L = tile(c), P = c->head_dim, N = c->state;
   float *R = tmp + e->z->thread_floats - P * N; // the last P N floats of the thread's
   memset(R, 0, (size_t)(P * N) * sizeof(float));
   double da = 0, dd = 0;

@@ -383,8 +383,8 @@ typedef struct srt_mamba2_grads {
 /// [n, inner] twice; the backward's chunk states [batch, heads, chunks,
 /// head_dim, state] and its gradients [n, proj], [n, conv_dim], [n, heads],
 /// [n, inner] twice, [n, groups], [batch, heads] twice; last, `threads`
-/// tiles of 2 L + 3 L^2 + 4 L P + 3 L N + P N (L chunk, P head_dim, N
-/// state). Header-only so that the compiler's memory report counts what the
+/// tiles of 2 L + 3 L^2 + 4 L P + 3 L N + P N (L the chunk, or seq when
+/// shorter; P head_dim, N state). Header-only so that the compiler's memory report counts what the
 /// kernels use. Returns the total (0 sizes where a part is unused), or -1
 /// when a size is not positive.
 enum { SRT_MAMBA2_WORKSPACE_PARTS = 15 };
@@ -398,8 +398,9 @@ static inline double srt_mamba2_workspace_parts(const srt_mamba2_config *c, bool
   double inner = (double)c->heads * (double)c->head_dim;
   double conv = inner + 2.0 * (double)c->groups * (double)c->state;
   double proj = inner + conv + (double)c->heads;
-  double chunks = (double)((c->seq + c->chunk - 1) / c->chunk);
-  double L = (double)c->chunk, P = (double)c->head_dim, N = (double)c->state;
+  int64_t tile = c->chunk < c->seq ? c->chunk : c->seq; // a chunk past the sequence is cut
+  double chunks = (double)((c->seq + tile - 1) / tile);
+  double L = (double)tile, P = (double)c->head_dim, N = (double)c->state;
   const double parts[SRT_MAMBA2_WORKSPACE_PARTS] = {
       n * proj, n * conv, n * (double)c->heads, n * inner, n * inner,
       backward ? bh * chunks * P * N : 0, backward ? n * proj : 0, backward ? n * conv : 0,

@@ -217,6 +217,14 @@ static void test_one_chunk_and_chunk_one(void **state) {
   srt_mamba2_config c = base();
   c.chunk = 16;
   check_case(c, 2);
+  // A chunk far past the sequence costs no more scratch than one of its
+  // length (the scan's tiles are sized by what they hold).
+  srt_mamba2_config whole = c;
+  whole.chunk = c.seq;
+  c.chunk = 100000;
+  assert_int_equal(srt_cpu_mamba2_workspace_floats(&c, true),
+                   srt_cpu_mamba2_workspace_floats(&whole, true));
+  check_case(c, 8);
   c.chunk = 1;
   check_case(c, 3);
 }
