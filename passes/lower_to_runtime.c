@@ -44,7 +44,7 @@
 #include "shardrt/ops.h"
 #include "shardrt/program.h"
 
-enum { kOptBackend, kOptKeepLogits, kOptMemoryReport, kOptDeviceMemory };
+enum { kOptBackend, kOptKeepLogits, kOptMemoryReport, kOptDeviceMemory, kOptAccumulate };
 
 // Element types of arena buffers: kF32 and kBF16 are srt_op_dtype; kI64
 // (input ids, labels) is never an op's dtype.
@@ -1158,6 +1158,16 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     return mlirLogicalResultFailure();
   }
   r.keep_logits = o[kOptKeepLogits].b;
+  if (o[kOptAccumulate].i < 1 || o[kOptAccumulate].i > (1 << 20)) {
+    fail(&r, "accumulate-steps %lld must lie in [1, 2^20]", (long long)o[kOptAccumulate].i);
+    return mlirLogicalResultFailure();
+  }
+  if (r.cuda && o[kOptAccumulate].i > 1) {
+    fail(&r, "gradient accumulation (accumulate-steps %lld) is not available on the cuda "
+             "backend yet: compile with backend=cpu, or without micro-batches",
+         (long long)o[kOptAccumulate].i);
+    return mlirLogicalResultFailure();
+  }
   if (r.keep_logits && !check_keep_logits(&r))
     return mlirLogicalResultFailure();
   plan_params(&r);
@@ -1185,7 +1195,8 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .config_json = nn_attr_str(module, "nn.config_json"),
                          .checkpoint_names = nn_attr_str(module, "nn.checkpoint_names"),
                          .mesh = r.mesh,
-                         .batch = ids.dims[0] * r.mesh.size[0],
+                         .batch = ids.dims[0] * r.mesh.size[0] * o[kOptAccumulate].i,
+                         .accum = (int)o[kOptAccumulate].i,
                          .seq = ids.dims[1],
                          .vocab = vocab,
                          .initializer_range = nn_attr_float(module, "nn.initializer_range", 0.02),
@@ -1223,6 +1234,9 @@ static const tp_option_info kOptions[] = {
     [kOptDeviceMemory] = {"device-memory", TP_OPTION_INT, "0",
                           "refuse a plan whose per-rank total exceeds this many bytes (0: no "
                           "limit)"},
+    [kOptAccumulate] = {"accumulate-steps", TP_OPTION_INT, "1",
+                        "micro-batches per optimizer step (gradient accumulation; the graph "
+                        "is one micro-batch): recorded in the program table for the driver"},
 };
 
 const tp_pass_info tp_lower_to_runtime_pass = {

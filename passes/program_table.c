@@ -146,7 +146,8 @@ static void program(aggregate *a, const tp_program_desc *d) {
   set_i64(a, kProgram_tp, d->mesh.size[1]);
   set_i64(a, kProgram_batch, d->batch);
   set_i64(a, kProgram_seq, d->seq);
-  set_i64(a, kProgram_local_batch, d->batch / d->mesh.size[0]);
+  set_i64(a, kProgram_local_batch, d->batch / d->mesh.size[0] / (d->accum > 0 ? d->accum : 1));
+  set_i32(a, kProgram_grad_accum_steps, d->accum > 0 ? d->accum : 1);
   set_i64(a, kProgram_vocab, d->vocab);
   set(a, lb_const_f64(a->b, d->initializer_range), 1, kProgram_initializer_range, 0, 0);
   set_i64(a, kProgram_arena_bytes, d->arena);

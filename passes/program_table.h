@@ -39,7 +39,8 @@ typedef struct tp_program_desc {
   MlirStringRef config_json;      // its text
   MlirStringRef checkpoint_names; // shardrt/checkpoint_names.h text ("" for none)
   tp_mesh mesh;
-  int64_t batch, seq, vocab; // global
+  int64_t batch, seq, vocab; // global (batch: of a whole step, every micro-batch)
+  int accum;                 // micro-batches per step (gradient accumulation), >= 1
   double initializer_range;
   int64_t arena, persistent, ids_offset, labels_offset;
   const tp_program_param *params;

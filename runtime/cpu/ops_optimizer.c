@@ -13,12 +13,53 @@
 #include "shardrt/grad_norm.h"
 #include "shardrt/kernels.h"
 
+// Gradient accumulation (srt_step_options.accumulate): every micro-batch
+// but the last adds weight x its gradients to the driver's buffer; the last
+// makes each gradient (buffer + weight x it) / total, the token-weighted
+// mean over the whole batch, in double per element (rounded once).
+static srt_status accumulate(srt_exec *e, const srt_program *program,
+                             const srt_step_options *o) {
+  if ((o->accumulate != 1 && o->accumulate != 2) || !o->grad_accum ||
+      !(o->accum_weight >= 0) || (o->accumulate == 2 && !(o->accum_total >= 0)))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "srt_cpu_op_optimizer_step: accumulate %d needs a buffer, a weight >= 0 "
+                     "and (on the last micro-batch) a total >= 0, got weight %g total %g "
+                     "(rank %d)",
+                     (int)o->accumulate, (double)o->accum_weight, (double)o->accum_total,
+                     srt_op_rank(e));
+  float *acc = o->grad_accum;
+  double w = o->accum_weight, scale = o->accum_total > 0 ? 1.0 / o->accum_total : 0.0;
+  for (int32_t i = 0; i < program->num_params; ++i) {
+    const srt_param_info *p = &program->params[i];
+    int64_t n = srt_shape_numel(p->rank, p->local_shape);
+    float *g = (float *)(void *)(e->arena + p->grad_offset);
+    if (o->accumulate == 1) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+      for (int64_t k = 0; k < n; ++k)
+        acc[k] = (float)((double)acc[k] + w * (double)g[k]);
+    } else {
+#pragma omp parallel for schedule(static) if (n > 65536)
+      for (int64_t k = 0; k < n; ++k)
+        g[k] = (float)(((double)acc[k] + w * (double)g[k]) * scale);
+    }
+    acc += n;
+  }
+  return NULL;
+}
+
 srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
                                      const srt_step_options *options, int64_t loss_offset,
                                      srt_step_result *result) {
   if (options->forward_only) { // an evaluation: the loss, nothing changed
     *result = (srt_step_result){.loss = *ops_f32(e, loss_offset)};
     return NULL;
+  }
+  if (options->accumulate) {
+    SRT_RETURN_IF_ERROR(accumulate(e, program, options));
+    if (options->accumulate == 1) { // a micro-batch before the last: no update yet
+      *result = (srt_step_result){.loss = *ops_f32(e, loss_offset)};
+      return NULL;
+    }
   }
   int32_t n = program->num_params;
   float *table;

@@ -44,6 +44,11 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
   if (options->step < 1)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
                      (long long)options->step, srt_op_rank(e));
+  if (options->accumulate) // shard-compile refuses --micro-batch for cuda
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "%s: gradient accumulation is not available on the cuda backend yet "
+                     "(rank %d)",
+                     op, srt_op_rank(e));
   if (options->forward_only) { // an evaluation: the loss, nothing changed
     float loss;
     SRT_CUDA_CHECK(cudaMemcpyAsync(&loss, cu_f32(e, loss_offset), sizeof loss,

@@ -38,10 +38,8 @@ static srt_status copy_rows(const srt_safetensors *f, const srt_program *p, cons
 }
 
 srt_status train_load_batch_file(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                                 const char *path) {
-  int coord[SRT_MESH_NDIMS];
-  srt_context_coord(ctx, coord);
-  int64_t first_row = coord[SRT_MESH_DP] * p->local_batch;
+                                 const char *path, int64_t micro) {
+  int64_t first_row = train_first_row(ctx, p, micro);
   srt_safetensors *f = NULL;
   SRT_RETURN_IF_ERROR(srt_safetensors_open(path, &f));
   srt_status s = copy_rows(f, p, "input_ids", 0, first_row,

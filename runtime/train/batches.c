@@ -5,14 +5,17 @@
 
 #include "train_internal.h"
 
-srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                            const srt_tokens *tokens, int64_t step) {
+int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro) {
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(ctx, coord);
+  return (micro * p->dp + coord[SRT_MESH_DP]) * p->local_batch;
+}
+
+srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                            const srt_tokens *tokens, int64_t step, int64_t micro) {
   int64_t *ids = (int64_t *)(void *)(arena + p->input_ids_offset);
   SRT_RETURN_IF_ERROR(srt_tokens_batch(tokens, step, p->batch, p->seq,
-                                       coord[SRT_MESH_DP] * p->local_batch, p->local_batch,
-                                       ids));
+                                       train_first_row(ctx, p, micro), p->local_batch, ids));
   // Labels are the inputs: the loss shifts them.
   memcpy(arena + p->labels_offset, ids, (size_t)(p->local_batch * p->seq) * sizeof *ids);
   return NULL;

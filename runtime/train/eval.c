@@ -14,12 +14,8 @@ srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_
   double sum = 0;
   srt_status s = NULL;
   for (int64_t k = 1; k <= batches && !s; ++k) {
-    s = train_load_batch(ctx, ev->program, ev->arena, tokens, k);
-    if (!s && ev->backend)
-      s = train_upload_batch(ev->backend, ev->exec->device, ev->program, ev->arena);
-    srt_step_result r = {0};
-    if (!s)
-      s = ev->program->step(ev->exec, &options, &r);
+    srt_step_result r = {0}; // micro-batches: their token-weighted mean
+    s = train_run_step(ev, tokens, NULL, k, options, NULL, &r);
     sum += r.loss; // identical on every rank: the loss is the global mean
   }
   srt_context_set_profile(ctx, profile);

@@ -95,12 +95,15 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
                      "program was compiled for runtime ABI %d, this driver is ABI %d: "
                      "recompile with this shard-compile",
                      (int)p->abi, SRT_PROGRAM_ABI);
-  if (p->batch <= 0 || p->seq <= 0 || p->local_batch * p->dp != p->batch || p->vocab <= 0 ||
+  if (p->batch <= 0 || p->seq <= 0 || p->grad_accum_steps < 1 ||
+      p->local_batch * p->dp * p->grad_accum_steps != p->batch || p->vocab <= 0 ||
       p->arena_bytes <= 0 || p->persistent_bytes > p->arena_bytes || !p->step)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "program: inconsistent header (batch %lld, local batch %lld, dp %lld, "
-                     "seq %lld, vocab %lld, arena %lld bytes, persistent %lld bytes)",
+                     "micro-batches %d, seq %lld, vocab %lld, arena %lld bytes, persistent "
+                     "%lld bytes)",
                      (long long)p->batch, (long long)p->local_batch, (long long)p->dp,
+                     (int)p->grad_accum_steps,
                      (long long)p->seq, (long long)p->vocab, (long long)p->arena_bytes,
                      (long long)p->persistent_bytes);
   for (int32_t k = 0; k < p->num_params; ++k) {
@@ -277,8 +280,8 @@ int main(int argc, char **argv) {
               (long long)o.eval_batches, (long long)p->batch, (long long)p->seq,
               (long long)need, o.eval_data, (long long)have);
   }
-  if (!failed && o.batch_file) // the same batch for every step
-    failed = any_failed(ctx, train_load_batch_file(ctx, p, arena, o.batch_file));
+  if (!failed && o.batch_file && p->grad_accum_steps == 1) // the same batch every step
+    failed = any_failed(ctx, train_load_batch_file(ctx, p, arena, o.batch_file, 0));
   if (!failed) {
     s = o.load ? train_load(ctx, p, arena, o.load, &state, &input, prev_optim)
                : train_init_weights(ctx, p, arena, o.seed);
@@ -373,15 +376,27 @@ int main(int argc, char **argv) {
   bool warm_up_left_out = o.steps > state.step + 1;
   int64_t first_profiled = state.step + 1 + (warm_up_left_out ? 1 : 0);
   srt_exec exec = {ctx, backend ? device_arena : arena, device, backend};
+  // Gradient accumulation: one float per local gradient element.
+  float *grad_accum = NULL;
+  if (!failed && p->grad_accum_steps > 1) {
+    int64_t n = 0;
+    for (int32_t k = 0; k < p->num_params; ++k)
+      n += srt_shape_numel(p->params[k].rank, p->params[k].local_shape);
+    grad_accum = malloc((size_t)(n > 0 ? n : 1) * sizeof *grad_accum);
+    failed = any_failed(ctx, grad_accum ? NULL
+                                        : SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                                                    "train: no memory for the gradient "
+                                                    "accumulation buffer (%lld floats)",
+                                                    (long long)n));
+    if (!failed && rank == 0)
+      printf("train: %d micro-batches of %lld x %lld per rank per step, gradients "
+             "accumulated\n",
+             (int)p->grad_accum_steps, (long long)p->local_batch, (long long)p->seq);
+  }
   for (int64_t step = state.step + 1; !failed && step <= o.steps; ++step) {
     srt_context_set_step(ctx, step);
     if (o.profile && step == first_profiled)
       srt_context_set_profile(ctx, &profile);
-    s = tokens ? train_load_batch(ctx, p, arena, tokens, step) : NULL;
-    if (!s && tokens && backend)
-      s = train_upload_batch(backend, device, p, arena);
-    if ((failed = any_failed(ctx, s)))
-      break;
     double lr_exact = train_lr_at(&o.schedule, state.adam_step + 1);
     float lr = (float)lr_exact;
     srt_step_options so = {.step = state.adam_step + 1,
@@ -394,7 +409,8 @@ int main(int argc, char **argv) {
                            .norm_type = o.norm_type};
     srt_step_result r = {0};
     double t0 = now_seconds();
-    s = p->step(&exec, &so, &r);
+    train_eval run = {&exec, p, arena, backend};
+    s = train_run_step(&run, tokens, o.batch_file, step, so, grad_accum, &r);
     double dt = now_seconds() - t0;
     if (srt_context_profile(ctx)) {
       profile.step_seconds += dt;
@@ -499,6 +515,7 @@ int main(int argc, char **argv) {
     print_profile(&profile, warm_up_left_out);
   if (metrics)
     fclose(metrics);
+  free(grad_accum);
   srt_tokens_close(tokens);
   srt_tokens_close(eval_tokens);
   train_input_close(&input);

@@ -67,18 +67,24 @@ void train_lr_describe(const train_lr_schedule *s, char *buf, size_t size);
 /// (0, 1].
 srt_status train_lr_check(const train_lr_schedule *s);
 
-/// Fills this dp rank's rows of step `step`'s global batch of `tokens`
-/// (docs/data.md) into the program's input ids and labels in the host
-/// `arena`. Errors: those of srt_tokens_batch.
+/// The first row of a step's global batch that this dp rank takes for
+/// micro-batch `micro` (0..grad_accum_steps): micro-batches are consecutive
+/// slices of dp x local_batch rows, each split over dp in rank order.
+int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
+
+/// Fills this dp rank's rows of micro-batch `micro` (0 without gradient
+/// accumulation) of step `step`'s global batch of `tokens` (docs/data.md)
+/// into the program's input ids and labels in the host `arena`. Errors:
+/// those of srt_tokens_batch.
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                            const srt_tokens *tokens, int64_t step);
+                            const srt_tokens *tokens, int64_t step, int64_t micro);
 
 /// Copies the input ids and labels of the host `arena` to the device arena.
 /// Errors: the backend's copy errors.
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
                               const uint8_t *arena);
 
-/// What an evaluation runs on.
+/// What a step or an evaluation runs on.
 typedef struct train_eval {
   srt_exec *exec;              ///< the step's execution (device arena and backend)
   const srt_program *program;
@@ -94,6 +100,21 @@ typedef struct train_eval {
 /// Errors: those of the batches and the step.
 srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_t batches,
                           srt_step_options options, double *mean_loss);
+
+/// Runs training step `step` on `ev`: its batch (from `tokens`, or when
+/// NULL from `batch_file`, or what the arena holds when both are NULL) and
+/// the compiled step, once per micro-batch of a program that accumulates
+/// gradients (grad_accum_steps > 1): each micro-batch weighted by its
+/// scored labels over dp (labels[:, 1:] != -100), the gradients summed in
+/// `grad_accum` (one float per local gradient element; zeroed here) and
+/// the optimizer stepping once on their token-weighted mean; the reported
+/// loss is that mean over the whole batch too. Collective over the world.
+/// With `options.forward_only` (an evaluation) nothing accumulates and
+/// the loss is the same weighted mean. Errors: those of the batches and the
+/// step.
+srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
+                          const char *batch_file, int64_t step, srt_step_options options,
+                          float *grad_accum, srt_step_result *result);
 
 /// Model FLOPs per trained token, torchtitan's count (get_num_flop_per_token):
 /// 6 x the parameters in matmuls (all, less the token embedding unless it
@@ -344,14 +365,15 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
 
 /// Reads a batch file (--batch-file): a safetensors file holding
 /// `input_ids` and `labels`, I64 [batch, seq] (the program's global batch
-/// and sequence length), and copies this dp rank's rows into the program's
+/// and sequence length), and copies this dp rank's rows of micro-batch
+/// `micro` (train_first_row; 0 without accumulation) into the program's
 /// input_ids and labels buffers. Ids must lie in [0, vocab); labels too, or
 /// be -100 (ignored by the loss, which shifts the labels itself).
 /// Errors: as srt_safetensors_open; SRT_NOT_FOUND for a missing tensor;
 /// SRT_INVALID_ARGUMENT for a wrong dtype or shape or an id out of range,
 /// naming the file, the tensor, the position and the value.
 srt_status train_load_batch_file(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                                 const char *path);
+                                 const char *path, int64_t micro);
 
 /// Writes what one step computed (--dump), as one consolidated safetensors
 /// file (rank 0 writes, every rank takes part), after the step `r`:

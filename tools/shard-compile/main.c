@@ -35,7 +35,7 @@
 
 typedef struct options {
   const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
-  int64_t tp, dp, batch, seq, device_memory;
+  int64_t tp, dp, batch, seq, device_memory, micro_batch;
   bool sp, timing, keep_logits;
 } options;
 
@@ -46,7 +46,8 @@ static void usage(FILE *out) {
           "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
           "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
-          "                     [--activation-checkpointing[=full|attention]]\n\n"
+          "                     [--activation-checkpointing[=full|attention]]\n"
+          "                     [--micro-batch M]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
@@ -62,6 +63,9 @@ static void usage(FILE *out) {
           "--activation-checkpointing recomputes each decoder layer's forward in the\n"
           "backward from the layer's input (=attention: only the attention modules),\n"
           "with the same losses and gradients bit for bit and fewer live activations.\n"
+          "--micro-batch M accumulates gradients: each step runs B / (M x dp) micro-batches\n"
+          "of M sequences per rank before one optimizer step, the loss and gradients being\n"
+          "the token-weighted mean over all B (the same as one step of B; cpu backend).\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
           "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
 }
@@ -115,7 +119,7 @@ static bool parse_bytes(const char *v, int64_t *out) {
 static bool takes_value(const char *a) {
   static const char *const flags[] = {"-o",    "--tp-plan", "--tp-size", "--dp-size", "--batch",
                                       "--seq", "--weights", "--emit",    "--backend",
-                                      "--memory-report", "--device-memory"};
+                                      "--memory-report", "--device-memory", "--micro-batch"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
     if (!strcmp(a, flags[i]))
       return true;
@@ -127,7 +131,7 @@ static int parse(int argc, char **argv, options *o) {
                                        "--batch", "--seq", "--weights", "--emit",
                                        "--backend", "--sequence-parallel", "--timing",
                                        "--keep-logits", "--memory-report", "--device-memory",
-                                       "--activation-checkpointing", NULL};
+                                       "--activation-checkpointing", "--micro-batch", NULL};
   tool_seen seen = {{0}};
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
   for (int i = 1; i < argc; ++i) {
@@ -151,6 +155,8 @@ static int parse(int argc, char **argv, options *o) {
       ok = positive("--batch", v, &o->batch);
     else if (value(a, "--seq", &v))
       ok = positive("--seq", v, &o->seq);
+    else if (value(a, "--micro-batch", &v))
+      ok = positive("--micro-batch", v, &o->micro_batch);
     else if (value(a, "--weights", &v))
       o->weights = v;
     else if (value(a, "--emit", &v))
@@ -230,7 +236,28 @@ static int parse(int argc, char **argv, options *o) {
                     "\n", o->batch, o->dp);
     return 1;
   }
+  if (o->micro_batch && (o->batch / o->dp) % o->micro_batch) {
+    fprintf(stderr, "shard-compile: --micro-batch %" PRId64 " does not divide the %" PRId64
+                    " sequences per rank (--batch %" PRId64 " / --dp-size %" PRId64 ")\n",
+            o->micro_batch, o->batch / o->dp, o->batch, o->dp);
+    return 1;
+  }
+  if (o->micro_batch && o->keep_logits && o->micro_batch * o->dp != o->batch) {
+    fprintf(stderr, "shard-compile: --keep-logits with --micro-batch: the kept logits would be "
+                    "the last micro-batch's only\n");
+    return 1;
+  }
+  if (o->micro_batch && !strcmp(o->backend, "cuda") && o->micro_batch * o->dp != o->batch) {
+    fprintf(stderr, "shard-compile: --micro-batch: gradient accumulation is not available on "
+                    "the cuda backend yet (use --backend=cpu)\n");
+    return 1;
+  }
   return 0;
+}
+
+// Micro-batches per step: 1 without --micro-batch.
+static int64_t accumulate_steps(const options *o) {
+  return o->micro_batch ? o->batch / (o->micro_batch * o->dp) : 1;
 }
 
 // Runs the training pipeline; with `lower` false it stops before lowering.
@@ -252,9 +279,10 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
         {"backend", {.s = (char *)o->backend}},
         {"keep-logits", {.b = o->keep_logits}},
         {"memory-report", {.s = (char *)(o->memory_report ? o->memory_report : "")}},
-        {"device-memory", {.i = o->device_memory}}};
+        {"device-memory", {.i = o->device_memory}},
+        {"accumulate-steps", {.i = accumulate_steps(o)}}};
     MlirPass pass =
-        tp_pass_create_with(&tp_lower_to_runtime_pass, 4, settings, err, sizeof err);
+        tp_pass_create_with(&tp_lower_to_runtime_pass, 5, settings, err, sizeof err);
     if ((ok = pass.ptr != NULL))
       mlirPassManagerAddOwnedPass(pm, pass);
   }
@@ -317,7 +345,9 @@ static int run(const options *o) {
   tool_diagnostics diag = {0};
   tool_diagnostics_attach(ctx, &diag);
   import_model model = {0};
-  import_options io = {.batch = o->batch, .seq = o->seq};
+  // The graph is one micro-batch of every rank (the whole batch without
+  // accumulation).
+  import_options io = {.batch = o->batch / accumulate_steps(o), .seq = o->seq};
   bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);
   if (!ok)
     fprintf(stderr, "shard-compile: %s\n", err);

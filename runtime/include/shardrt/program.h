@@ -17,7 +17,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 6
+#define SRT_PROGRAM_ABI 7
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -114,7 +114,8 @@ typedef enum srt_param_init {
   F(STR, checkpoint_names)           /* layouts, carried modules: checkpoint_names.h */ \
   F(I64, dp) F(I64, tp)              /* mesh it was partitioned for */                   \
   F(I64, batch) F(I64, seq)          /* global batch and sequence length */              \
-  F(I64, local_batch)                /* batch / dp */                                    \
+  F(I64, local_batch)                /* batch / dp / grad_accum_steps */                 \
+  F(I32, grad_accum_steps)           /* micro-batches per step (1: one) */              \
   F(I64, vocab)                      /* vocabulary size (token ids < vocab) */           \
   F(F64, initializer_range)          /* std of Hugging Face's normal init */             \
   F(I64, arena_bytes)                /* whole arena, bytes */                            \
@@ -166,6 +167,18 @@ typedef struct srt_step_options {
   // branches to the optimizer op right after it; srt_step_forward_only),
   // reports it and changes no parameter, moment or step count.
   int32_t forward_only;
+  // Gradient accumulation (a program of grad_accum_steps > 1): 1 on every
+  // micro-batch but the last: grad_accum += accum_weight x the gradients,
+  // then the step returns (loss reported, nothing else changes); 2 on the
+  // last: every gradient becomes (grad_accum + accum_weight x it) /
+  // accum_total, then the step goes on as usual (norm, clipping, AdamW).
+  // accum_weight: the micro-batch's scored labels over dp; accum_total: the
+  // whole batch's. grad_accum: the driver's buffer, each parameter's local
+  // gradient elements one after another in parameter order; 0: no
+  // accumulation.
+  int32_t accumulate;
+  float accum_weight, accum_total;
+  float *grad_accum;
 } srt_step_options;
 
 /// Whether `options` asks for the forward only (compiled steps call it

@@ -82,6 +82,7 @@ const srt_program shard_program = {
     .batch = B,
     .seq = S,
     .local_batch = LB,
+    .grad_accum_steps = 1,
     .vocab = V,
     .initializer_range = 0.02,
     .arena_bytes = ARENA,
