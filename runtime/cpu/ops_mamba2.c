@@ -38,7 +38,7 @@ srt_status srt_cpu_op_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int6
                                    int64_t chunk, double eps, double dt_min, int64_t out) {
   srt_mamba2_config c = config_of(batch, seq, hidden, heads, head_dim, groups, state,
                                   conv_kernel, chunk, eps, dt_min);
-  float *ws;
+  float *ws = NULL; // set by workspace() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(workspace(e, &c, false, "srt_cpu_op_mamba2_mixer", &ws));
   srt_mamba2_weights w = {ops_f32(e, in_proj), ops_f32(e, conv_w), ops_f32(e, conv_b),
                           ops_f32(e, dt_bias), ops_f32(e, a_log),  ops_f32(e, d),
@@ -55,7 +55,7 @@ srt_status srt_cpu_op_mamba2_mixer_grad(
     int64_t d_d, int64_t d_norm_w, int64_t d_out_proj) {
   srt_mamba2_config c = config_of(batch, seq, hidden, heads, head_dim, groups, state,
                                   conv_kernel, chunk, eps, dt_min);
-  float *ws;
+  float *ws = NULL; // set by workspace() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(workspace(e, &c, true, "srt_cpu_op_mamba2_mixer_grad", &ws));
   int64_t inner = heads * head_dim, conv_dim = inner + 2 * groups * state;
   // The gradients are fresh buffers: zeroed, then accumulated by the kernel.
