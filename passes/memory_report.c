@@ -6,10 +6,11 @@
 
 char *tp_memory_report_json(const tp_memory_figures *f) {
   json_t *o = json_pack(
-      "{s:s, s:{s:I, s:I}, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, "
+      "{s:s, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, "
       "s:{s:I, s:I, s:I, s:s}, s:I, s:I}",
       "backend", f->backend, "mesh", "dp", (json_int_t)f->dp, "tp", (json_int_t)f->tp,
-      "batch", (json_int_t)f->batch, "seq", (json_int_t)f->seq, "persistent_bytes",
+      "batch", (json_int_t)f->batch, "micro_batch_per_rank", (json_int_t)f->micro_batch,
+      "grad_accum_steps", (json_int_t)f->accum, "seq", (json_int_t)f->seq, "persistent_bytes",
       (json_int_t)f->persistent, "persistent", "params", (json_int_t)f->params, "grads",
       (json_int_t)f->grads, "moments", (json_int_t)f->moments, "compute_copies",
       (json_int_t)f->compute_copies, "inputs", (json_int_t)f->inputs,
@@ -37,10 +38,12 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
   if (!size)
     return;
   buf[0] = 0;
-  int n = snprintf(buf, size, "memory per rank (%s backend, mesh dp=%lld x tp=%lld, batch %lld, "
-                              "seq %lld):\n",
+  int n = snprintf(buf, size,
+                   "memory per rank (%s backend, mesh dp=%lld x tp=%lld; a step of %lld "
+                   "sequences of %lld: %lld micro-batch%s of %lld per rank):\n",
                    f->backend, (long long)f->dp, (long long)f->tp, (long long)f->batch,
-                   (long long)f->seq);
+                   (long long)f->seq, (long long)f->accum, f->accum == 1 ? "" : "es",
+                   (long long)f->micro_batch);
   size_t at = n > 0 ? (size_t)n : 0;
   at = line(buf, size, at, "persistent", f->persistent, NULL);
   at = line(buf, size, at, "  parameters (fp32)", f->params, NULL);

@@ -10,7 +10,10 @@
 /// Bytes per rank (every rank runs the same program).
 typedef struct tp_memory_figures {
   const char *backend; // "cpu" or "cuda"
-  int64_t dp, tp, batch, seq;
+  int64_t dp, tp, seq;
+  int64_t batch;       // sequences of a whole step (every micro-batch, every dp rank)
+  int64_t micro_batch; // sequences per rank per micro-batch (the compiled shapes')
+  int64_t accum;       // micro-batches per step (1: no gradient accumulation)
   /// The persistent region: fp32 parameters, their gradients and AdamW
   /// moments (m and v), the bf16 compute copies (cuda), input ids and labels.
   int64_t params, grads, moments, compute_copies, inputs, persistent;

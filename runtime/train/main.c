@@ -481,8 +481,9 @@ int main(int argc, char **argv) {
       if ((failed = any_failed(ctx, s)))
         break;
       if (rank == 0) {
-        printf("eval step %lld: loss %.9g  ppl %.6g  (%lld batches of %lld x %lld tokens)\n",
+        printf("eval step %lld: loss %.9g  ppl %.6g  (%lld batch%s of %lld x %lld tokens)\n",
                (long long)step, eval_loss, exp(eval_loss), (long long)o.eval_batches,
+               o.eval_batches == 1 ? "" : "es",
                (long long)p->batch, (long long)p->seq);
         fflush(stdout);
       }
