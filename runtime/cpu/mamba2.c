@@ -416,10 +416,12 @@ static head head_of(const srt_mamba2_config *c, const sizes *z, const parts *p,
   return (head){c, z, p->xbc, p->dt, b, h, h / z->per_group, -expf(w->A_log[h]), w->D[h]};
 }
 
-// Tasks are (batch, group): a group's heads share B and C, whose gradients
-// they accumulate, so one task runs them in order.
-static void scan_forward(const parts *p, const srt_mamba2_weights *w,
-                         const srt_mamba2_config *c, const sizes *z, bool keep_states) {
+// Every head's scan, forward (keeping each chunk's entering state when
+// `keep_states`, for the backward) or backward. Tasks are (batch, group): a
+// group's heads share B and C, whose gradients they accumulate, so one task
+// runs them in order.
+static void scan(const parts *p, const srt_mamba2_weights *w, const srt_mamba2_config *c,
+                 const sizes *z, bool backward, bool keep_states) {
   int64_t tasks = c->batch * c->groups;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t task = 0; task < tasks; ++task) {
@@ -427,26 +429,14 @@ static void scan_forward(const parts *p, const srt_mamba2_weights *w,
     int64_t b = task / c->groups, g = task % c->groups;
     for (int64_t h = g * z->per_group; h < (g + 1) * z->per_group; ++h) {
       head e = head_of(c, z, p, w, b, h);
-      float *states = keep_states ? p->states + (b * c->heads + h) * z->chunks * c->head_dim *
-                                                    c->state
-                                  : NULL;
-      scan_forward_head(&e, p->y, states, tmp);
-    }
-  }
-}
-
-static void scan_backward(const parts *p, const srt_mamba2_weights *w,
-                          const srt_mamba2_config *c, const sizes *z) {
-  int64_t tasks = c->batch * c->groups;
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t task = 0; task < tasks; ++task) {
-    float *tmp = p->threads + (int64_t)omp_get_thread_num() * z->thread_floats;
-    int64_t b = task / c->groups, g = task % c->groups;
-    for (int64_t h = g * z->per_group; h < (g + 1) * z->per_group; ++h) {
-      head e = head_of(c, z, p, w, b, h);
-      const float *states = p->states + (b * c->heads + h) * z->chunks * c->head_dim * c->state;
-      scan_backward_head(&e, p->dy, states, p->dxbc, p->ddt, p->dA + b * c->heads + h,
-                         p->dD + b * c->heads + h, tmp);
+      float *states = p->states ? p->states + (b * c->heads + h) * z->chunks * c->head_dim *
+                                                  c->state
+                                : NULL;
+      if (backward)
+        scan_backward_head(&e, p->dy, states, p->dxbc, p->ddt, p->dA + b * c->heads + h,
+                           p->dD + b * c->heads + h, tmp);
+      else
+        scan_forward_head(&e, p->y, keep_states ? states : NULL, tmp);
     }
   }
 }
@@ -522,7 +512,7 @@ static srt_status forward_to_norm(const float *x, const srt_mamba2_weights *w, c
                                              z->proj));
   conv_forward(p->xbc, p->proj, w, c, z);
   dt_forward(p->dt, p->proj, w, c, z);
-  scan_forward(p, w, c, z, backward);
+  scan(p, w, c, z, false, backward);
   norm_forward(p->normed, backward ? p->rstd : NULL, p->y, p->proj, w->norm_w, c, z);
   return NULL;
 }
@@ -552,7 +542,7 @@ srt_status srt_cpu_mamba2_backward(float *dx, const srt_mamba2_grads *g, const f
   norm_backward(p.dy, p.dproj, g->norm_w, p.dnormed, p.rstd, p.y, p.proj, w->norm_w, c, &z);
   memset(p.dxbc, 0, (size_t)(z.n * z.conv_dim) * sizeof(float));
   memset(p.ddt, 0, (size_t)(z.n * c->heads) * sizeof(float));
-  scan_backward(&p, w, c, &z);
+  scan(&p, w, c, &z, true, true);
   for (int64_t h = 0; h < c->heads; ++h) { // per batch, then summed in batch order
     double da = 0, dd = 0;
     for (int64_t b = 0; b < c->batch; ++b) {
