@@ -50,10 +50,10 @@ srt_status srt_to_local(const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
 // the full tensor has each part's slices together ([p0: rank 0, 1 ..] ..).
 // Copies `from` in the first order to `to` in the second (srt_tensor_pieces
 // validated the parts when the shard was made).
-static void unblock(const srt_tensor *t, int64_t ranks, size_t elem, const unsigned char *from,
-                    unsigned char *to) {
+static void unblock(const srt_tensor *t, int64_t ranks, int64_t local_rows, size_t elem,
+                    const unsigned char *from, unsigned char *to) {
   size_t row = (size_t)srt_shape_numel(t->ndim - 1, t->local_shape + 1) * elem;
-  int64_t local_rows = t->local_shape[0], full = 0, local = 0;
+  int64_t full = 0, local = 0;
   for (int b = 0; b < t->num_tp_blocks; ++b) {
     int64_t rows = t->tp_blocks[b] / ranks;
     for (int64_t r = 0; r < ranks; ++r)
@@ -85,17 +85,20 @@ srt_status srt_full_tensor(srt_context *ctx, const srt_tensor *t, void *full) {
   memcpy(shape, t->local_shape, sizeof shape);
   static const srt_group_kind kGroup[SRT_MESH_NDIMS] = {SRT_GROUP_DP, SRT_GROUP_TP};
   srt_status s = NULL;
-  for (int a = SRT_MESH_NDIMS - 1; a >= 0 && !s; --a) {
+  // dp first, then tp: the inverse of srt_local_shape's order (a dim both
+  // axes shard is a dp slice of a tp shard).
+  for (int a = 0; a < SRT_MESH_NDIMS && !s; ++a) {
     srt_group *g = srt_context_group(ctx, kGroup[a]);
     srt_placement p = t->placements[a];
     if (p.kind == SRT_SHARD) {
+      int64_t local_rows = shape[0];
       s = srt_all_gather(g, cur, other, t->dtype, t->ndim, shape, p.dim);
       shape[p.dim] *= srt_group_size(g);
       unsigned char *tmp = cur;
       cur = other;
       other = tmp;
       if (!s && a == SRT_MESH_TP && t->num_tp_blocks > 0) { // rank-major -> part-major
-        unblock(t, srt_group_size(g), elem, cur, other);
+        unblock(t, srt_group_size(g), local_rows, elem, cur, other);
         tmp = cur;
         cur = other;
         other = tmp;

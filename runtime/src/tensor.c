@@ -17,8 +17,11 @@ int64_t srt_shape_numel(int ndim, const int64_t *shape) {
   return n;
 }
 
-// Walks the mesh axes in order, splitting `cur` (starts as the global shape)
-// and, if `coord` is given, accumulating the shard's start into `offset`.
+// Walks the mesh axes tp first, then dp, splitting `cur` (starts as the
+// global shape) and, if `coord` is given, accumulating the shard's start
+// into `offset`. The order only matters for a dim both axes shard: FSDP over
+// TP splits each tp shard dp-ways (torch's _StridedShard), so that gathering
+// over dp alone gives back the tp shard the ops use.
 static srt_status split(const char *name, int ndim, const int64_t *global_shape,
                         const srt_placement *placements,
                         const srt_mesh *mesh, const int *coord, int64_t *cur,
@@ -36,7 +39,8 @@ static srt_status split(const char *name, int ndim, const int64_t *global_shape,
     if (offset)
       offset[d] = 0;
   }
-  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
+  for (int k = 0; k < SRT_MESH_NDIMS; ++k) {
+    int axis = SRT_MESH_NDIMS - 1 - k; // tp, then dp
     srt_placement p = placements[axis];
     int n = mesh->shape[axis];
     if (p.kind == SRT_REPLICATE || p.kind == SRT_PARTIAL)
@@ -89,20 +93,24 @@ int srt_tensor_pieces(const srt_tensor *t, const srt_mesh *mesh,
     return 1;
   }
   srt_placement tp = t->placements[SRT_MESH_TP], dp = t->placements[SRT_MESH_DP];
-  int64_t n = mesh->shape[SRT_MESH_TP], sum = 0, local = 0;
+  int64_t n = mesh->shape[SRT_MESH_TP], sum = 0;
   for (int b = 0; b < t->num_tp_blocks && b < SRT_MAX_TP_BLOCKS; ++b)
     sum += t->tp_blocks[b];
   if (t->ndim < 1 || tp.kind != SRT_SHARD || tp.dim != 0 ||
-      (dp.kind == SRT_SHARD && dp.dim == 0) || t->num_tp_blocks > SRT_MAX_TP_BLOCKS ||
-      sum != t->global_shape[0]) {
+      t->num_tp_blocks > SRT_MAX_TP_BLOCKS || sum != t->global_shape[0]) {
     *err = SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "tensor '%s': %d parts split over tp need a tp Shard(0) (and no dp "
-                     "Shard(0)) and parts summing to dim 0 (%lld), got %lld",
+                     "tensor '%s': %d parts split over tp need a tp Shard(0) and parts "
+                     "summing to dim 0 (%lld), got %lld",
                      name, t->num_tp_blocks, (long long)(t->ndim ? t->global_shape[0] : 0),
                      (long long)sum);
     return -1;
   }
-  int64_t full = 0;
+  // A dp Shard(0) (FSDP) keeps rows [lo, lo + local) of the tp shard, the
+  // concatenation of this tp rank's slice of every part.
+  int64_t local = t->local_shape[0];
+  int64_t lo = dp.kind == SRT_SHARD && dp.dim == 0 ? coord[SRT_MESH_DP] * local : 0;
+  int64_t full = 0, tp_row = 0;
+  int count = 0;
   for (int b = 0; b < t->num_tp_blocks; ++b) {
     if (t->tp_blocks[b] % n != 0) {
       *err = SRT_ERROR(SRT_INVALID_ARGUMENT,
@@ -111,12 +119,16 @@ int srt_tensor_pieces(const srt_tensor *t, const srt_mesh *mesh,
       return -1;
     }
     int64_t rows = t->tp_blocks[b] / n;
-    pieces[b] = (srt_tensor_piece){local, full + coord[SRT_MESH_TP] * rows, rows};
-    local += rows;
+    int64_t a = tp_row > lo ? tp_row : lo;
+    int64_t z = tp_row + rows < lo + local ? tp_row + rows : lo + local;
+    if (a < z)
+      pieces[count++] = (srt_tensor_piece){a - lo, full + coord[SRT_MESH_TP] * rows + (a - tp_row),
+                                           z - a};
+    tp_row += rows;
     full += t->tp_blocks[b];
   }
-  offset[0] = pieces[0].full_row;
-  return t->num_tp_blocks;
+  offset[0] = count ? pieces[0].full_row : 0;
+  return count;
 }
 
 srt_status srt_tensor_init(srt_tensor *t, const char *name, srt_dtype dtype,

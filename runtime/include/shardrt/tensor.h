@@ -33,8 +33,10 @@ int64_t srt_shape_numel(int ndim, const int64_t *shape);
 
 /// The local shape of a tensor of global shape `global_shape[0..ndim)` with
 /// `placements[SRT_MESH_DP]`, `placements[SRT_MESH_TP]` on `mesh`, into
-/// `local_shape[0..ndim)`. Like DTensor, axes split in mesh order: a dim
-/// sharded by both dp and tp is split dp-ways, then each piece tp-ways.
+/// `local_shape[0..ndim)`. A dim sharded by both dp and tp is split tp-ways,
+/// then each tp shard dp-ways (FSDP over TP, torch's _StridedShard; plain
+/// DTensor order would be the reverse), so a dp all-gather alone rebuilds
+/// the tp shard.
 /// Replicate and Partial leave the shape alone.
 /// Errors (SRT_INVALID_ARGUMENT), naming `name` (may be NULL), the dim, its
 /// size and the axis size: ndim outside [0, SRT_MAX_RANK], a negative size,
@@ -91,9 +93,11 @@ typedef struct srt_tensor_piece {
 /// tensor split part by part (tp_blocks). `offset` receives the local
 /// shard's offset on every dim (dim 0: the first piece's). Returns the
 /// number of pieces, or -1 with `*err` set: as srt_local_offset, and
-/// SRT_INVALID_ARGUMENT when parts are given but tp is not Shard(0), dp also
-/// shards dim 0, a part is not divisible by tp or the parts do not sum to
-/// dim 0.
+/// SRT_INVALID_ARGUMENT when parts are given but tp is not Shard(0), a part
+/// is not divisible by tp or the parts do not sum to dim 0. With parts and a
+/// dp Shard(0) (FSDP) the rank holds its dp slice of the tp shard: the
+/// pieces are the parts' slices clipped to it (0 to num_tp_blocks pieces,
+/// local_row counted from the slice's start).
 int srt_tensor_pieces(const srt_tensor *t, const srt_mesh *mesh,
                       const int coord[SRT_MESH_NDIMS], int64_t *offset,
                       srt_tensor_piece pieces[SRT_MAX_TP_BLOCKS], srt_status *err);

@@ -6,6 +6,7 @@
 #include "runtime_test_util.h"
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,15 +69,16 @@ static void test_round_trip(void **state) {
       ASSERT_OK(srt_tensor_init(&t, "x", SRT_F32, 3, gs, p, m));
       ASSERT_OK(srt_tensor_alloc(&t));
       ASSERT_OK(srt_to_local(m, c, g, &t));
-      // Expected box, by hand: dp splits first, tp within dp's chunk.
+      // Expected box, by hand: tp splits first, dp within tp's chunk (FSDP
+      // over TP).
       int64_t lo[3] = {0, 0, 0}, len[3] = {gs[0], gs[1], gs[2]};
-      if (pd >= 0) {
-        len[pd] /= dp;
-        lo[pd] += c[SRT_MESH_DP] * len[pd];
-      }
       if (pt >= 0) {
         len[pt] /= tp;
         lo[pt] += c[SRT_MESH_TP] * len[pt];
+      }
+      if (pd >= 0) {
+        len[pd] /= dp;
+        lo[pd] += c[SRT_MESH_DP] * len[pd];
       }
       const float *x = t.data;
       int64_t q = 0;
@@ -131,37 +133,43 @@ static void test_partial(void **state) {
 
 // A Shard(0) on tp part by part (a Mamba2 in_proj): rank r holds its
 // slice of each part, in part order; full_tensor puts every part back.
-static void test_parts(void **state) {
-  (void)state;
+// With a dp Shard(0) too (FSDP), dp rank d holds rows [d L/dp, (d+1) L/dp)
+// of that tp shard (L rows), which may cut a part's slice.
+static void check_parts(const srt_placement p[2]) {
   const srt_mesh *m = srt_context_mesh(g_ctx);
-  int tp = m->shape[SRT_MESH_TP];
+  int tp = m->shape[SRT_MESH_TP], dp = m->shape[SRT_MESH_DP];
   int c[SRT_MESH_NDIMS];
   srt_context_coord(g_ctx, c);
-  const int64_t parts[3] = {4 * tp, 2 * tp, 6 * tp}, rows = 12 * tp, cols = 3;
+  const int64_t parts[3] = {3 * tp, 4 * tp, 5 * tp}, rows = 12 * tp, cols = 3;
   float *full = malloc(sizeof(float) * (size_t)(rows * cols));
   float *back = calloc((size_t)(rows * cols), sizeof(float));
   for (int64_t i = 0; i < rows * cols; ++i)
     full[i] = value(i / cols, i % cols, 0);
-  srt_placement p[2] = {srt_replicate(), srt_shard(0)};
   srt_tensor t;
   ASSERT_OK(srt_tensor_init(&t, "in_proj", SRT_F32, 2, (int64_t[]){rows, cols}, p, m));
   t.num_tp_blocks = 3;
   memcpy(t.tp_blocks, parts, sizeof parts);
   ASSERT_OK(srt_tensor_alloc(&t));
   ASSERT_OK(srt_to_local(m, c, full, &t));
-  // By hand: local rows are part 0's rows [4r, 4r + 4), then part 1's
-  // [4tp + 2r, ...), then part 2's [6tp + 6r, ...).
-  const float *x = t.data;
-  int64_t q = 0, start = 0;
+  // By hand: the tp shard's rows are part 0's rows [3r, 3r + 3), then part
+  // 1's [3tp + 4r, ...), then part 2's [7tp + 5r, ...); at dp 2 the halves
+  // cut part 1.
+  int64_t shard_rows[12], q = 0, start = 0;
   for (int b = 0; b < 3; ++b) {
     int64_t n = parts[b] / tp;
     for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < cols; ++j, ++q)
-        if (x[q] != value(start + c[SRT_MESH_TP] * n + i, j, 0))
-          fail_msg("part %d: local %lld is %g", b, (long long)q, x[q]);
+      shard_rows[q++] = start + c[SRT_MESH_TP] * n + i;
     start += parts[b];
   }
-  assert_int_equal(q, srt_tensor_local_numel(&t));
+  bool fsdp = p[SRT_MESH_DP].kind == SRT_SHARD;
+  int64_t local = fsdp ? 12 / dp : 12, first = fsdp ? c[SRT_MESH_DP] * local : 0;
+  assert_int_equal(t.local_shape[0], local);
+  const float *x = t.data;
+  for (int64_t i = 0; i < local; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (x[i * cols + j] != value(shard_rows[first + i], j, 0))
+        fail_msg("local row %lld is %g, expected full row %lld", (long long)i,
+                 x[i * cols + j], (long long)shard_rows[first + i]);
   ASSERT_OK(srt_full_tensor(g_ctx, &t, back));
   assert_memory_equal(back, full, sizeof(float) * (size_t)(rows * cols));
   // Parts that do not sum to dim 0 are refused.
@@ -173,6 +181,12 @@ static void test_parts(void **state) {
   srt_tensor_release(&t);
   free(full);
   free(back);
+}
+
+static void test_parts(void **state) {
+  (void)state;
+  check_parts((srt_placement[]){srt_replicate(), srt_shard(0)});
+  check_parts((srt_placement[]){srt_shard(0), srt_shard(0)});
 }
 
 int main(void) {

@@ -47,12 +47,13 @@ static void test_local_shape_and_offset(void **state) {
   assert_int_equal(off[0], 4);
   assert_int_equal(off[1], 6);
   assert_int_equal(off[2], 0);
-  // Both axes on dim 0: split dp-ways, then tp-ways (DTensor order).
+  // Both axes on dim 0: split tp-ways, then each tp shard dp-ways (FSDP
+  // over TP): tp rank 2's rows [4, 6), dp rank 1's half of them.
   srt_placement p2[2] = {srt_shard(0), srt_shard(0)};
   ASSERT_OK(srt_local_shape("w", 3, g, p2, &m, l));
   assert_int_equal(l[0], 1);
-  ASSERT_OK(srt_local_offset("w", 3, g, p2, &m, (int[]){1, 3}, off));
-  assert_int_equal(off[0], 1 * 4 + 3 * 1);
+  ASSERT_OK(srt_local_offset("w", 3, g, p2, &m, (int[]){1, 2}, off));
+  assert_int_equal(off[0], 2 * 2 + 1 * 1);
   // Replicate and Partial keep the global shape.
   srt_placement p3[2] = {srt_replicate(), srt_partial()};
   ASSERT_OK(srt_local_shape("w", 3, g, p3, &m, l));
