@@ -274,8 +274,9 @@ irdl.dialect @nn {
     %w = irdl.base "!builtin.tensor"
     %scale = irdl.base "#builtin.float"
     %pad = irdl.base "#builtin.integer"
+    %dw = irdl.base "!builtin.tensor"
     irdl.operands(input_ids: %ids, dy: %dy, weight: %w)
-    irdl.results(dweight: %w)
+    irdl.results(dweight: %dw)
     irdl.attributes {"scale" = %scale, "padding_idx" = %pad}
   }
 
@@ -289,13 +290,16 @@ irdl.dialect @nn {
   }
 
   // dW [out, in] = sum over rows of dy [..., out]^T x [..., in]; `weight`
-  // gives the shape and placement (a weight's gradient lives like it).
+  // gives the placement (a weight's gradient lives like it) and is never
+  // read: after partitioning it may be a parameter's FSDP shard, dW the
+  // whole (tp-local) gradient.
   irdl.operation @linear_grad_weight {
     %dy = irdl.base "!builtin.tensor"
     %x = irdl.base "!builtin.tensor"
     %w = irdl.base "!builtin.tensor"
+    %dw = irdl.base "!builtin.tensor"
     irdl.operands(dy: %dy, input: %x, weight: %w)
-    irdl.results(dweight: %w)
+    irdl.results(dweight: %dw)
   }
 
   // db [out] = sum over rows of dy [..., out].

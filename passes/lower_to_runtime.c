@@ -163,11 +163,32 @@ static int init_kind(MlirStringRef name) {
   return bias ? 1 : norm ? 2 : 0;
 }
 
+enum { kMaxParamUses = 16 };
+
+// The uses of parameter `arg` by ops, through its FSDP gathers over dp (a
+// shard.all_gather of the argument): at most kMaxParamUses, in use order.
+static int param_uses(MlirValue arg, MlirOpOperand uses[kMaxParamUses]) {
+  int n = 0;
+  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u) && n < kMaxParamUses;
+       u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation owner = mlirOpOperandGetOwner(u);
+    if (!tp_op_is(owner, "shard.all_gather")) {
+      uses[n++] = u;
+      continue;
+    }
+    for (MlirOpOperand g = mlirValueGetFirstUse(mlirOperationGetResult(owner, 0));
+         !mlirOpOperandIsNull(g) && n < kMaxParamUses; g = mlirOpOperandGetNextUse(g))
+      uses[n++] = g;
+  }
+  return n;
+}
+
 // The padding_idx of the nn.embedding that looks rows of `arg` up, or -1:
 // transformers' _init_weights zeroes that row of a fresh nn.Embedding.
 static int64_t padding_row(MlirValue arg) {
-  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u);
-       u = mlirOpOperandGetNextUse(u)) {
+  MlirOpOperand uses[kMaxParamUses];
+  for (int i = 0, n = param_uses(arg, uses); i < n; ++i) {
+    MlirOpOperand u = uses[i];
     MlirOperation owner = mlirOpOperandGetOwner(u);
     MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(owner));
     if (mlirStringRefEqual(name, str("nn.embedding")) && mlirOpOperandGetOperandNumber(u) == 1)
@@ -179,8 +200,9 @@ static int64_t padding_row(MlirValue arg) {
 // The init of a Mamba2 mixer's A_log, D or dt_bias (its operands 5, 6, 4),
 // by use rather than by name; -1 for any other parameter.
 static int mamba2_init(MlirValue arg) {
-  for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u);
-       u = mlirOpOperandGetNextUse(u)) {
+  MlirOpOperand uses[kMaxParamUses];
+  for (int i = 0, n = param_uses(arg, uses); i < n; ++i) {
+    MlirOpOperand u = uses[i];
     if (nn_op_kind_of(mlirOpOperandGetOwner(u)) != NN_OP_MAMBA2_MIXER)
       continue;
     switch (mlirOpOperandGetOperandNumber(u)) {
@@ -193,11 +215,19 @@ static int mamba2_init(MlirValue arg) {
   return -1;
 }
 
+// Whether the first op using `arg` reads it as a Gemma (1 + w) norm weight.
+static bool offset_norm_weight(MlirValue arg) {
+  MlirOpOperand uses[kMaxParamUses];
+  int n = param_uses(arg, uses);
+  return n > 0 && nn_attr_float(mlirOpOperandGetOwner(uses[0]), "offset", 0) == 1.0;
+}
+
 // The parts a parameter's dim 0 is split over tp in, one by one
 // (nn.tp_blocks, tp-partition's for a Mamba2 in_proj or conv1d): checked
 // here, at compile time, as the runtime would check them at its first load:
 // an i64 array of 1..SRT_MAX_TP_BLOCKS positive parts, each divisible by
-// tp, summing to dim 0, on a Shard(0) over tp.
+// tp, summing to dim 0, on a Shard(0) over tp (and maybe over dp too: FSDP
+// then splits the concatenated tp shard).
 static void tp_blocks_of(lower_run *r, tp_program_param *p, MlirAttribute blocks) {
   p->num_tp_blocks = 0;
   if (mlirAttributeIsNull(blocks))
@@ -205,8 +235,7 @@ static void tp_blocks_of(lower_run *r, tp_program_param *p, MlirAttribute blocks
   intptr_t nb = mlirAttributeIsADenseI64Array(blocks) ? mlirDenseArrayGetNumElements(blocks) : 0;
   int64_t tp = r->mesh.size[1], sum = 0;
   bool ok = nb >= 1 && nb <= SRT_MAX_TP_BLOCKS && p->local.rank >= 1 &&
-            p->layout.on[1].kind == TP_SHARD && p->layout.on[1].dim == 0 &&
-            !(p->layout.on[0].kind == TP_SHARD && p->layout.on[0].dim == 0);
+            p->layout.on[1].kind == TP_SHARD && p->layout.on[1].dim == 0;
   for (intptr_t b = 0; ok && b < nb; ++b) {
     int64_t v = mlirDenseI64ArrayGetElement(blocks, b);
     ok = v > 0 && v % tp == 0;
@@ -290,8 +319,7 @@ static void plan_params(lower_run *r) {
     p->zero_row = padding_row(arg);
     if (p->init == 2) {
       // Gemma's norms compute (1 + w): they start at zero.
-      MlirOperation user = mlirOpOperandGetOwner(mlirValueGetFirstUse(arg));
-      if (!mlirOperationIsNull(user) && nn_attr_float(user, "offset", 0) == 1.0)
+      if (offset_norm_weight(arg))
         p->init = 1;
     }
     MlirAttribute gshape = mlirDictionaryAttrGetElementByName(dict, str("nn.global_shape"));
@@ -397,13 +425,14 @@ static void live_peak(lower_run *r, const tp_interval *iv, const int64_t *fixed,
   }
   free(delta);
   r->mem.peak_live = best;
-  int64_t by[3] = {0, 0, 0};
+  int64_t by[4] = {0, 0, 0, 0};
   for (int j = 0; at >= 0 && j < n; ++j)
     if (!fixed[j] && iv[j].first <= at && at <= iv[j].last)
       by[(int)phase[j]] += iv[j].bytes;
   r->mem.peak_forward = by[0];
   r->mem.peak_backward = by[1];
   r->mem.peak_optimizer = by[2];
+  r->mem.peak_gathered = by[3];
   for (int j = 0; at >= 0 && j < n; ++j)
     if (iv[j].first == at || (j + 1 == n)) { // the op defined at the peak
       MlirStringRef m = nn_module_of(owner[j]);
@@ -483,7 +512,8 @@ static void plan_temporaries(lower_run *r) {
     nops += (int)mlirOperationGetNumResults(op);
   tp_interval *iv = calloc((size_t)nops + 1, sizeof *iv);
   int64_t *fixed = calloc((size_t)nops + 1, sizeof *fixed);
-  char *phase = calloc((size_t)nops + 1, 1); // 0 forward, 1 backward, 2 optimizer
+  // 0 forward, 1 backward, 2 optimizer, 3 a parameter gathered over dp
+  char *phase = calloc((size_t)nops + 1, 1);
   MlirValue *vals = calloc((size_t)nops + 1, sizeof *vals);
   MlirOperation *owner = calloc((size_t)nops + 1, sizeof *owner);
   bool backward_seen = false;
@@ -521,8 +551,13 @@ static void plan_temporaries(lower_run *r) {
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
       MlirValue v = mlirOperationGetResult(op, i);
       int dtype = result_dtype(r, op);
-      // A collective (no nn phase) counts with the ops around it.
-      phase[n] = ph == NN_PHASE_OPTIMIZER ? 2 : ph == NN_PHASE_BACKWARD || backward_seen ? 1 : 0;
+      // A collective (no nn phase) counts with the ops around it, but for
+      // the FSDP gather of a parameter (an argument).
+      bool gathered = tp_op_is(op, "shard.all_gather") &&
+                      mlirValueIsABlockArgument(mlirOperationGetOperand(op, 0));
+      phase[n] = gathered ? 3
+                 : ph == NN_PHASE_OPTIMIZER ? 2
+                 : ph == NN_PHASE_BACKWARD || backward_seen ? 1 : 0;
       owner[n] = op;
       vals[n] = v;
       iv[n] = (tp_interval){defined, index, bytes_as(mlirValueGetType(v), dtype), 0};
@@ -1122,6 +1157,9 @@ static void report_memory(lower_run *r, int64_t accum, const char *path, int64_t
   m->backend = r->cuda ? "cuda" : "cpu";
   m->dp = r->mesh.size[0];
   m->tp = r->mesh.size[1];
+  m->fsdp = false;
+  for (int i = 0; i < r->num_params; ++i)
+    m->fsdp |= r->params[i].layout.on[0].kind == TP_SHARD;
   m->micro_batch = shape(mlirBlockGetArgument(r->body, 0)).dims[0];
   m->accum = accum;
   m->batch = m->micro_batch * m->dp * accum;

@@ -6,9 +6,10 @@
 
 char *tp_memory_report_json(const tp_memory_figures *f) {
   json_t *o = json_pack(
-      "{s:s, s:{s:I, s:I}, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, s:I, "
-      "s:{s:I, s:I, s:I, s:s}, s:I, s:I}",
+      "{s:s, s:{s:I, s:I, s:s}, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, "
+      "s:I, s:{s:I, s:I, s:I, s:I, s:s}, s:I, s:I}",
       "backend", f->backend, "mesh", "dp", (json_int_t)f->dp, "tp", (json_int_t)f->tp,
+      "dp_parameters", f->fsdp ? "fsdp" : "replicated",
       "batch", (json_int_t)f->batch, "micro_batch_per_rank", (json_int_t)f->micro_batch,
       "grad_accum_steps", (json_int_t)f->accum, "seq", (json_int_t)f->seq, "persistent_bytes",
       (json_int_t)f->persistent, "persistent", "params", (json_int_t)f->params, "grads",
@@ -17,6 +18,7 @@ char *tp_memory_report_json(const tp_memory_figures *f) {
       "temporaries_peak_bytes", (json_int_t)f->temporaries, "temporaries_live_peak_bytes",
       (json_int_t)f->peak_live, "live_at_peak", "activations", (json_int_t)f->peak_forward,
       "backward", (json_int_t)f->peak_backward, "optimizer", (json_int_t)f->peak_optimizer,
+      "gathered_params", (json_int_t)f->peak_gathered,
       "at_module", f->peak_module, "workspace_bytes", (json_int_t)f->workspace, "total_bytes",
       (json_int_t)f->total);
   char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
@@ -39,9 +41,11 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
     return;
   buf[0] = 0;
   int n = snprintf(buf, size,
-                   "memory per rank (%s backend, mesh dp=%lld x tp=%lld; a step of %lld "
+                   "memory per rank (%s backend, mesh dp=%lld x tp=%lld%s; a step of %lld "
                    "sequences of %lld: %lld micro-batch%s of %lld per rank):\n",
-                   f->backend, (long long)f->dp, (long long)f->tp, (long long)f->batch,
+                   f->backend, (long long)f->dp, (long long)f->tp,
+                   f->dp > 1 ? (f->fsdp ? ", FSDP" : ", parameters replicated over dp") : "",
+                   (long long)f->batch,
                    (long long)f->seq, (long long)f->accum, f->accum == 1 ? "" : "es",
                    (long long)f->micro_batch);
   size_t at = n > 0 ? (size_t)n : 0;
@@ -59,6 +63,8 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
   at = line(buf, size, at, "    activations (forward)", f->peak_forward, NULL);
   at = line(buf, size, at, "    backward values", f->peak_backward, NULL);
   at = line(buf, size, at, "    optimizer values", f->peak_optimizer, NULL);
+  if (f->fsdp)
+    at = line(buf, size, at, "    gathered parameters", f->peak_gathered, NULL);
   at = line(buf, size, at, "ops' scratch (largest known)", f->workspace, NULL);
   line(buf, size, at, "total", f->total, NULL);
 }

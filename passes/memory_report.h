@@ -4,6 +4,7 @@
 #ifndef SHARD_PASSES_MEMORY_REPORT_H
 #define SHARD_PASSES_MEMORY_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +12,7 @@
 typedef struct tp_memory_figures {
   const char *backend; // "cpu" or "cuda"
   int64_t dp, tp, seq;
+  bool fsdp;           // parameters sharded over dp (else replicated over dp)
   int64_t batch;       // sequences of a whole step (every micro-batch, every dp rank)
   int64_t micro_batch; // sequences per rank per micro-batch (the compiled shapes')
   int64_t accum;       // micro-batches per step (1: no gradient accumulation)
@@ -20,8 +22,9 @@ typedef struct tp_memory_figures {
   /// Temporaries: the planned region (arena - persistent, buffers reused
   /// once dead, first fit), and the most bytes live at one op with what they
   /// are: made by forward ops (activations saved for the backward, the
-  /// collectives between them), by backward ops, by the optimizer.
-  int64_t temporaries, peak_live, peak_forward, peak_backward, peak_optimizer;
+  /// collectives between them), by backward ops, by the optimizer, and
+  /// parameters gathered over dp for their layer (FSDP).
+  int64_t temporaries, peak_live, peak_forward, peak_backward, peak_optimizer, peak_gathered;
   char peak_module[128]; // the nn.module of the op at the peak ("" if none)
   /// The ops' own scratch, outside the plan: the largest known one (the cpu
   /// Mamba2 kernels', counted for one thread), 0 where none is known.

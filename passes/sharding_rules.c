@@ -67,15 +67,16 @@ static const tp_rule kMamba2 = {.operands = {"bSF", "mF", "mWK", "m", "m", "m", 
 static const tp_rule kEmbeddingGrad = {.operands = {"bs", "bsd", "vd"},
                                        .results = {"vd"},
                                        .reduction = "bs",
+                                       .placement_only = 3,
                                        .localize = tp_localize_vocab};
 static const tp_rule kLinearGradInput = {
     .operands = {"bsn", "nk"}, .results = {"bsk"}, .reduction = "n"};
 static const tp_rule kLinearGradInput2 = {
     .operands = {"sn", "nk"}, .results = {"sk"}, .reduction = "n"};
 static const tp_rule kLinearGradWeight = {
-    .operands = {"bsn", "bsk", "nk"}, .results = {"nk"}, .reduction = "bs"};
+    .operands = {"bsn", "bsk", "nk"}, .results = {"nk"}, .reduction = "bs", .placement_only = 3};
 static const tp_rule kLinearGradWeight2 = {
-    .operands = {"sn", "sk", "nk"}, .results = {"nk"}, .reduction = "s"};
+    .operands = {"sn", "sk", "nk"}, .results = {"nk"}, .reduction = "s", .placement_only = 3};
 static const tp_rule kLinearGradBias = {
     .operands = {"bsn"}, .results = {"n"}, .reduction = "bs"};
 static const tp_rule kLinearGradBias2 = {

@@ -46,6 +46,9 @@ typedef struct tp_rule {
   const char *reduction;
   const char *whole;
   const char *heads;
+  /// 1 + the operand only read for its placement (a weight beside its
+  /// gradient), 0 for none: a parameter there is not gathered over dp.
+  int placement_only;
   /// Adjusts the decision; `current` are the operands' layouts before any
   /// Partial one is reduced and `pending` says which have an epilogue left.
   void (*refine)(MlirOperation op, const tp_layout *current, const bool *pending,

@@ -38,7 +38,11 @@ enum { kMaxReshards = 4, kMaxStash = 4 };
 // What an original value became: its local value, its layout, whether it is
 // a parameter, an epilogue still to apply once its Partial is reduced (a
 // rowwise bias), and the reshards already made of it (so users share one
-// collective).
+// collective). A parameter's dp gather (FSDP) is shared only within one
+// module's run of forward or of backward ops (`reshard_region`,
+// `reshard_module`): the backward gathers again rather than keep the
+// forward's copy alive (FSDP2's reshard after forward), and a tied weight
+// is gathered for each of its modules.
 typedef struct mapped {
   MlirValue value;
   tp_layout layout;
@@ -47,6 +51,8 @@ typedef struct mapped {
   int num_reshards;
   tp_layout reshard_layout[kMaxReshards];
   MlirValue reshard_value[kMaxReshards];
+  int reshard_region[kMaxReshards];
+  MlirAttribute reshard_module[kMaxReshards];
 } mapped;
 
 // Values an op's hook remembered for a later op (tp_part_stash).
@@ -70,6 +76,11 @@ typedef struct tp_part {
   MlirBlock old;      // and its body
   MlirOperation current; // the original op being rewritten, for diagnostics
   MlirAttribute source_module; // nn.module given to the collectives being built
+  // Runs of forward and of backward ops, counted as the walk alternates
+  // between them (the forward, then with recomputation a layer's forward
+  // again before its backward): a parameter gather is shared within one.
+  int region;
+  bool in_backward;
   int errors;
 } part_run;
 
@@ -184,7 +195,51 @@ static MlirAttribute source_module(MlirValue old) {
   return (MlirAttribute){NULL};
 }
 
-// `old`'s local value in layout `to` (collectives emitted once per target).
+// Whether resharding `m` to `to` gathers a parameter over dp (FSDP).
+static bool gathers_param(const mapped *m, const tp_layout *to) {
+  return m->is_param && m->layout.on[0].kind == TP_SHARD && to->on[0].kind != TP_SHARD;
+}
+
+// The nn.module of the op being rewritten (null for none).
+static MlirAttribute current_module(part_run *r) {
+  return mlirOperationIsNull(r->current)
+             ? (MlirAttribute){NULL}
+             : mlirOperationGetAttributeByName(r->current, str(NN_MODULE_ATTR));
+}
+
+// The cached reshard of `m` to `to` usable here, or -1.
+static int cached_reshard(part_run *r, const mapped *m, const tp_layout *to) {
+  bool param = gathers_param(m, to);
+  MlirAttribute module = current_module(r);
+  for (int i = 0; i < m->num_reshards; ++i)
+    if (layout_equal(&m->reshard_layout[i], to) &&
+        (!param || (m->reshard_region[i] == r->region &&
+                    mlirAttributeIsNull(m->reshard_module[i]) == mlirAttributeIsNull(module) &&
+                    (mlirAttributeIsNull(module) ||
+                     mlirAttributeEqual(m->reshard_module[i], module)))))
+      return i;
+  return -1;
+}
+
+// Remembers `v` as `m`'s reshard to `to` (a parameter's gather replaces the
+// one of an earlier module or region).
+static void cache_reshard(part_run *r, mapped *m, const tp_layout *to, MlirValue v) {
+  int slot = m->num_reshards;
+  for (int i = 0; gathers_param(m, to) && i < m->num_reshards; ++i)
+    if (layout_equal(&m->reshard_layout[i], to))
+      slot = i;
+  if (slot == kMaxReshards)
+    return;
+  m->reshard_layout[slot] = *to;
+  m->reshard_value[slot] = v;
+  m->reshard_region[slot] = r->region;
+  m->reshard_module[slot] = current_module(r);
+  if (slot == m->num_reshards)
+    ++m->num_reshards;
+}
+
+// `old`'s local value in layout `to` (collectives emitted once per target;
+// a parameter's dp gather once per module and region).
 static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
   mapped *m = map_find(r, old);
   if (!m) {
@@ -193,9 +248,9 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
   }
   if (layout_equal(&m->layout, to))
     return m->value;
-  for (int i = 0; i < m->num_reshards; ++i)
-    if (layout_equal(&m->reshard_layout[i], to))
-      return m->reshard_value[i];
+  int hit = cached_reshard(r, m, to);
+  if (hit >= 0)
+    return m->reshard_value[hit];
   MlirType global = global_type_of(m->value, &m->layout, &r->mesh);
   r->source_module = source_module(old);
   tp_layout layout = m->layout;
@@ -209,10 +264,7 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
   if (epilogue.fn)
     v = epilogue.fn(r, v, &layout, epilogue.arg);
   m = map_find(r, old); // the epilogue may have grown the map
-  if (m->num_reshards < kMaxReshards) {
-    m->reshard_layout[m->num_reshards] = *to;
-    m->reshard_value[m->num_reshards++] = v;
-  }
+  cache_reshard(r, m, to, v);
   return v;
 }
 
@@ -290,6 +342,10 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
     for (int axis = 0; axis < TP_MESH_AXES; ++axis)
       if (current[i].on[axis].kind == TP_PARTIAL)
         current[i].on[axis] = TP_R; // reduced by the reshard below
+    // A parameter's Shard over dp is storage (FSDP), not a split of the
+    // op's work: the op sees it gathered.
+    if (is_param[i] && current[i].on[0].kind == TP_SHARD)
+      current[i].on[0] = TP_R;
   }
   tp_decision d;
   char err[512];
@@ -300,8 +356,12 @@ static void partition_nn_op(part_run *r, MlirOperation op) {
   if (rule.refine)
     rule.refine(op, original, pending, &d);
   MlirValue operands[TP_RULE_MAX_VALUES];
-  for (int i = 0; i < n; ++i)
-    operands[i] = reshard(r, mlirOperationGetOperand(op, i), &d.operands[i]);
+  for (int i = 0; i < n; ++i) {
+    tp_layout want = d.operands[i];
+    if (rule.placement_only == i + 1 && is_param[i])
+      want.on[0] = original[i].on[0]; // never read: keep the FSDP shard
+    operands[i] = reshard(r, mlirOperationGetOperand(op, i), &want);
+  }
   if (rule.partition && rule.partition(r, op, &d, operands))
     return;
   MlirType types[TP_RULE_MAX_VALUES];
@@ -482,6 +542,57 @@ static tp_layout target_layout(part_run *r, MlirOperation func, MlirBlock old,
   return l;
 }
 
+// Whether `op` is one of the upstream collectives the partitioner emits.
+static bool is_collective(MlirOperation op) {
+  return tp_op_is(op, "shard.all_reduce") || tp_op_is(op, "shard.reduce_scatter") ||
+         tp_op_is(op, "shard.all_gather") || tp_op_is(op, "shard.all_slice") ||
+         tp_op_is(op, "shard.all_to_all");
+}
+
+// Moves each gradient's reductions (the dp reduce-scatter or all-reduce, a
+// tp all-reduce) and its nn.store_grad up to just after the op that
+// completes the gradient, instead of after the whole backward: the full
+// unreduced gradient is then a short-lived temporary (FSDP keeps only the
+// shard) and the collective is issued as soon as its layer's gradient is
+// ready.
+static void schedule_grad_reductions(MlirBlock body) {
+  size_t n_stores = 0, cap = 0;
+  MlirOperation *stores = NULL;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
+      if (n_stores == cap) {
+        cap = cap ? 2 * cap : 256;
+        stores = realloc(stores, cap * sizeof *stores);
+      }
+      stores[n_stores++] = op;
+    }
+  for (size_t s = 0; s < n_stores; ++s) {
+    // The chain store <- c_k <- ... <- c_1 <- gradient, each collective's
+    // only user the next link.
+    MlirOperation chain[TP_MESH_AXES];
+    int n = 0;
+    MlirValue v = mlirOperationGetOperand(stores[s], 0);
+    while (n < TP_MESH_AXES && mlirValueIsAOpResult(v)) {
+      MlirOperation c = mlirOpResultGetOwner(v);
+      MlirOpOperand use = mlirValueGetFirstUse(v);
+      if (!is_collective(c) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)))
+        break;
+      chain[n++] = c;
+      v = mlirOperationGetOperand(c, 0);
+    }
+    if (n == 0 || !mlirValueIsAOpResult(v))
+      continue;
+    MlirOperation after = mlirOpResultGetOwner(v);
+    for (int i = n - 1; i >= 0; --i) {
+      mlirOperationMoveAfter(chain[i], after);
+      after = chain[i];
+    }
+    mlirOperationMoveAfter(stores[s], after);
+  }
+  free(stores);
+}
+
 static void partition_func(part_run *r, MlirOperation func) {
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   int nargs = (int)mlirBlockGetNumArguments(old);
@@ -522,6 +633,12 @@ static void partition_func(part_run *r, MlirOperation func) {
     if (tp_op_is(op, "shard.shard")) {
       partition_shard_op(r, op);
     } else if (nn_op_kind_of(op) != NN_OP_NONE) {
+      // nn.add sums gradients as well as residuals: it starts no region.
+      bool backward = nn_op_phase_of(nn_op_kind_of(op)) != NN_PHASE_FORWARD;
+      if (nn_op_kind_of(op) != NN_OP_ADD && backward != r->in_backward) {
+        r->in_backward = backward;
+        ++r->region;
+      }
       partition_nn_op(r, op);
     } else if (tp_op_is(op, "func.return")) {
       int n = (int)mlirOperationGetNumOperands(op);
@@ -551,6 +668,7 @@ static void partition_func(part_run *r, MlirOperation func) {
   if (r->errors) {
     mlirBlockDestroy(body);
   } else {
+    schedule_grad_reductions(body);
     // The new function replaces the old one in place, keeping its name.
     MlirRegion region = mlirOperationGetRegion(func, 0);
     mlirRegionInsertOwnedBlockBefore(region, old, body);

@@ -21,7 +21,7 @@
 #include "shard_ops.h"
 #include "warning.h"
 
-enum { kOptPlan, kOptTp, kOptDp, kOptSp, kOptModelType };
+enum { kOptPlan, kOptTp, kOptDp, kOptSp, kOptModelType, kOptDpReplicate };
 
 // What a style does to one op: tp-axis placements of the weight (operand 1)
 // and bias (operand 2), the placement wanted for the activation input
@@ -56,6 +56,7 @@ typedef struct plan_run {
   MlirOperation first; // first op of the original body: annotations go before it
   tp_mesh mesh;
   bool sp;
+  bool fsdp; // dp > 1 shards every parameter's dim 0 over dp (FSDP)
   tp_plan plan;
   proj_role *roles;
   int num_roles, cap_roles;
@@ -261,6 +262,23 @@ static void annotate_output(plan_run *r, MlirOperation op, int i, tp_placement t
   mlirValueReplaceAllUsesExcept(v, annotated, 1, &shard_op);
 }
 
+// The nn.param attribute of argument `n`, or null.
+static MlirAttribute param_attr(const plan_run *r, intptr_t n) {
+  MlirAttribute all = mlirOperationGetAttributeByName(r->func,
+                                                      mlirStringRefCreateFromCString("arg_attrs"));
+  if (mlirAttributeIsNull(all) || n >= mlirArrayAttrGetNumElements(all))
+    return (MlirAttribute){NULL};
+  MlirAttribute a = mlirDictionaryAttrGetElementByName(
+      mlirArrayAttrGetElement(all, n), mlirStringRefCreateFromCString(NN_PARAM_ATTR));
+  return !mlirAttributeIsNull(a) && mlirAttributeIsAString(a) ? a : (MlirAttribute){NULL};
+}
+
+// The nn.param of argument `n` ("?" when it has none).
+static MlirStringRef param_name(const plan_run *r, intptr_t n) {
+  MlirAttribute a = param_attr(r, n);
+  return mlirAttributeIsNull(a) ? mlirStringRefCreate("?", 1) : mlirStringAttrGetValue(a);
+}
+
 // Records that parameter operand `i` of `op` (a function argument) wants `tp`.
 static void want_param(plan_run *r, MlirOperation op, int i, tp_placement tp) {
   if (i >= mlirOperationGetNumOperands(op))
@@ -274,15 +292,7 @@ static void want_param(plan_run *r, MlirOperation op, int i, tp_placement tp) {
   arg_want *w = &r->args[n];
   if (w->set && !tp_placement_equal(w->tp, tp)) {
     char a[32], b[32];
-    MlirAttribute all = mlirOperationGetAttributeByName(r->func,
-                                                        mlirStringRefCreateFromCString("arg_attrs"));
-    MlirStringRef pname = mlirStringRefCreate("?", 1);
-    if (!mlirAttributeIsNull(all) && n < mlirArrayAttrGetNumElements(all)) {
-      MlirAttribute a0 = mlirDictionaryAttrGetElementByName(
-          mlirArrayAttrGetElement(all, n), mlirStringRefCreateFromCString(NN_PARAM_ATTR));
-      if (!mlirAttributeIsNull(a0))
-        pname = mlirStringAttrGetValue(a0);
-    }
+    MlirStringRef pname = param_name(r, n);
     report(r, op,
            "parameter '%.*s' is wanted as %s by '%.*s' but as %s by '%.*s' "
            "(a tied parameter needs one placement)",
@@ -451,21 +461,55 @@ static MlirWalkResult plan_op(MlirOperation op, void *data) {
   return MlirWalkResultAdvance;
 }
 
-// Inserts `shard.shard %arg to %s` at the top for every wanted parameter,
-// and the dp batch split of integer inputs (input_ids, labels).
+// FSDP: parameter `n` (shape `s`, wanted `tp` on the tp axis) is stored
+// Shard(0) over dp on its tp shard. Returns false, reporting the parameter,
+// when dp does not divide that shard's dim 0 (FSDP2 would pad; we refuse).
+static bool fsdp_layout(plan_run *r, int n, const nn_shape *s, tp_layout *l) {
+  if (!r->fsdp || s->rank < 1)
+    return true;
+  int64_t rows = s->dims[0], dp = r->mesh.size[0], tp = r->mesh.size[1];
+  bool tp_rows = l->on[1].kind == TP_SHARD && l->on[1].dim == 0;
+  if (tp_rows)
+    rows /= tp;
+  if (rows % dp != 0) {
+    MlirStringRef name = param_name(r, n);
+    char tp_part[64] = "";
+    if (tp_rows)
+      snprintf(tp_part, sizeof tp_part, " (its tp=%lld shard of %lld)", (long long)tp,
+               (long long)s->dims[0]);
+    report(r, r->func,
+           "parameter '%.*s': FSDP shards dim 0 over dp, but dim 0 has %lld rows%s, not "
+           "divisible by dp=%lld (compile with --dp-replicate to replicate parameters over "
+           "dp instead)",
+           (int)name.length, name.data, (long long)rows, tp_part, (long long)dp);
+    return false;
+  }
+  l->on[0] = TP_S(0);
+  return true;
+}
+
+// Inserts `shard.shard %arg to %s` at the top for every wanted parameter
+// (and, under FSDP, every parameter), and the dp batch split of integer
+// inputs (input_ids, labels).
 static void annotate_args(plan_run *r) {
   MlirOperation first = mlirBlockGetFirstOperation(r->body);
   for (int n = 0; n < r->num_args; ++n) {
     MlirValue arg = mlirBlockGetArgument(r->body, n);
     nn_shape s;
-    bool ints = nn_shape_of(mlirValueGetType(arg), &s) && mlirTypeIsAInteger(s.element);
-    tp_layout l;
-    if (r->args[n].set)
-      l = layout_for(r, r->args[n].tp, false);
-    else if (ints && r->mesh.size[0] > 1 && s.rank >= 1)
-      l = layout_for(r, TP_R, true);
-    else
+    if (!nn_shape_of(mlirValueGetType(arg), &s))
       continue;
+    bool ints = mlirTypeIsAInteger(s.element);
+    bool param = !mlirAttributeIsNull(param_attr(r, n));
+    tp_layout l;
+    if (r->args[n].set || (param && r->fsdp)) {
+      l = layout_for(r, r->args[n].set ? r->args[n].tp : TP_R, false);
+      if (param && !fsdp_layout(r, n, &s, &l))
+        continue;
+    } else if (ints && r->mesh.size[0] > 1 && s.rank >= 1) {
+      l = layout_for(r, TP_R, true);
+    } else {
+      continue;
+    }
     tp_insert at = {r->ctx, r->body, first, mlirOperationGetLocation(r->func)};
     MlirValue sh = tp_build_sharding(&at, &l, s.rank);
     MlirValue annotated = tp_build_shard(&at, arg, sh, false);
@@ -519,6 +563,7 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   r.mesh = (tp_mesh){{o[kOptDp].i, o[kOptTp].i}};
   r.sp = o[kOptSp].b;
+  r.fsdp = r.mesh.size[0] > 1 && !o[kOptDpReplicate].b;
   if (r.mesh.size[0] < 1 || r.mesh.size[1] < 1) {
     report(&r, func, "tp and dp sizes must be positive, got tp=%lld dp=%lld",
            (long long)r.mesh.size[1], (long long)r.mesh.size[0]);
@@ -616,6 +661,8 @@ static const tp_option_info kOptions[] = {
     [kOptModelType] = {"model-type", TP_OPTION_STRING, "",
                        "config.json model_type for the 'hf' plan (default: the "
                        "module's nn.model_type)"},
+    [kOptDpReplicate] = {"dp-replicate", TP_OPTION_BOOL, "false",
+                         "replicate parameters over dp (DDP) instead of FSDP's Shard(0)"},
 };
 
 const tp_pass_info tp_plan_pass = {

@@ -2,7 +2,8 @@
 # Mesh parity of compiled training binaries (issue 6, "Done when").
 #
 # For one architecture: compiles its tiny config for tp1 and for every other
-# mesh (tp2, tp2+SP, tp4, tp4+SP, dp2, dp2 x tp2, dp2 x tp2+SP), trains each
+# mesh (tp2, tp2+SP, tp4, tp4+SP, dp2, dp2 x tp2, dp2 x tp2+SP, dp4 with
+# FSDP, the default over dp, and dp2 x tp2 with --dp-replicate), trains each
 # from the same seed on the same tokens and checks against tp1:
 #   - run A, 5 steps and --save: the loss and grad norm of every step within
 #     RTOL relative (fp32), and the parameters after step 5 (the driver's
@@ -45,6 +46,8 @@ VARIANTS=(
   "dp2      2 --tp-size=1 --dp-size=2"
   "dp2tp2   4 --tp-size=2 --dp-size=2"
   "dp2tp2sp 4 --tp-size=2 --dp-size=2 --sequence-parallel"
+  "dp4      4 --tp-size=1 --dp-size=4"
+  "dp2tp2r  4 --tp-size=2 --dp-size=2 --dp-replicate"
 )
 WANT=${PARITY_VARIANTS:-}
 

@@ -171,12 +171,14 @@ bool tool_pipeline_add_flag(MlirPassManager pm, const char *flag, char *err,
 }
 
 bool tool_pipeline_add_tp_plan(MlirPassManager pm, const char *plan, int64_t tp, int64_t dp,
-                               bool sequence_parallel, char *err, size_t errlen) {
+                               bool sequence_parallel, bool dp_replicate, char *err,
+                               size_t errlen) {
   tp_option_setting settings[] = {{"plan", {.s = (char *)plan}},
                                   {"tp", {.i = tp}},
                                   {"dp", {.i = dp}},
-                                  {"sequence-parallel", {.b = sequence_parallel}}};
-  MlirPass pass = tp_pass_create_with(&tp_plan_pass, 4, settings, err, errlen);
+                                  {"sequence-parallel", {.b = sequence_parallel}},
+                                  {"dp-replicate", {.b = dp_replicate}}};
+  MlirPass pass = tp_pass_create_with(&tp_plan_pass, 5, settings, err, errlen);
   if (!pass.ptr)
     return false;
   mlirPassManagerAddOwnedPass(pm, pass);

@@ -36,20 +36,24 @@
 typedef struct options {
   const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
   int64_t tp, dp, batch, seq, device_memory, micro_batch;
-  bool sp, timing, keep_logits;
+  bool sp, dp_replicate, timing, keep_logits;
 } options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
-          "                     [--sequence-parallel] --batch B --seq S -o OUT\n"
+          "                     [--sequence-parallel] [--dp-replicate] --batch B --seq S -o OUT\n"
           "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
           "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
           "                     [--activation-checkpointing[=full|attention]]\n"
           "                     [--micro-batch M]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
-          "mesh (B: global batch, split over dp; S: sequence length). --emit=mlir\n"
+          "mesh (B: global batch, split over dp; S: sequence length). With dp > 1 the\n"
+          "parameters, gradients and AdamW moments are sharded over dp as FSDP does\n"
+          "(each parameter's dim 0; gathered before each use, gradients\n"
+          "reduce-scattered); --dp-replicate keeps a whole copy on every dp rank\n"
+          "instead (DDP). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
           "--weights checks a checkpoint's names, shapes and dtypes first.\n"
           "--keep-logits keeps the lm_head output to the end of the step (its memory\n"
@@ -131,7 +135,8 @@ static int parse(int argc, char **argv, options *o) {
                                        "--batch", "--seq", "--weights", "--emit",
                                        "--backend", "--sequence-parallel", "--timing",
                                        "--keep-logits", "--memory-report", "--device-memory",
-                                       "--activation-checkpointing", "--micro-batch", NULL};
+                                       "--activation-checkpointing", "--micro-batch",
+                                       "--dp-replicate", NULL};
   tool_seen seen = {{0}};
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
   for (int i = 1; i < argc; ++i) {
@@ -169,6 +174,8 @@ static int parse(int argc, char **argv, options *o) {
       ok = parse_bytes(v, &o->device_memory);
     else if (!strcmp(a, "--sequence-parallel"))
       o->sp = true;
+    else if (!strcmp(a, "--dp-replicate"))
+      o->dp_replicate = true;
     else if (!strcmp(a, "--timing"))
       o->timing = true;
     else if (!strcmp(a, "--keep-logits"))
@@ -272,7 +279,8 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
            "builtin.module(nn-verify, nn-autodiff{recompute=%s}, nn-optimizer)", o->recompute);
   bool ok =
       tool_pipeline_add(pm, autodiff, err, sizeof err) &&
-      tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, err, sizeof err) &&
+      tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, o->dp_replicate, err,
+                                sizeof err) &&
       tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
   if (ok && lower) {
     tp_option_setting settings[] = {

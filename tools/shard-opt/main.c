@@ -34,7 +34,7 @@ typedef struct options {
   // The sharding pipeline: nn-verify, tp-plan, tp-partition (+ shard-report).
   const char *tp_plan;
   int64_t tp_size, dp_size;
-  bool sequence_parallel, report;
+  bool sequence_parallel, dp_replicate, report;
 } options;
 
 static void print_help(void) {
@@ -59,6 +59,8 @@ static void print_help(void) {
       "                               nemotron_h, hf; FILE: a JSON plan\n"
       "  --tp-size=N, --dp-size=M     Mesh sizes (default 1)\n"
       "  --sequence-parallel          Use the plan's sequence-parallel variant\n"
+      "  --dp-replicate               Replicate parameters over dp (default with dp > 1:\n"
+      "                               FSDP, each parameter's dim 0 sharded over dp)\n"
       "  --report                     Print per-rank memory and collective traffic\n"
       "  -h, --help                   This help\n\n"
       "OUR PASSES:\n");
@@ -108,7 +110,7 @@ static int parse_args(int argc, char **argv, options *o) {
       "--mlir-print-ir-before-all", "--mlir-print-ir-after-all",
       "--mlir-print-ir-after-failure", "--mlir-print-debuginfo", "--mlir-print-op-generic",
       "--allow-unregistered-dialect", "--verify-each", "--tp-plan", "--tp-size", "--dp-size",
-      "--sequence-parallel", "--report", NULL};
+      "--sequence-parallel", "--dp-replicate", "--report", NULL};
   tool_seen seen = {{0}};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
@@ -172,6 +174,8 @@ static int parse_args(int argc, char **argv, options *o) {
         return 1;
     } else if (!strcmp(a, "--sequence-parallel")) {
       o->sequence_parallel = true;
+    } else if (!strcmp(a, "--dp-replicate")) {
+      o->dp_replicate = true;
     } else if (!strcmp(a, "--report")) {
       o->report = true;
     } else if (a[0] == '-' && a[1] == '-' && a[2]) {
@@ -188,10 +192,11 @@ static int parse_args(int argc, char **argv, options *o) {
       have_input = true;
     }
   }
-  if ((o->tp_size > 1 || o->dp_size > 1 || o->sequence_parallel || o->report) &&
+  if ((o->tp_size > 1 || o->dp_size > 1 || o->sequence_parallel || o->dp_replicate ||
+       o->report) &&
       !o->tp_plan) {
-    fprintf(stderr, "shard-opt: --tp-size, --dp-size, --sequence-parallel and --report "
-                    "need --tp-plan=NAME|FILE\n");
+    fprintf(stderr, "shard-opt: --tp-size, --dp-size, --sequence-parallel, --dp-replicate and "
+                    "--report need --tp-plan=NAME|FILE\n");
     return 1;
   }
   if (!tool_check_path("shard-opt", "input", o->input) ||
@@ -225,7 +230,7 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
     // never read as pipeline text), tp-partition.
     ok = ok && tool_pipeline_add(pm, "builtin.module(nn-verify)", err, sizeof err) &&
          tool_pipeline_add_tp_plan(pm, o->tp_plan, o->tp_size, o->dp_size,
-                                   o->sequence_parallel, err, sizeof err) &&
+                                   o->sequence_parallel, o->dp_replicate, err, sizeof err) &&
          tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
     if (!ok)
       fprintf(stderr, "shard-opt: --tp-plan: %s\n", err);
