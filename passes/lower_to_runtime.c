@@ -409,21 +409,28 @@ static bool add_feeds_norm(lower_run *r, MlirOperation add, MlirOperation norm) 
 static void live_peak(lower_run *r, const tp_interval *iv, const int64_t *fixed,
                       const char *phase, const MlirOperation *owner, int n, int nops) {
   int64_t *delta = calloc((size_t)nops + 2, sizeof *delta);
+  int64_t *gathered = calloc((size_t)nops + 2, sizeof *gathered);
   for (int j = 0; j < n; ++j)
     if (!fixed[j] && iv[j].first >= 0 && iv[j].last < nops + 1) {
-      delta[iv[j].first] += iv[j].bytes;
-      delta[iv[j].last + 1] -= iv[j].bytes;
+      int64_t *d = phase[j] == 3 ? gathered : delta;
+      d[iv[j].first] += iv[j].bytes;
+      d[iv[j].last + 1] -= iv[j].bytes;
     }
-  int64_t live = 0, best = 0;
+  int64_t live = 0, best = 0, live_gathered = 0;
   int at = -1;
+  r->mem.gathered_max = 0;
   for (int i = 0; i <= nops; ++i) {
-    live += delta[i];
+    live_gathered += gathered[i];
+    live += delta[i] + gathered[i];
     if (live > best) {
       best = live;
       at = i;
     }
+    if (live_gathered > r->mem.gathered_max)
+      r->mem.gathered_max = live_gathered;
   }
   free(delta);
+  free(gathered);
   r->mem.peak_live = best;
   int64_t by[4] = {0, 0, 0, 0};
   for (int j = 0; at >= 0 && j < n; ++j)

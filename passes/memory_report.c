@@ -7,7 +7,7 @@
 char *tp_memory_report_json(const tp_memory_figures *f) {
   json_t *o = json_pack(
       "{s:s, s:{s:I, s:I, s:s}, s:I, s:I, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I}, s:I, "
-      "s:I, s:{s:I, s:I, s:I, s:I, s:s}, s:I, s:I}",
+      "s:I, s:{s:I, s:I, s:I, s:I, s:s}, s:I, s:I, s:I}",
       "backend", f->backend, "mesh", "dp", (json_int_t)f->dp, "tp", (json_int_t)f->tp,
       "dp_parameters", f->fsdp ? "fsdp" : "replicated",
       "batch", (json_int_t)f->batch, "micro_batch_per_rank", (json_int_t)f->micro_batch,
@@ -19,7 +19,8 @@ char *tp_memory_report_json(const tp_memory_figures *f) {
       (json_int_t)f->peak_live, "live_at_peak", "activations", (json_int_t)f->peak_forward,
       "backward", (json_int_t)f->peak_backward, "optimizer", (json_int_t)f->peak_optimizer,
       "gathered_params", (json_int_t)f->peak_gathered,
-      "at_module", f->peak_module, "workspace_bytes", (json_int_t)f->workspace, "total_bytes",
+      "at_module", f->peak_module, "gathered_params_max_bytes", (json_int_t)f->gathered_max,
+      "workspace_bytes", (json_int_t)f->workspace, "total_bytes",
       (json_int_t)f->total);
   char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
   json_decref(o);
@@ -63,8 +64,10 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
   at = line(buf, size, at, "    activations (forward)", f->peak_forward, NULL);
   at = line(buf, size, at, "    backward values", f->peak_backward, NULL);
   at = line(buf, size, at, "    optimizer values", f->peak_optimizer, NULL);
-  if (f->fsdp)
+  if (f->fsdp) {
     at = line(buf, size, at, "    gathered parameters", f->peak_gathered, NULL);
+    at = line(buf, size, at, "  gathered parameters, most", f->gathered_max, "(at any op)");
+  }
   at = line(buf, size, at, "ops' scratch (largest known)", f->workspace, NULL);
   line(buf, size, at, "total", f->total, NULL);
 }

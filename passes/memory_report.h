@@ -25,6 +25,7 @@ typedef struct tp_memory_figures {
   /// collectives between them), by backward ops, by the optimizer, and
   /// parameters gathered over dp for their layer (FSDP).
   int64_t temporaries, peak_live, peak_forward, peak_backward, peak_optimizer, peak_gathered;
+  int64_t gathered_max; // the most gathered parameter bytes live at any op
   char peak_module[128]; // the nn.module of the op at the peak ("" if none)
   /// The ops' own scratch, outside the plan: the largest known one (the cpu
   /// Mamba2 kernels', counted for one thread), 0 where none is known.

@@ -19,6 +19,7 @@
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "diagnostic.h"
+#include "grad_reductions.h"
 #include "nn.h"
 #include "partition.h"
 #include "pass.h"
@@ -542,57 +543,6 @@ static tp_layout target_layout(part_run *r, MlirOperation func, MlirBlock old,
   return l;
 }
 
-// Whether `op` is one of the upstream collectives the partitioner emits.
-static bool is_collective(MlirOperation op) {
-  return tp_op_is(op, "shard.all_reduce") || tp_op_is(op, "shard.reduce_scatter") ||
-         tp_op_is(op, "shard.all_gather") || tp_op_is(op, "shard.all_slice") ||
-         tp_op_is(op, "shard.all_to_all");
-}
-
-// Moves each gradient's reductions (the dp reduce-scatter or all-reduce, a
-// tp all-reduce) and its nn.store_grad up to just after the op that
-// completes the gradient, instead of after the whole backward: the full
-// unreduced gradient is then a short-lived temporary (FSDP keeps only the
-// shard) and the collective is issued as soon as its layer's gradient is
-// ready.
-static void schedule_grad_reductions(MlirBlock body) {
-  size_t n_stores = 0, cap = 0;
-  MlirOperation *stores = NULL;
-  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
-       op = mlirOperationGetNextInBlock(op))
-    if (nn_op_kind_of(op) == NN_OP_STORE_GRAD) {
-      if (n_stores == cap) {
-        cap = cap ? 2 * cap : 256;
-        stores = realloc(stores, cap * sizeof *stores);
-      }
-      stores[n_stores++] = op;
-    }
-  for (size_t s = 0; s < n_stores; ++s) {
-    // The chain store <- c_k <- ... <- c_1 <- gradient, each collective's
-    // only user the next link.
-    MlirOperation chain[TP_MESH_AXES];
-    int n = 0;
-    MlirValue v = mlirOperationGetOperand(stores[s], 0);
-    while (n < TP_MESH_AXES && mlirValueIsAOpResult(v)) {
-      MlirOperation c = mlirOpResultGetOwner(v);
-      MlirOpOperand use = mlirValueGetFirstUse(v);
-      if (!is_collective(c) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(use)))
-        break;
-      chain[n++] = c;
-      v = mlirOperationGetOperand(c, 0);
-    }
-    if (n == 0 || !mlirValueIsAOpResult(v))
-      continue;
-    MlirOperation after = mlirOpResultGetOwner(v);
-    for (int i = n - 1; i >= 0; --i) {
-      mlirOperationMoveAfter(chain[i], after);
-      after = chain[i];
-    }
-    mlirOperationMoveAfter(stores[s], after);
-  }
-  free(stores);
-}
-
 static void partition_func(part_run *r, MlirOperation func) {
   MlirBlock old = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   int nargs = (int)mlirBlockGetNumArguments(old);
@@ -668,7 +618,7 @@ static void partition_func(part_run *r, MlirOperation func) {
   if (r->errors) {
     mlirBlockDestroy(body);
   } else {
-    schedule_grad_reductions(body);
+    tp_schedule_grad_reductions(body);
     // The new function replaces the old one in place, keeping its name.
     MlirRegion region = mlirOperationGetRegion(func, 0);
     mlirRegionInsertOwnedBlockBefore(region, old, body);

@@ -461,16 +461,21 @@ static MlirWalkResult plan_op(MlirOperation op, void *data) {
   return MlirWalkResultAdvance;
 }
 
+enum { kMaxFsdpReports = 3 };
+
 // FSDP: parameter `n` (shape `s`, wanted `tp` on the tp axis) is stored
-// Shard(0) over dp on its tp shard. Returns false, reporting the parameter,
-// when dp does not divide that shard's dim 0 (FSDP2 would pad; we refuse).
-static bool fsdp_layout(plan_run *r, int n, const nn_shape *s, tp_layout *l) {
+// Shard(0) over dp on its tp shard. Returns false when dp does not divide
+// that shard's dim 0 (FSDP2 would pad; we refuse), reporting the parameter
+// if it is one of the first kMaxFsdpReports (`*refused` counts them all).
+static bool fsdp_layout(plan_run *r, int n, const nn_shape *s, tp_layout *l, int *refused) {
   if (!r->fsdp || s->rank < 1)
     return true;
   int64_t rows = s->dims[0], dp = r->mesh.size[0], tp = r->mesh.size[1];
   bool tp_rows = l->on[1].kind == TP_SHARD && l->on[1].dim == 0;
   if (tp_rows)
     rows /= tp;
+  if (rows % dp != 0 && ++*refused > kMaxFsdpReports)
+    return false; // counted in annotate_args's summary
   if (rows % dp != 0) {
     MlirStringRef name = param_name(r, n);
     char tp_part[64] = "";
@@ -493,6 +498,7 @@ static bool fsdp_layout(plan_run *r, int n, const nn_shape *s, tp_layout *l) {
 // inputs (input_ids, labels).
 static void annotate_args(plan_run *r) {
   MlirOperation first = mlirBlockGetFirstOperation(r->body);
+  int refused = 0;
   for (int n = 0; n < r->num_args; ++n) {
     MlirValue arg = mlirBlockGetArgument(r->body, n);
     nn_shape s;
@@ -503,7 +509,7 @@ static void annotate_args(plan_run *r) {
     tp_layout l;
     if (r->args[n].set || (param && r->fsdp)) {
       l = layout_for(r, r->args[n].set ? r->args[n].tp : TP_R, false);
-      if (param && !fsdp_layout(r, n, &s, &l))
+      if (param && !fsdp_layout(r, n, &s, &l, &refused))
         continue;
     } else if (ints && r->mesh.size[0] > 1 && s.rank >= 1) {
       l = layout_for(r, TP_R, true);
@@ -515,6 +521,10 @@ static void annotate_args(plan_run *r) {
     MlirValue annotated = tp_build_shard(&at, arg, sh, false);
     MlirOperation shard_op = mlirOpResultGetOwner(annotated);
     mlirValueReplaceAllUsesExcept(arg, annotated, 1, &shard_op);
+  }
+  if (refused > kMaxFsdpReports) {
+    report(r, r->func, "... and %d more parameters whose dim 0 dp=%lld does not divide",
+           refused - kMaxFsdpReports, (long long)r->mesh.size[0]);
   }
 }
 
