@@ -184,6 +184,51 @@ static MlirValue reshard_axis(part_run *r, MlirValue v, MlirType global,
   return out;
 }
 
+enum { kDp = 0, kTp = 1 };
+
+// Whether the tp step of `l` to `to` would gather or split a dim that dp
+// shards in `l`. A dim sharded on both axes is a dp slice of the tp shard
+// (the runtime's layout, FSDP over TP; runtime/src/tensor.c): dp is the
+// inner axis, so a dp step is always local to the tp shard, but a tp step
+// on that dim must first have dp's slices gathered.
+static bool tp_step_nests(const tp_layout *l, tp_placement to) {
+  tp_placement dp = l->on[kDp], from = l->on[kTp];
+  if (dp.kind != TP_SHARD || tp_placement_equal(from, to))
+    return false;
+  return (from.kind == TP_SHARD && from.dim == dp.dim) ||
+         (to.kind == TP_SHARD && to.dim == dp.dim);
+}
+
+// The dp placement to step to now on the way from `l` to `to`: `to`'s,
+// unless the tp step still to come would then nest wrongly; then the
+// current one (a Partial waits for tp's reduction), or Replicate if the
+// current one already nests.
+static tp_placement dp_step(const tp_layout *l, const tp_layout *to) {
+  tp_layout after = *l;
+  after.on[kDp] = to->on[kDp];
+  if (!tp_step_nests(&after, to->on[kTp]))
+    return to->on[kDp];
+  return tp_step_nests(l, to->on[kTp]) ? TP_R : l->on[kDp];
+}
+
+// `v` from `layout` to `to`, axis by axis: Partial axes first (their
+// reductions also add a pending bias; dp's first where it can go to its
+// target, as its reduce-scatter shrinks what tp's moves), then dp, then tp.
+// A step that would nest wrongly (tp_step_nests) goes through Replicate:
+// a tp reduce-scatter becomes an all-reduce, a dp shard is gathered before
+// the tp step and sliced again after it.
+static MlirValue reshard_steps(part_run *r, MlirValue v, MlirType global, tp_layout *layout,
+                               const tp_layout *to) {
+  if (layout->on[kDp].kind == TP_PARTIAL)
+    v = reshard_axis(r, v, global, layout, kDp, dp_step(layout, to));
+  if (layout->on[kTp].kind == TP_PARTIAL)
+    v = reshard_axis(r, v, global, layout, kTp,
+                     tp_step_nests(layout, to->on[kTp]) ? TP_R : to->on[kTp]);
+  v = reshard_axis(r, v, global, layout, kDp, dp_step(layout, to));
+  v = reshard_axis(r, v, global, layout, kTp, to->on[kTp]);
+  return reshard_axis(r, v, global, layout, kDp, to->on[kDp]);
+}
+
 // The nn.module of the op that produced `old` (through shard annotations):
 // collectives resharding it carry it, so a reader sees whose output moves.
 static MlirAttribute source_module(MlirValue old) {
@@ -257,11 +302,7 @@ static MlirValue reshard(part_run *r, MlirValue old, const tp_layout *to) {
   tp_layout layout = m->layout;
   MlirValue v = m->value;
   tp_epilogue epilogue = m->epilogue;
-  // Partial axes first (their reductions also add a pending bias), then the rest.
-  for (int pass = 0; pass < 2; ++pass)
-    for (int axis = 0; axis < TP_MESH_AXES; ++axis)
-      if ((layout.on[axis].kind == TP_PARTIAL) == (pass == 0))
-        v = reshard_axis(r, v, global, &layout, axis, to->on[axis]);
+  v = reshard_steps(r, v, global, &layout, to);
   if (epilogue.fn)
     v = epilogue.fn(r, v, &layout, epilogue.arg);
   m = map_find(r, old); // the epilogue may have grown the map

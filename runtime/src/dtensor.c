@@ -49,10 +49,12 @@ srt_status srt_to_local(const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS],
 // slices of every part together ([rank 0: p0 p1 ..][rank 1: p0 p1 ..]);
 // the full tensor has each part's slices together ([p0: rank 0, 1 ..] ..).
 // Copies `from` in the first order to `to` in the second (srt_tensor_pieces
-// validated the parts when the shard was made).
-static void unblock(const srt_tensor *t, int64_t ranks, int64_t local_rows, size_t elem,
-                    const unsigned char *from, unsigned char *to) {
-  size_t row = (size_t)srt_shape_numel(t->ndim - 1, t->local_shape + 1) * elem;
+// validated the parts when the shard was made); `shape` is the gathered
+// data's, its dims after the first one row (dp's gather of a dim >= 1, done
+// before tp's, is in it).
+static void unblock(const srt_tensor *t, const int64_t *shape, int64_t ranks, int64_t local_rows,
+                    size_t elem, const unsigned char *from, unsigned char *to) {
+  size_t row = (size_t)srt_shape_numel(t->ndim - 1, shape + 1) * elem;
   int64_t full = 0, local = 0;
   for (int b = 0; b < t->num_tp_blocks; ++b) {
     int64_t rows = t->tp_blocks[b] / ranks;
@@ -98,7 +100,7 @@ srt_status srt_full_tensor(srt_context *ctx, const srt_tensor *t, void *full) {
       cur = other;
       other = tmp;
       if (!s && a == SRT_MESH_TP && t->num_tp_blocks > 0) { // rank-major -> part-major
-        unblock(t, srt_group_size(g), local_rows, elem, cur, other);
+        unblock(t, shape, srt_group_size(g), local_rows, elem, cur, other);
         tmp = cur;
         cur = other;
         other = tmp;

@@ -147,12 +147,13 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
       fill_normal(w + pieces[i].local_row * width, &part, offset,
                   mix64(seed ^ mix64(name_hash(pi->name))), p->initializer_range);
     }
-    offset[0] = pieces[0].full_row;
     // An embedding's padding_idx row starts at zero (transformers'
-    // _init_weights): zeroed where this rank holds it.
-    int64_t row = pi->zero_row - offset[0];
-    if (pi->rank >= 1 && pi->zero_row >= 0 && row >= 0 && row < pi->local_shape[0])
-      memset(w + row * width, 0, (size_t)width * sizeof(float));
+    // _init_weights): zeroed in the piece that holds it, if any.
+    for (int i = 0; pi->rank >= 1 && pi->zero_row >= 0 && i < np; ++i) {
+      int64_t row = pi->zero_row - pieces[i].full_row;
+      if (row >= 0 && row < pieces[i].rows)
+        memset(w + (pieces[i].local_row + row) * width, 0, (size_t)width * sizeof(float));
+    }
   }
   return NULL;
 }

@@ -134,13 +134,14 @@ static void test_partial(void **state) {
 // A Shard(0) on tp part by part (a Mamba2 in_proj): rank r holds its
 // slice of each part, in part order; full_tensor puts every part back.
 // With a dp Shard(0) too (FSDP), dp rank d holds rows [d L/dp, (d+1) L/dp)
-// of that tp shard (L rows), which may cut a part's slice.
+// of that tp shard (L rows), which may cut a part's slice; with a dp
+// Shard(1), columns [d C/dp, (d+1) C/dp) of it.
 static void check_parts(const srt_placement p[2]) {
   const srt_mesh *m = srt_context_mesh(g_ctx);
   int tp = m->shape[SRT_MESH_TP], dp = m->shape[SRT_MESH_DP];
   int c[SRT_MESH_NDIMS];
   srt_context_coord(g_ctx, c);
-  const int64_t parts[3] = {3 * tp, 4 * tp, 5 * tp}, rows = 12 * tp, cols = 3;
+  const int64_t parts[3] = {3 * tp, 4 * tp, 5 * tp}, rows = 12 * tp, cols = 6;
   float *full = malloc(sizeof(float) * (size_t)(rows * cols));
   float *back = calloc((size_t)(rows * cols), sizeof(float));
   for (int64_t i = 0; i < rows * cols; ++i)
@@ -161,15 +162,18 @@ static void check_parts(const srt_placement p[2]) {
       shard_rows[q++] = start + c[SRT_MESH_TP] * n + i;
     start += parts[b];
   }
-  bool fsdp = p[SRT_MESH_DP].kind == SRT_SHARD;
+  bool fsdp = p[SRT_MESH_DP].kind == SRT_SHARD && p[SRT_MESH_DP].dim == 0;
+  bool split_cols = p[SRT_MESH_DP].kind == SRT_SHARD && p[SRT_MESH_DP].dim == 1;
   int64_t local = fsdp ? 12 / dp : 12, first = fsdp ? c[SRT_MESH_DP] * local : 0;
+  int64_t width = split_cols ? cols / dp : cols, col0 = split_cols ? c[SRT_MESH_DP] * width : 0;
   assert_int_equal(t.local_shape[0], local);
+  assert_int_equal(t.local_shape[1], width);
   const float *x = t.data;
   for (int64_t i = 0; i < local; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      if (x[i * cols + j] != value(shard_rows[first + i], j, 0))
+    for (int64_t j = 0; j < width; ++j)
+      if (x[i * width + j] != value(shard_rows[first + i], col0 + j, 0))
         fail_msg("local row %lld is %g, expected full row %lld", (long long)i,
-                 x[i * cols + j], (long long)shard_rows[first + i]);
+                 x[i * width + j], (long long)shard_rows[first + i]);
   ASSERT_OK(srt_full_tensor(g_ctx, &t, back));
   assert_memory_equal(back, full, sizeof(float) * (size_t)(rows * cols));
   // Parts that do not sum to dim 0 are refused.
@@ -187,6 +191,7 @@ static void test_parts(void **state) {
   (void)state;
   check_parts((srt_placement[]){srt_replicate(), srt_shard(0)});
   check_parts((srt_placement[]){srt_shard(0), srt_shard(0)});
+  check_parts((srt_placement[]){srt_shard(1), srt_shard(0)});
 }
 
 int main(void) {
