@@ -128,9 +128,11 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
 /// multimodal ones); missing keys count 0.
 double train_flops_per_token(const srt_program *p);
 
-/// The best fp32 GEMM rate of this rank's threads (FLOP/s): three timed
-/// 1024^3 srt_cpu_gemm calls after one warm-up; 0 if the GEMM fails. About
-/// 50 ms on 2 cores. The CPU's peak for MFU.
+/// The fp32 GEMM peak of this rank's threads (FLOP/s): the larger of the best of
+/// eight 1024^3 srt_cpu_gemm calls on all threads (after 0.1 s of warm-up) and
+/// the best of four on one thread times the threads, so that a core another
+/// process holds during the measurement does not halve it; 0 if the GEMM
+/// fails. About 0.3 s on 2 cores. The CPU's peak for MFU.
 double train_cpu_peak_flops(void);
 
 /// The peak of the whole run for MFU, in FLOP/s, summed over the ranks of
