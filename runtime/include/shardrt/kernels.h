@@ -35,12 +35,14 @@ extern "C" {
 /// C = alpha op(A) op(B) + beta C in fp32, row-major (BLAS sgemm semantics):
 /// op(A) [m, k], op(B) [k, n], C [m, n]; op(X) = X^T when trans_x; lda, ldb,
 /// ldc are row strides in elements (>= the stored row length). Through
-/// oneDNN's dnnl_sgemm, which dispatches on the CPU's feature bits and runs on
-/// the kernels' OpenMP threads (srt_cpu_set_threads); called from inside an
-/// OpenMP parallel region it runs on the calling thread only. beta = 0
-/// ignores C's old contents (NaN included).
+/// oneDNN, which dispatches on the CPU's feature bits and runs on the
+/// kernels' OpenMP threads (srt_cpu_set_threads): its matmul primitive
+/// (created once per shape and layout, cached) for products of at least 128^3
+/// multiply-adds with alpha 1 and beta 0 or 1, dnnl_sgemm otherwise; called
+/// from inside an OpenMP parallel region it is always dnnl_sgemm on the
+/// calling thread only. beta = 0 ignores C's old contents (NaN included).
 /// Errors: SRT_INVALID_ARGUMENT for a negative size or a stride oneDNN
-/// refuses (the message names the sizes and strides).
+/// refuses (the message names the entry point, sizes and strides).
 srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                         int64_t k, float alpha, const float *a, int64_t lda,
                         const float *b, int64_t ldb, float beta, float *c,
@@ -48,8 +50,8 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
 
 /// Writes the GEMM library, its version and the widest instruction set it
 /// dispatches to on this CPU (fp32 GEMMs use its fp32 part: AVX-512 on
-/// avx512_core_amx), e.g. "oneDNN 2.6.3 sgemm, widest isa avx512_core_amx",
-/// into buf (NUL-terminated, truncated to size).
+/// avx512_core_amx), e.g. "oneDNN 2.6.3 matmul and sgemm, widest isa
+/// avx512_core_amx", into buf (NUL-terminated, truncated to size).
 void srt_cpu_gemm_library(char *buf, size_t size);
 
 /// Sets the threads every cpu kernel (GEMMs included) uses from now on in this

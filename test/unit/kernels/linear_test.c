@@ -142,9 +142,66 @@ static void test_gemm_empty_k(void **state) {
     assert_true(d[i] == 0.5f * (float)(i + 1));
 }
 
+// C = alpha op(A) op(B) + beta C against float64, row strides wider than the
+// rows (the padding must stay untouched).
+static void check_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       float beta, uint64_t seed) {
+  enum { kPad = 3 };
+  int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  int64_t lda = ac + kPad, ldb = bc + kPad, ldc = n + kPad;
+  test_rng rng = {seed};
+  float *a = kt_calloc(ar * lda, sizeof(float)), *b = kt_calloc(br * ldb, sizeof(float));
+  float *c = kt_calloc(m * ldc, sizeof(float));
+  double *want = kt_calloc(m * n, sizeof(double));
+  test_fill(a, ar * lda, &rng, -1, 1);
+  test_fill(b, br * ldb, &rng, -1, 1);
+  test_fill(c, m * ldc, &rng, -1, 1);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++)
+        s += (double)(ta ? a[p * lda + i] : a[i * lda + p]) *
+             (double)(tb ? b[j * ldb + p] : b[p * ldb + j]);
+      want[i * n + j] = alpha * s + (beta == 0.0f ? 0.0 : beta * (double)c[i * ldc + j]);
+      if (beta == 0.0f)
+        c[i * ldc + j] = NAN; // beta 0 ignores C
+    }
+  assert_null(srt_cpu_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+  float *packed = kt_calloc(m * n, sizeof(float));
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < n; j++)
+      packed[i * n + j] = c[i * ldc + j];
+    for (int64_t j = n; j < ldc; j++) // the padding: test_fill's range, never written
+      assert_true(c[i * ldc + j] >= -1.0f && c[i * ldc + j] <= 1.0f);
+  }
+  // k terms in [-1, 1]: typical fp32 error sqrt(k) 2^-24 per product term.
+  test_assert_close(packed, want, m * n, 2e-5 * sqrt((double)k), 1e-6, "gemm");
+  free(a), free(b), free(c), free(want), free(packed);
+}
+
+// Every layout, beta 0 / 1 / other and alpha 1 / other, on products above
+// and below the size where srt_cpu_gemm moves from dnnl_sgemm to oneDNN's
+// matmul primitive (128^3 multiply-adds), each shape twice (the second from
+// the primitive cache); then more shapes than the cache holds.
+static void test_gemm_layouts(void **state) {
+  (void)state;
+  const float betas[] = {0.0f, 1.0f, 0.5f}, alphas[] = {1.0f, 0.75f};
+  uint64_t seed = 100;
+  for (int t = 0; t < 4; t++)
+    for (int bi = 0; bi < 3; bi++)
+      for (int ai = 0; ai < 2; ai++)
+        for (int rep = 0; rep < 2; rep++) {
+          check_gemm(t & 1, t & 2, 130, 140, 150, alphas[ai], betas[bi], seed++);
+          check_gemm(t & 1, t & 2, 9, 11, 13, alphas[ai], betas[bi], seed++);
+        }
+  for (int64_t i = 0; i < 70; i++)
+    check_gemm(i & 1, i & 2, 129, 129 + i, 130, 1.0f, (float)(i % 2), seed++);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_empty_k),
+      cmocka_unit_test(test_gemm_layouts),
       cmocka_unit_test(test_forward),
       cmocka_unit_test(test_backward),
       cmocka_unit_test(test_rejects_bad_sizes),
