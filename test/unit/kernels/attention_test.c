@@ -186,9 +186,10 @@ static void test_non_causal_and_window(void **state) {
 
 static void test_multi_tile(void **state) {
   (void)state;
-  // 150 queries = query blocks of 128 and 22, with a window of 40 crossing
-  // the block boundary, GQA 2 and softcap: finite differences at 60 sampled
-  // inputs per tensor (all of them would take minutes).
+  // 150 queries = query blocks of 64, 64 and 22 (a masked attention of at
+  // most 512 positions; seq 700 below takes blocks of 128), with a window of
+  // 40 crossing the block boundaries, GQA 2 and softcap: finite differences
+  // at 60 sampled inputs per tensor (all of them would take minutes).
   srt_attention_config c = {.batch = 1, .seq = 150, .heads = 2, .kv_heads = 1,
                             .head_dim = 8, .causal = true, .scale = 0.35355339f,
                             .sliding_window = 40, .softcap = 3.0f};
