@@ -8,15 +8,14 @@
 // forward's x W^T (NT) shapes of a transformer at 75-85% of its NN rate (on
 // a Zen 4: 1024x512x2048 NT 147 GFLOP/s against 212 NN), where the primitive
 // gives 190-220 on every layout; but a primitive costs 0.3-3 ms to create,
-// so it is kept per shape (the cache below), and products inside a parallel
-// region (attention's and Mamba2's tiles, on one thread each) or below
+// so it is kept per shape and thread count (the cache below), and products
+// inside a parallel region (attention's and Mamba2's tiles, on one thread each) or below
 // kPrimitiveFlops stay on dnnl_sgemm.
 #include "shardrt/kernels.h"
 
 #include <dnnl.h>
 #include <omp.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 // Products of fewer multiply-adds (m n k) stay on dnnl_sgemm: a 128^3 one
 // takes ~20 us, where the primitive's per-call setup starts to show.
@@ -26,9 +25,11 @@ static const double kPrimitiveFlops = 128.0 * 128.0 * 128.0;
 // about ten shapes); the oldest entry is replaced past that.
 enum { kCacheEntries = 64 };
 
-// One cached matmul: its shape, layout and beta (0 or 1) and the primitive.
+// One cached matmul: its shape, layout, beta (0 or 1), threads (oneDNN
+// fixes a primitive's thread count when it makes it) and the primitive.
 typedef struct matmul_entry {
   bool trans_a, trans_b, accumulate;
+  int threads;
   int64_t m, n, k, lda, ldb, ldc;
   dnnl_primitive_t primitive;
   dnnl_memory_desc_t a, b, c;
@@ -44,18 +45,6 @@ static struct {
   int used, next; // filled entries; the one to replace next when full
   bool failed;    // the engine could not be made: dnnl_sgemm only
 } g_matmul;
-
-static void release_matmuls(void) {
-  for (int i = 0; i < g_matmul.used; i++)
-    dnnl_primitive_destroy(g_matmul.entries[i].primitive);
-  if (g_matmul.stream)
-    dnnl_stream_destroy(g_matmul.stream);
-  if (g_matmul.engine)
-    dnnl_engine_destroy(g_matmul.engine);
-  g_matmul.used = 0;
-  g_matmul.stream = NULL;
-  g_matmul.engine = NULL;
-}
 
 // A row-major [rows, cols] operand with row stride ld, or its transpose
 // stored [cols, rows].
@@ -97,19 +86,23 @@ static dnnl_status_t make_matmul(matmul_entry *e) {
 // The cached primitive of this product, made on first use; NULL when oneDNN
 // cannot make one (the caller falls back to dnnl_sgemm).
 static matmul_entry *find_matmul(const matmul_entry *key) {
+  // The engine, stream and primitives live as long as the process (they stay
+  // reachable from g_matmul: no leak).
   if (!g_matmul.engine && !g_matmul.failed) {
-    g_matmul.failed = dnnl_engine_create(&g_matmul.engine, dnnl_cpu, 0) ||
-                      dnnl_stream_create(&g_matmul.stream, g_matmul.engine,
-                                         dnnl_stream_default_flags);
-    if (!g_matmul.failed)
-      atexit(release_matmuls); // leak checkers see every primitive freed
+    g_matmul.failed = dnnl_engine_create(&g_matmul.engine, dnnl_cpu, 0) != dnnl_success;
+    if (!g_matmul.failed && dnnl_stream_create(&g_matmul.stream, g_matmul.engine,
+                                               dnnl_stream_default_flags) != dnnl_success) {
+      dnnl_engine_destroy(g_matmul.engine);
+      g_matmul.engine = NULL;
+      g_matmul.failed = true;
+    }
   }
   if (g_matmul.failed)
     return NULL;
   for (int i = 0; i < g_matmul.used; i++) {
     matmul_entry *e = &g_matmul.entries[i];
     if (e->trans_a == key->trans_a && e->trans_b == key->trans_b &&
-        e->accumulate == key->accumulate && e->m == key->m && e->n == key->n &&
+        e->accumulate == key->accumulate && e->threads == key->threads && e->m == key->m && e->n == key->n &&
         e->k == key->k && e->lda == key->lda && e->ldb == key->ldb && e->ldc == key->ldc)
       return e;
   }
@@ -154,11 +147,14 @@ static dnnl_status_t try_matmul(bool *used, bool trans_a, bool trans_b, int64_t 
                                 const float *b, int64_t ldb, float beta, float *c,
                                 int64_t ldc) {
   *used = false;
-  if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || omp_in_parallel() ||
+  // omp_get_level, not omp_in_parallel: a team of one thread is no active
+  // region, and its tiles must stay on dnnl_sgemm like every other team's.
+  if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || omp_get_level() > 0 ||
       (double)m * (double)n * (double)k < kPrimitiveFlops)
     return dnnl_success;
   matmul_entry key = {.trans_a = trans_a, .trans_b = trans_b, .accumulate = beta == 1.0f,
-                      .m = m, .n = n, .k = k, .lda = lda, .ldb = ldb, .ldc = ldc};
+                      .threads = omp_get_max_threads(), .m = m, .n = n, .k = k,
+                      .lda = lda, .ldb = ldb, .ldc = ldc};
   dnnl_status_t s = dnnl_success;
 #pragma omp critical(srt_gemm_matmul)
   {

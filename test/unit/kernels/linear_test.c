@@ -195,7 +195,15 @@ static void test_gemm_layouts(void **state) {
           check_gemm(t & 1, t & 2, 9, 11, 13, alphas[ai], betas[bi], seed++);
         }
   for (int64_t i = 0; i < 70; i++)
-    check_gemm(i & 1, i & 2, 129, 129 + i, 130, 1.0f, (float)(i % 2), seed++);
+    check_gemm(i & 1, i & 2, 129, 129 + i, 130, 1.0f, (float)(i / 4 % 2), seed++);
+  // A cached shape at another thread count, and inside a team of one thread
+  // (no active region: still dnnl_sgemm on that thread).
+  int threads = srt_cpu_threads();
+  srt_cpu_set_threads(1);
+  check_gemm(false, true, 130, 140, 150, 1.0f, 0.0f, seed++);
+  srt_cpu_set_threads(threads);
+#pragma omp parallel num_threads(1)
+  check_gemm(false, true, 130, 140, 150, 1.0f, 1.0f, seed++);
 }
 
 int main(void) {
