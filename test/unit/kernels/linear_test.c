@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel_testing.h"
 #include "shardrt/kernels.h"
@@ -206,10 +207,31 @@ static void test_gemm_layouts(void **state) {
   check_gemm(false, true, 130, 140, 150, 1.0f, 1.0f, seed++);
 }
 
+// A row stride shorter than its row is refused, naming the strides, on a
+// product large enough for the matmul primitive as on a small one.
+static void test_gemm_rejects_short_strides(void **state) {
+  (void)state;
+  float *a = kt_calloc(200 * 200, sizeof(float)), *b = kt_calloc(200 * 200, sizeof(float));
+  float *c = kt_calloc(200 * 200, sizeof(float));
+  const int64_t lds[3][3] = {{100, 200, 200}, {200, 100, 200}, {200, 200, 100}};
+  for (int i = 0; i < 3; i++)
+    for (int64_t size = 8; size <= 200; size += 192) {
+      int64_t lda = lds[i][0] * size / 200, ldb = lds[i][1] * size / 200;
+      int64_t ldc = lds[i][2] * size / 200;
+      srt_status s =
+          srt_cpu_gemm(false, false, size, size, size, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+      assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+      assert_non_null(strstr(srt_status_message(s), "lda="));
+      srt_status_free(s);
+    }
+  free(a), free(b), free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_empty_k),
       cmocka_unit_test(test_gemm_layouts),
+      cmocka_unit_test(test_gemm_rejects_short_strides),
       cmocka_unit_test(test_forward),
       cmocka_unit_test(test_backward),
       cmocka_unit_test(test_rejects_bad_sizes),
