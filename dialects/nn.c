@@ -320,7 +320,12 @@ MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
   spec_float(&s, "scale", cfg->scale);
   spec_int(&s, "sliding_window", cfg->sliding_window);
   spec_float(&s, "softcap", cfg->softcap);
-  return finish1(&s, mlirValueGetType(q));
+  nn_shape qs;
+  nn_shape_of(mlirValueGetType(q), &qs);
+  int64_t lse_dims[3] = {qs.dims[0], cfg->num_heads, qs.dims[1]};
+  MlirType types[2] = {mlirValueGetType(q),
+                       nn_tensor_type(b->ctx, 3, lse_dims, mlirF32TypeGet(b->ctx))};
+  return mlirOperationGetResult(spec_finish(&s, 2, types), 0);
 }
 
 MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,

@@ -175,7 +175,9 @@ typedef struct nn_attention_config {
   double softcap;         // 0 = none
 } nn_attention_config;
 
-/// q [B, S, H * hd], k/v [B, S, KV * hd] -> q's type.
+/// q [B, S, H * hd], k/v [B, S, KV * hd] -> the output, q's type (the op's
+/// second result, the log-sum-exp [B, H, S] f32 the backward reads, is
+/// result 1 of the output's owner).
 MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
                              MlirValue k, MlirValue v,
                              const nn_attention_config *cfg);

@@ -91,7 +91,9 @@ irdl.dialect @nn {
 
   // Scaled dot-product attention with grouped KV heads.
   // query: [B, S, num_heads * head_dim], key/value: [B, S, num_kv_heads * head_dim],
-  // output: [B, S, num_heads * head_dim]. sliding_window = 0: none;
+  // output: [B, S, num_heads * head_dim], lse: [B, num_heads, S] f32, each
+  // query's log-sum-exp of its scores (nats), which the backward reads
+  // instead of running the forward again. sliding_window = 0: none;
   // softcap = 0.0: none (else scores = softcap * tanh(scores / softcap)).
   irdl.operation @attention {
     %q = irdl.base "!builtin.tensor"
@@ -105,8 +107,9 @@ irdl.dialect @nn {
     %scale = irdl.base "#builtin.float"
     %window = irdl.base "#builtin.integer"
     %softcap = irdl.base "#builtin.float"
+    %lse = irdl.base "!builtin.tensor"
     irdl.operands(query: %q, key: %kv, value: %kv)
-    irdl.results(output: %q)
+    irdl.results(output: %q, lse: %lse)
     irdl.attributes {"num_heads" = %heads, "num_kv_heads" = %kv_heads,
                      "head_dim" = %head_dim, "causal" = %causal,
                      "scale" = %scale, "sliding_window" = %window,
@@ -346,7 +349,8 @@ irdl.dialect @nn {
     irdl.attributes {"head_dim" = %hd}
   }
 
-  // (dq, dk, dv) of nn.attention (same attributes as the forward op).
+  // (dq, dk, dv) of nn.attention from its query, key, value, output, lse
+  // and dy, the output's gradient (same attributes as the forward op).
   irdl.operation @attention_grad {
     %q = irdl.base "!builtin.tensor"
     %kv = irdl.base "!builtin.tensor"
@@ -359,7 +363,8 @@ irdl.dialect @nn {
     %scale = irdl.base "#builtin.float"
     %window = irdl.base "#builtin.integer"
     %softcap = irdl.base "#builtin.float"
-    irdl.operands(query: %q, key: %kv, value: %kv, dy: %q)
+    %lse = irdl.base "!builtin.tensor"
+    irdl.operands(query: %q, key: %kv, value: %kv, output: %q, lse: %lse, dy: %q)
     irdl.results(dquery: %q, dkey: %kv, dvalue: %kv)
     irdl.attributes {"num_heads" = %heads, "num_kv_heads" = %kv_heads,
                      "head_dim" = %head_dim, "causal" = %causal,

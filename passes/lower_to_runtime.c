@@ -356,13 +356,16 @@ static MlirValue find_logits(lower_run *r) {
   return (MlirValue){NULL};
 }
 
-// The buffer dtype of `op`'s results: always fp32 on the cpu. On cuda:
-// fp32 for parameter gradients, loss statistics and rotary tables; an add
-// or a collective keeps its first operand's; bf16 for everything else.
-static int result_dtype(lower_run *r, MlirOperation op) {
+// The buffer dtype of `op`'s result `i`: always fp32 on the cpu. On cuda:
+// fp32 for parameter gradients, loss statistics, rotary tables and
+// attention's lse; an add or a collective keeps its first operand's; bf16
+// for everything else.
+static int result_dtype(lower_run *r, MlirOperation op, intptr_t i) {
   if (!r->cuda)
     return kF32;
   switch (nn_op_kind_of(op)) {
+  case NN_OP_ATTENTION:
+    return i == 1 ? kF32 : kBF16;
   case NN_OP_EMBEDDING_GRAD:
   case NN_OP_LINEAR_GRAD_WEIGHT:
   case NN_OP_LINEAR_GRAD_BIAS:
@@ -557,7 +560,7 @@ static void plan_temporaries(lower_run *r) {
     backward_seen |= ph == NN_PHASE_BACKWARD;
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
       MlirValue v = mlirOperationGetResult(op, i);
-      int dtype = result_dtype(r, op);
+      int dtype = result_dtype(r, op, i);
       // A collective (no nn phase) counts with the ops around it, but for
       // the FSDP gather of a parameter (an argument).
       bool gathered = tp_op_is(op, "shard.all_gather") &&

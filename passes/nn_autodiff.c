@@ -81,6 +81,16 @@ static MlirValue operand(MlirOperation op, int i) { return mlirOperationGetOpera
 
 static MlirType type_of(MlirValue v) { return mlirValueGetType(v); }
 
+// Operand `code` of a backward op of `fwd` (an NN_VJP operand letter): dy,
+// or a forward operand or result, recomputed where its segment is.
+static MlirValue vjp_operand(ad_run *r, MlirOperation fwd, char code, MlirValue dy) {
+  if (code == 'd')
+    return dy;
+  MlirValue v = code >= 'A' && code <= 'J' ? mlirOperationGetResult(fwd, code - 'A')
+                                           : operand(fwd, code - '0');
+  return tp_recompute_value(&r->rc, v);
+}
+
 // Builds one backward op of `fwd` (an NN_VJP row of the op table) and
 // accumulates its results into the gradients of the forward operands it
 // targets. Skipped when no target needs a gradient (or exists: an absent
@@ -107,7 +117,7 @@ static void apply_vjp(ad_run *r, MlirOperation fwd, const nn_vjp *vjp, MlirValue
   MlirValue ops[NN_MAX_VJP_VALUES];
   int n = 0;
   for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o)
-    ops[n++] = *o == 'd' ? dy : tp_recompute_value(&r->rc, operand(fwd, *o - '0'));
+    ops[n++] = vjp_operand(r, fwd, *o, dy);
   if (vjp->grad == NN_OP_NONE) { // the gradient passes through (an add)
     for (int i = 0; i < nt; ++i)
       accumulate(r, targets[i], ops[0], m);

@@ -241,6 +241,15 @@ static void check_apply_rotary(checker *c) {
   want_shape(c, "cos/sin", &cs, &expect);
 }
 
+// An attention's lse: [batch, num_heads, seq] of f32.
+static void want_lse(checker *c, const nn_shape *lse, const nn_shape *q, int64_t heads) {
+  nn_shape want = {.rank = 3, .dims = {q->dims[0], heads, q->dims[1]},
+                   .element = mlirF32TypeGet(mlirTypeGetContext(lse->element))};
+  want_shape(c, "lse", lse, &want);
+}
+
+static void check_static(checker *c);
+
 static void check_attention(checker *c) {
   nn_shape q, k;
   if (!operand_shape(c, 0, "query", &q) || !operand_shape(c, 1, "key", &k))
@@ -284,6 +293,18 @@ static void check_attention(checker *c) {
   double softcap = nn_attr_float(c->op, "softcap", 0);
   if (!(softcap >= 0))
     fail(c, "attribute 'softcap' must be 0 (none) or positive, got %g", softcap);
+  nn_shape lse;
+  if (result_shape(c, 1, &lse))
+    want_lse(c, &lse, &q, h);
+}
+
+// nn.attention_grad: statically shaped, its lse operand as the forward's.
+static void check_attention_grad(checker *c) {
+  check_static(c);
+  nn_shape q, lse;
+  if (nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, 0)), &q) && q.rank == 3 &&
+      nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, 4)), &lse))
+    want_lse(c, &lse, &q, nn_attr_int(c->op, "num_heads", 0));
 }
 
 static void check_float_elementwise(checker *c) {

@@ -16,7 +16,8 @@
 // Letters: b batch, s sequence, S query sequence and T key sequence (whole:
 // causal attention needs them complete), d/f/n features, k contracted
 // features, v vocabulary, h heads x head_dim (a last dim split in whole
-// heads), g head_dim.
+// heads; in any other dim, the heads themselves: attention's lse
+// [b, heads, S]), g head_dim.
 static const tp_rule kEmbedding = {.operands = {"bs", "vd"},
                                    .results = {"bsd"},
                                    .reduction = "v",
@@ -37,7 +38,7 @@ static const tp_rule kRotary = {.operands = {"bs"}, .results = {"bsg", "bsg"}, .
 static const tp_rule kApplyRotary = {
     .operands = {"bsh", "bsg", "bsg"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
 static const tp_rule kAttention = {.operands = {"bSh", "bTh", "bTh"},
-                                   .results = {"bSh"},
+                                   .results = {"bSh", "bhS"},
                                    .whole = "ST",
                                    .heads = "h",
                                    .localize = tp_localize_heads};
@@ -94,7 +95,7 @@ static const tp_rule kHeadNormGradWeight = {.operands = {"bsh", "bsh"},
                                             .heads = "h"};
 static const tp_rule kApplyRotaryGrad = {
     .operands = {"bsh", "bsg", "bsg"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
-static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh"},
+static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh", "bhS", "bSh"},
                                        .results = {"bSh", "bTh", "bTh"},
                                        .whole = "ST",
                                        .heads = "h",
@@ -223,12 +224,14 @@ static int count(const char *const *labels) {
 
 static bool static_dims(MlirValue v, nn_shape *s) { return nn_shape_of(mlirValueGetType(v), s); }
 
-// Can `v` be split on `dim` into `parts` pieces of whole heads?
+// Can `v` be split on `dim` into `parts` pieces of whole heads? (The last
+// dim holds heads x head_dim; any other, the heads.)
 static bool whole_heads(MlirValue v, int dim, int64_t parts, int64_t head_dim) {
   nn_shape s;
   if (!static_dims(v, &s) || dim >= s.rank || head_dim <= 0)
     return false;
-  return s.dims[dim] % parts == 0 && (s.dims[dim] / parts) % head_dim == 0;
+  int64_t unit = dim == s.rank - 1 ? head_dim : 1;
+  return s.dims[dim] % parts == 0 && (s.dims[dim] / parts) % unit == 0;
 }
 
 // The factor to shard on `axis`: a sharded parameter decides first, then the

@@ -7,10 +7,12 @@
 // scattered back. The backward writes this rank's contribution to dk/dv
 // (zero for KV heads none of its query heads reads): Partial over the axis.
 //
+// The forward writes out and the log-sum-exp lse [B, H, S]; the backward
+// reads both (it does not run the forward again).
+//
 // Scratch (the context's op scratch, no allocation after the first step):
-// the kernel workspace, the log-sum-exp [B, H, S], and for the backward the
-// recomputed output [B, S, H*hd]; replicated KV adds the gathered q/out/dy/dq
-// [B, S, H*hd] and k/v/dk/dv [B, S, hd] of a run.
+// the kernel workspace; replicated KV adds a run's gathered lse [B, n, S],
+// q/out/dy/dq [B, S, n*hd] and k/v/dk/dv [B, S, hd].
 #include <string.h>
 
 #include "ops_internal.h"
@@ -45,6 +47,20 @@ static head_run next_run(const srt_op_attention_config *c, int64_t first_head, i
   return (head_run){h0, end - h0, kv};
 }
 
+// Copies heads [h0, h0 + count) of lse [batch, heads, seq] to part
+// [batch, count, seq] (gather) or back (scatter, when `to_full`).
+static void move_lse(float *full, float *part, int64_t batch, int64_t heads, int64_t seq,
+                     int64_t h0, int64_t count, int to_full) {
+  size_t bytes = (size_t)(count * seq) * sizeof(float);
+  for (int64_t b = 0; b < batch; ++b) {
+    float *f = full + (b * heads + h0) * seq, *p = part + b * count * seq;
+    if (to_full)
+      memcpy(f, p, bytes);
+    else
+      memcpy(p, f, bytes);
+  }
+}
+
 // Copies heads [h0, h0 + count) of src [rows, heads * hd] to dst [rows, count * hd]
 // (gather) or back (scatter, when `to_full`).
 static void move_heads(float *full, float *part, int64_t rows, int64_t heads, int64_t hd,
@@ -60,63 +76,62 @@ static void move_heads(float *full, float *part, int64_t rows, int64_t heads, in
 }
 
 srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
-                                const srt_op_attention_config *config) {
+                                int64_t lse, const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention", config, &heads));
   int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
-  int64_t rows = c->batch * c->seq, H = c->num_heads, hd = c->head_dim;
+  int64_t B = c->batch, S = c->seq, rows = B * S, H = c->num_heads, hd = c->head_dim;
   srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
-  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = c->batch * H * c->seq;
+  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * S;
   float *scratch;
   if (c->q_head_offset_axis < 0) {
-    SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n, &scratch));
-    return srt_cpu_attention_forward(ops_f32(e, out), scratch + ws, ops_f32(e, q),
+    SRT_RETURN_IF_ERROR(ops_scratch(e, ws, &scratch));
+    return srt_cpu_attention_forward(ops_f32(e, out), ops_f32(e, lse), ops_f32(e, q),
                                      ops_f32(e, k), ops_f32(e, v), scratch, &kc);
   }
-  // Replicated KV: per run, gathered q [rows, n*hd], k, v [rows, hd], out.
+  // Replicated KV: per run, gathered lse, q [rows, n*hd], out, k, v [rows, hd].
   int64_t qn = rows * H * hd, kn = rows * hd;
   SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 2 * qn + 2 * kn, &scratch));
-  float *lse = scratch + ws, *qs = lse + lse_n, *os = qs + qn, *ks = os + qn, *vs = ks + kn;
+  float *ls = scratch + ws, *qs = ls + lse_n, *os = qs + qn, *ks = os + qn, *vs = ks + kn;
   for (int64_t h0 = 0; h0 < H;) {
     head_run run = next_run(c, first, group, h0);
     move_heads(ops_f32(e, q), qs, rows, H, hd, run.h0, run.count, 0);
     move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     srt_attention_config rc = kernel_config(c, run.count, 1);
-    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, lse, qs, ks, vs, scratch, &rc));
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, ls, qs, ks, vs, scratch, &rc));
     move_heads(ops_f32(e, out), os, rows, H, hd, run.h0, run.count, 1);
+    move_lse(ops_f32(e, lse), ls, B, H, S, run.h0, run.count, 1);
     h0 += run.count;
   }
   return NULL;
 }
 
-srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t dy,
-                                     int64_t dq, int64_t dk, int64_t dv,
+srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                     int64_t out, int64_t lse, int64_t dy, int64_t dq,
+                                     int64_t dk, int64_t dv,
                                      const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
   int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
-  int64_t rows = c->batch * c->seq, H = c->num_heads, hd = c->head_dim;
+  int64_t B = c->batch, S = c->seq, rows = B * S, H = c->num_heads, hd = c->head_dim;
   srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
-  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = c->batch * H * c->seq;
+  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * S;
   int64_t qn = rows * H * hd, kn = rows * hd;
   float *scratch;
   if (c->q_head_offset_axis < 0) {
-    // Recompute out and lse, then the kernel's backward on the whole tensors.
-    SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + qn, &scratch));
-    float *lse = scratch + ws, *o = lse + lse_n;
-    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(o, lse, ops_f32(e, q), ops_f32(e, k),
-                                                  ops_f32(e, v), scratch, &kc));
+    SRT_RETURN_IF_ERROR(ops_scratch(e, ws, &scratch));
     return srt_cpu_attention_backward(ops_f32(e, dq), ops_f32(e, dk), ops_f32(e, dv),
                                       ops_f32(e, dy), ops_f32(e, q), ops_f32(e, k),
-                                      ops_f32(e, v), o, lse, scratch, &kc);
+                                      ops_f32(e, v), ops_f32(e, out), ops_f32(e, lse),
+                                      scratch, &kc);
   }
-  // Replicated KV: gathered q, out, dy, dq [rows, n*hd] and k, v, dk, dv
-  // [rows, hd] per run; KV heads no local query head reads get zero.
+  // Replicated KV: gathered lse, q, out, dy, dq [rows, n*hd] and k, v, dk,
+  // dv [rows, hd] per run; KV heads no local query head reads get zero.
   SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 4 * qn + 4 * kn, &scratch));
-  float *lse = scratch + ws, *qs = lse + lse_n, *os = qs + qn, *dys = os + qn, *dqs = dys + qn,
+  float *ls = scratch + ws, *qs = ls + lse_n, *os = qs + qn, *dys = os + qn, *dqs = dys + qn,
         *ks = dqs + qn, *vs = ks + kn, *dks = vs + kn, *dvs = dks + kn;
   int64_t kv_floats = rows * c->num_kv_heads * hd;
   memset(ops_f32(e, dk), 0, (size_t)kv_floats * sizeof(float));
@@ -124,13 +139,14 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
   for (int64_t h0 = 0; h0 < H;) {
     head_run run = next_run(c, first, group, h0);
     move_heads(ops_f32(e, q), qs, rows, H, hd, run.h0, run.count, 0);
+    move_heads(ops_f32(e, out), os, rows, H, hd, run.h0, run.count, 0);
     move_heads(ops_f32(e, dy), dys, rows, H, hd, run.h0, run.count, 0);
+    move_lse(ops_f32(e, lse), ls, B, H, S, run.h0, run.count, 0);
     move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     srt_attention_config rc = kernel_config(c, run.count, 1);
-    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, lse, qs, ks, vs, scratch, &rc));
     SRT_RETURN_IF_ERROR(
-        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, lse, scratch, &rc));
+        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, ls, scratch, &rc));
     move_heads(ops_f32(e, dq), dqs, rows, H, hd, run.h0, run.count, 1);
     // Runs are maximal, so each KV head gets at most one run's gradient.
     move_heads(ops_f32(e, dk), dks, rows, c->num_kv_heads, hd, run.kv, 1, 1);

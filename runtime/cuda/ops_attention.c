@@ -1,8 +1,8 @@
 // Attention ops of a cuda step (shardrt/cuda.h): cuDNN's fused SDPA where
 // it supports the shape (cudnn_attention.c), else our FlashAttention-2-style
 // kernels (kernels/attention.cu: causal, sliding window, softcap, GQA and
-// the replicated-KV head mapping). The backward recomputes the forward's
-// output and log-sum-exp (the step keeps neither).
+// the replicated-KV head mapping). The forward writes the output (bf16)
+// and the log-sum-exp (fp32 [B, H, S]); the backward reads both.
 //
 // cuDNN's path is trusted per shape only after it agreed with our kernels:
 // the first forward and the first backward of every shape run both and
@@ -167,54 +167,55 @@ static size_t carve(uint8_t *base, const size_t *sizes, int n, void **parts) {
 }
 
 srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
-                                 const srt_op_attention_config *config) {
+                                 int64_t lse, const srt_op_attention_config *config) {
   const char *op = "srt_cuda_op_attention";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   srt_cuda_attention_shape s;
   SRT_RETURN_IF_ERROR(shape_of(e, op, config, &s));
-  // Scratch: lse, then the check's lse and output.
+  // Scratch: the check's lse and output.
   size_t rows = (size_t)(s.batch * s.heads * s.seq), outn = (size_t)(s.batch * s.seq * s.heads * s.head_dim);
-  const size_t sizes[3] = {4 * rows, 4 * rows, 2 * outn};
-  void *scratch, *part[3];
-  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 3, NULL), &scratch));
-  carve(scratch, sizes, 3, part);
-  return forward(d, &s, cu_bf16(e, q), cu_bf16(e, k), cu_bf16(e, v), cu_bf16(e, out), part[0],
-                 part[2], part[1]);
+  const size_t sizes[2] = {4 * rows, 2 * outn};
+  void *scratch, *part[2] = {NULL, NULL};
+  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 2, NULL), &scratch));
+  carve(scratch, sizes, 2, part);
+  return forward(d, &s, cu_bf16(e, q), cu_bf16(e, k), cu_bf16(e, v), cu_bf16(e, out),
+                 cu_f32(e, lse), part[1], part[0]);
 }
 
 srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
-                                      int64_t dy, int64_t dq, int64_t dk, int64_t dv,
+                                      int64_t out, int64_t lse, int64_t dy, int64_t dq,
+                                      int64_t dk, int64_t dv,
                                       const srt_op_attention_config *config) {
   const char *op = "srt_cuda_op_attention_grad";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
   srt_cuda_attention_shape s;
   SRT_RETURN_IF_ERROR(shape_of(e, op, config, &s));
-  // Scratch (fp32 then bf16): lse, delta, check lse [rows] each; the
-  // recomputed output and the forward check's [q elements] each; the
-  // backward check's dq [q elements] and dk, dv [kv elements] each.
+  // Scratch: delta [rows] fp32; the check's dq [q elements] and dk, dv
+  // [kv elements] bf16.
   size_t rows = (size_t)(s.batch * s.heads * s.seq), qn = (size_t)(s.batch * s.seq * s.heads * s.head_dim);
   size_t kn = (size_t)(s.batch * s.seq * s.kv_heads * s.head_dim);
-  const size_t sizes[8] = {4 * rows, 4 * rows, 4 * rows, 2 * qn, 2 * qn, 2 * qn, 2 * kn, 2 * kn};
-  void *scratch, *part[8];
-  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 8, NULL), &scratch));
-  carve(scratch, sizes, 8, part);
-  float *lse = part[0], *delta = part[1], *check_lse = part[2];
-  srt_bf16 *o = part[3], *check = part[4], *rdq = part[5], *rdk = part[6], *rdv = part[7];
+  const size_t sizes[4] = {4 * rows, 2 * qn, 2 * kn, 2 * kn};
+  void *scratch, *part[4] = {NULL, NULL, NULL, NULL};
+  SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 4, NULL), &scratch));
+  carve(scratch, sizes, 4, part);
+  float *delta = part[0];
+  srt_bf16 *rdq = part[1], *rdk = part[2], *rdv = part[3];
   const srt_bf16 *Q = cu_bf16(e, q), *K = cu_bf16(e, k), *V = cu_bf16(e, v), *dO = cu_bf16(e, dy);
+  const srt_bf16 *o = cu_bf16(e, out);
+  const float *L = cu_f32(e, lse);
   srt_bf16 *dQ = cu_bf16(e, dq), *dK = cu_bf16(e, dk), *dV = cu_bf16(e, dv);
-  SRT_RETURN_IF_ERROR(forward(d, &s, Q, K, V, o, lse, check, check_lse));
   int slot;
   bool supported = false;
   if (try_cudnn(d, &s, 1, &slot))
     SRT_RETURN_IF_ERROR(
-        srt_cudnn_attention_backward(d, &s, Q, K, V, o, dO, lse, dQ, dK, dV, &supported));
+        srt_cudnn_attention_backward(d, &s, Q, K, V, o, dO, L, dQ, dK, dV, &supported));
   if (supported && d->checked_ok[slot][1] == 1)
     return NULL;
   bool compare = supported;
   SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_attention_backward(
-      compare ? rdq : dQ, compare ? rdk : dK, compare ? rdv : dV, dO, Q, K, V, o, lse, delta,
+      compare ? rdq : dQ, compare ? rdk : dK, compare ? rdv : dV, dO, Q, K, V, o, L, delta,
       &s, d->compute)));
   if (!compare)
     return NULL;

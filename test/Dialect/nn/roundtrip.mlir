@@ -43,7 +43,7 @@ func.func @rotary(%x: tensor<2x8x64xf32>, %pos: tensor<2x8xi64>) -> tensor<2x8x6
 // CHECK-LABEL: func.func @attention
 // CHECK: "nn.attention"(%arg0, %arg1, %arg1) {causal = true, head_dim = 16 : i64, nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 1 : i64, scale = 6.250000e-02 : f64, sliding_window = 4 : i64, softcap = 5.000000e+01 : f64}
 func.func @attention(%q: tensor<2x8x64xf32>, %kv: tensor<2x8x16xf32>) -> tensor<2x8x64xf32> {
-  %0 = "nn.attention"(%q, %kv, %kv) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, causal = true, scale = 0.0625 : f64, sliding_window = 4 : i64, softcap = 50.0 : f64} : (tensor<2x8x64xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x64xf32>
+  %0, %lse = "nn.attention"(%q, %kv, %kv) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 1 : i64, head_dim = 16 : i64, causal = true, scale = 0.0625 : f64, sliding_window = 4 : i64, softcap = 50.0 : f64} : (tensor<2x8x64xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> (tensor<2x8x64xf32>, tensor<2x4x8xf32>)
   return %0 : tensor<2x8x64xf32>
 }
 

@@ -244,72 +244,72 @@ func.func @apply_rotary_cos_shape(%x: tensor<1x4x16xf32>, %c: tensor<1x2x8xf32>)
 // -----
 
 func.func @attention_rank(%q: tensor<4x32xf32>, %k: tensor<4x16xf32>) -> tensor<4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): query must have rank 3, got shape [4, 32]
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<4x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): query must have rank 3, got shape [4, 32]
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<4x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> (tensor<4x32xf32>, tensor<4x4x32xf32>)
   return %0 : tensor<4x32xf32>
 }
 
 // -----
 
 func.func @attention_heads_positive(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): attribute 'num_heads' must be positive, got 0
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 0 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): attribute 'num_heads' must be positive, got 0
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 0 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x1x4xf32>)
   return %0 : tensor<1x4x32xf32>
 }
 
 // -----
 
 func.func @attention_gqa(%q: tensor<1x4x24xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x24xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): num_heads 3 is not divisible by num_kv_heads 2 (GQA)
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x24xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x24xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): num_heads 3 is not divisible by num_kv_heads 2 (GQA)
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 3 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x24xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x24xf32>, tensor<1x3x4xf32>)
   return %0 : tensor<1x4x24xf32>
 }
 
 // -----
 
 func.func @attention_query_dim(%q: tensor<1x4x40xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x40xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): query's last dim is 40 but num_heads x head_dim = 4 x 8 = 32
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x40xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x40xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): query's last dim is 40 but num_heads x head_dim = 4 x 8 = 32
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x40xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x40xf32>, tensor<1x4x4xf32>)
   return %0 : tensor<1x4x40xf32>
 }
 
 // -----
 
 func.func @attention_kv_dim(%q: tensor<1x4x32xf32>, %k: tensor<1x4x24xf32>) -> tensor<1x4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): key/value last dim is 24 but num_kv_heads x head_dim = 2 x 8 = 16
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x24xf32>, tensor<1x4x24xf32>) -> tensor<1x4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): key/value last dim is 24 but num_kv_heads x head_dim = 2 x 8 = 16
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x24xf32>, tensor<1x4x24xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
   return %0 : tensor<1x4x32xf32>
 }
 
 // -----
 
 func.func @attention_seq(%q: tensor<1x4x32xf32>, %k: tensor<1x2x16xf32>) -> tensor<1x4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): query batch x seq 1 x 4 differs from key's 1 x 2
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x2x16xf32>, tensor<1x2x16xf32>) -> tensor<1x4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): query batch x seq 1 x 4 differs from key's 1 x 2
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x2x16xf32>, tensor<1x2x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
   return %0 : tensor<1x4x32xf32>
 }
 
 // -----
 
 func.func @attention_scale(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): attribute 'scale' must be positive, got 0
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.0 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): attribute 'scale' must be positive, got 0
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.0 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
   return %0 : tensor<1x4x32xf32>
 }
 
 // -----
 
 func.func @attention_window(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): attribute 'sliding_window' must be 0 (none) or positive, got -1
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = -1 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): attribute 'sliding_window' must be 0 (none) or positive, got -1
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = -1 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
   return %0 : tensor<1x4x32xf32>
 }
 
 // -----
 
 func.func @attention_softcap(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x32xf32> {
-  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.attention' (self_attn): attribute 'softcap' must be 0 (none) or positive, got -5
-  %0 = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = -5.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> tensor<1x4x32xf32>
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): attribute 'softcap' must be 0 (none) or positive, got -5
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = -5.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
   return %0 : tensor<1x4x32xf32>
 }
 

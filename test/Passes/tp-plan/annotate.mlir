@@ -52,7 +52,7 @@ func.func @forward(%input_ids: tensor<2x8xi64>, %labels: tensor<2x8xi64>,
   %v = "nn.linear"(%h, %wv, %bv) {nn.module = "model.layers.0.self_attn.v_proj"} : (tensor<2x8x64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
   %qr = "nn.apply_rotary"(%q, %cos, %sin) {nn.module = "model.layers.0.self_attn", head_dim = 16 : i64} : (tensor<2x8x64xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x64xf32>
   %kr = "nn.apply_rotary"(%k, %cos, %sin) {nn.module = "model.layers.0.self_attn", head_dim = 16 : i64} : (tensor<2x8x32xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x32xf32>
-  %a = "nn.attention"(%qr, %kr, %v) {nn.module = "model.layers.0.self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, causal = true, scale = 0.25 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<2x8x64xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> tensor<2x8x64xf32>
+  %a, %lse = "nn.attention"(%qr, %kr, %v) {nn.module = "model.layers.0.self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 16 : i64, causal = true, scale = 0.25 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<2x8x64xf32>, tensor<2x8x32xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x64xf32>, tensor<2x4x8xf32>)
   %o = "nn.linear"(%a, %wo) {nn.module = "model.layers.0.self_attn.o_proj"} : (tensor<2x8x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
   %x1 = "nn.add"(%x, %o) {nn.module = "model.layers.0"} : (tensor<2x8x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   %h2 = "nn.rms_norm"(%x1, %ln2) {nn.module = "model.layers.0.post_attention_layernorm", eps = 1.0e-6 : f64, offset = 0.0 : f64, head_dim = 0 : i64} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>

@@ -3,7 +3,9 @@
 // its slice), and with replicated KV heads (6 query heads over 3 KV heads on
 // 2 ranks, so a rank's local heads read two KV heads and one KV head is read
 // from both ranks): each rank's output and dq are its slice of the
-// unsharded ones, and dk/dv summed over tp equal the unsharded dk/dv.
+// unsharded ones, its lse [B, H, S] the unsharded lse's heads, and dk/dv
+// summed over tp equal the unsharded dk/dv. The backward reads the lse and
+// output the op's forward wrote.
 #include "runtime_ops_test_util.h"
 
 #include <string.h>
@@ -12,16 +14,17 @@
 
 enum { B = 2, S = 9, HD = 4 };
 
-// The unsharded forward and backward: out, dq [B, S, H*HD], dk, dv [B, S, KV*HD].
+// The unsharded forward and backward: out, dq [B, S, H*HD], lse [B, H, S],
+// dk, dv [B, S, KV*HD].
 static void reference(int64_t q, int64_t k, int64_t v, int64_t dy, int64_t H, int64_t KV,
-                      float softcap, int64_t window, int64_t out, int64_t dq, int64_t dk,
-                      int64_t dv) {
+                      float softcap, int64_t window, int64_t out, int64_t lse, int64_t dq,
+                      int64_t dk, int64_t dv) {
   srt_attention_config c = {B, S, H, KV, HD, true, 0.5f, window, softcap};
   int64_t ws = srt_cpu_attention_workspace_floats(&c);
-  float *scratch = malloc((size_t)(ws + B * H * S) * 4);
-  ASSERT_OK(srt_cpu_attention_forward(F(out), scratch + ws, F(q), F(k), F(v), scratch, &c));
+  float *scratch = malloc((size_t)ws * 4);
+  ASSERT_OK(srt_cpu_attention_forward(F(out), F(lse), F(q), F(k), F(v), scratch, &c));
   ASSERT_OK(srt_cpu_attention_backward(F(dq), F(dk), F(dv), F(dy), F(q), F(k), F(v), F(out),
-                                       scratch + ws, scratch, &c));
+                                       F(lse), scratch, &c));
   free(scratch);
 }
 
@@ -39,8 +42,9 @@ static void check(int64_t H, int64_t KV, int replicated, float softcap, int64_t 
   int64_t q = arena_floats(21, B * S * H * HD), k = arena_floats(22, B * S * KV * HD),
           v = arena_floats(23, B * S * KV * HD), dy = arena_floats(24, B * S * H * HD);
   int64_t out = arena_alloc(B * S * H * HD * 4), dq = arena_alloc(B * S * H * HD * 4),
-          dk = arena_alloc(B * S * KV * HD * 4), dv = arena_alloc(B * S * KV * HD * 4);
-  reference(q, k, v, dy, H, KV, softcap, window, out, dq, dk, dv);
+          dk = arena_alloc(B * S * KV * HD * 4), dv = arena_alloc(B * S * KV * HD * 4),
+          lse = arena_alloc(B * H * S * 4);
+  reference(q, k, v, dy, H, KV, softcap, window, out, lse, dq, dk, dv);
 
   int64_t lh = H / tp, lkv = replicated ? KV : KV / tp;
   int64_t lq = arena_alloc(B * S * lh * HD * 4), ldy = arena_alloc(B * S * lh * HD * 4);
@@ -52,16 +56,21 @@ static void check(int64_t H, int64_t KV, int replicated, float softcap, int64_t 
   srt_op_attention_config c = {B, S, lh, lkv, HD, 1, window, 0.5, softcap,
                                replicated ? 1 : -1, H};
   int64_t lout = arena_alloc(B * S * lh * HD * 4), ldq = arena_alloc(B * S * lh * HD * 4),
-          ldk = arena_alloc(B * S * lkv * HD * 4), ldv = arena_alloc(B * S * lkv * HD * 4);
+          ldk = arena_alloc(B * S * lkv * HD * 4), ldv = arena_alloc(B * S * lkv * HD * 4),
+          llse = arena_alloc(B * lh * S * 4);
   poison(lout, B * S * lh * HD);
+  poison(llse, B * lh * S);
   poison(ldk, B * S * lkv * HD);
   poison(ldv, B * S * lkv * HD);
-  ASSERT_OK(srt_op_attention(&e, lq, lk, lv, lout, &c));
-  ASSERT_OK(srt_op_attention_grad(&e, lq, lk, lv, ldy, ldq, ldk, ldv, &c));
+  ASSERT_OK(srt_op_attention(&e, lq, lk, lv, lout, llse, &c));
+  ASSERT_OK(srt_op_attention_grad(&e, lq, lk, lv, lout, llse, ldy, ldq, ldk, ldv, &c));
 
   int64_t want = arena_alloc(B * S * H * HD * 4);
   take_heads(out, want, H, idx * lh, lh);
   assert_close(F(lout), F(want), B * S * lh * HD, 1e-5, "attention out slice");
+  for (int64_t b = 0; b < B; ++b) // lse [B, H, S]: heads idx*lh.. of each batch
+    memcpy(F(want) + b * lh * S, F(lse) + (b * H + idx * lh) * S, (size_t)(lh * S) * 4);
+  assert_close(F(llse), F(want), B * lh * S, 1e-5, "attention lse slice");
   take_heads(dq, want, H, idx * lh, lh);
   assert_close(F(ldq), F(want), B * S * lh * HD, 1e-5, "attention dq slice");
   if (replicated) { // Partial: the sum over tp is the unsharded gradient
@@ -93,10 +102,10 @@ static void test_bad_config(void **state) {
   srt_exec e = test_exec();
   int64_t buf = arena_alloc(4096);
   srt_op_attention_config c = {B, S, 3, 3, HD, 1, 0, 0.5, 0, 1, 7};
-  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, buf, &c), SRT_INVALID_ARGUMENT,
+  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, buf, buf, &c), SRT_INVALID_ARGUMENT,
                "replicated KV");
   c.batch = 0;
-  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, buf, &c), SRT_INVALID_ARGUMENT,
+  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, buf, buf, &c), SRT_INVALID_ARGUMENT,
                "must be positive");
 }
 
