@@ -62,3 +62,10 @@ srt_status srt_cpu_linear_backward(float *dx, float *dweight, float *dbias,
     srt_cpu_bias_add_backward(NULL, dbias, dy, n, out);
   return NULL;
 }
+
+srt_status srt_cpu_linear_grad_weight(float *dweight, const float *dy, const float *x,
+                                      int64_t n, int64_t in, int64_t out) {
+  SRT_RETURN_IF_ERROR(check_sizes("linear grad weight", n, in, out));
+  // dW[out, in] = dy^T x; k = n = 0 writes zeros.
+  return srt_cpu_gemm(true, false, out, in, n, 1.0f, dy, out, x, in, 0.0f, dweight, in);
+}

@@ -1,6 +1,7 @@
 // Backward ops of the cpu backend (shardrt/cpu.h) for embedding, linear,
 // rms_norm, rotary and glu. Every output is WRITTEN: the kernels that
-// accumulate into parameter gradients get their output zeroed first.
+// accumulate into parameter gradients get their output zeroed first (the
+// linear weight's is written by its GEMM).
 // (Attention and the loss have their own files.)
 #include <string.h>
 
@@ -32,9 +33,7 @@ srt_status srt_cpu_op_linear_grad_input(srt_exec *e, int64_t dy, int64_t w, int6
 
 srt_status srt_cpu_op_linear_grad_weight(srt_exec *e, int64_t dy, int64_t x, int64_t dw,
                                          int64_t n, int64_t in, int64_t out) {
-  zero(ops_f32(e, dw), out * in);
-  return srt_cpu_linear_backward(NULL, ops_f32(e, dw), NULL, ops_f32(e, dy), ops_f32(e, x),
-                                 NULL, n, in, out);
+  return srt_cpu_linear_grad_weight(ops_f32(e, dw), ops_f32(e, dy), ops_f32(e, x), n, in, out);
 }
 
 srt_status srt_cpu_op_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db, int64_t n,

@@ -115,6 +115,13 @@ srt_status srt_cpu_linear_backward(float *dx, float *dweight, float *dbias,
                                    const float *weight, int64_t n, int64_t in,
                                    int64_t out);
 
+/// dw = dy^T x [out, in], WRITTEN (no zeroing pass, no read of dw) from
+/// dy [n, out] and x [n, in]: the weight gradient of one use of a weight,
+/// through one srt_cpu_gemm with beta 0 (n = 0 gives zeros).
+/// Errors: as srt_cpu_linear_forward.
+srt_status srt_cpu_linear_grad_weight(float *dweight, const float *dy, const float *x,
+                                      int64_t n, int64_t in, int64_t out);
+
 //===----------------------------------------------------------------------===//
 // rms_norm (runtime/cpu/rms_norm.c)
 //===----------------------------------------------------------------------===//

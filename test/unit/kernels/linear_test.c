@@ -116,6 +116,35 @@ static void test_backward(void **state) {
   free(c.x), free(c.w), free(c.b), free((void *)c.cot);
 }
 
+// srt_cpu_linear_grad_weight WRITES dy^T x: against a float64 product, on
+// a product below and one above the matmul primitive's size (128^3), dw
+// starting as NaN (never read); n = 0 gives zeros.
+static void check_grad_weight(int64_t n, int64_t in, int64_t out, uint64_t seed) {
+  test_rng rng = {seed};
+  float *dy = kt_calloc(n * out + 1, sizeof(float)), *x = kt_calloc(n * in + 1, sizeof(float));
+  float *dw = kt_calloc(out * in, sizeof(float));
+  double *want = kt_calloc(out * in, sizeof(double));
+  test_fill(dy, n * out, &rng, -1, 1);
+  test_fill(x, n * in, &rng, -1, 1);
+  for (int64_t i = 0; i < out * in; i++)
+    dw[i] = NAN;
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t o = 0; o < out; o++)
+      for (int64_t i = 0; i < in; i++)
+        want[o * in + i] += (double)dy[t * out + o] * x[t * in + i];
+  assert_null(srt_cpu_linear_grad_weight(dw, dy, x, n, in, out));
+  // fp32 sums of n products in [-1, 1]: |error| <= n eps sum |terms|, about 1e-5 here.
+  test_assert_close(dw, want, out * in, 1e-4, 1e-5, "linear grad weight (written)");
+  free(dy), free(x), free(dw), free(want);
+}
+
+static void test_grad_weight(void **state) {
+  (void)state;
+  check_grad_weight(5, 7, 3, 11);      // dnnl_sgemm
+  check_grad_weight(130, 144, 160, 12); // the matmul primitive
+  check_grad_weight(0, 4, 3, 13);      // no rows: zeros
+}
+
 static void test_rejects_bad_sizes(void **state) {
   (void)state;
   float v = 0;
@@ -234,6 +263,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_rejects_short_strides),
       cmocka_unit_test(test_forward),
       cmocka_unit_test(test_backward),
+      cmocka_unit_test(test_grad_weight),
       cmocka_unit_test(test_rejects_bad_sizes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
