@@ -62,9 +62,11 @@ static inline void activation(float g, srt_glu_activation act, float *a, float *
   }
 }
 
-SRT_CPU_CLONES
-static void backward_chunk(float *dgate, float *dup, const float *dout, const float *gate,
-                           const float *up, int64_t n, srt_glu_activation act) {
+// The loop of one activation (a constant after inlining: a branch on `act`
+// inside the vector loop would compute both activations for every lane).
+__attribute__((always_inline)) static inline void backward_loop(float *dgate, float *dup, const float *dout,
+                                 const float *gate, const float *up, int64_t n,
+                                 srt_glu_activation act) {
   // Read dout and up before writing: dgate/dup may alias dout.
   if (dgate && dup) {
 #pragma omp simd
@@ -84,6 +86,15 @@ static void backward_chunk(float *dgate, float *dup, const float *dout, const fl
         dup[i] = go * a;
     }
   }
+}
+
+SRT_CPU_CLONES
+static void backward_chunk(float *dgate, float *dup, const float *dout, const float *gate,
+                           const float *up, int64_t n, srt_glu_activation act) {
+  if (act == SRT_GLU_SILU)
+    backward_loop(dgate, dup, dout, gate, up, n, SRT_GLU_SILU);
+  else
+    backward_loop(dgate, dup, dout, gate, up, n, SRT_GLU_GELU_TANH);
 }
 
 void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
