@@ -5,6 +5,7 @@
 #include "shardrt/kernels.h"
 
 #include <math.h>
+#include <omp.h>
 
 #include "vmath.h"
 
@@ -114,10 +115,14 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
         backward_row(dx + r * g, dy + r * g, x + r * g, weight, g, s, offset);
     }
     if (dweight) { // the implicit barrier above: every rstd is there
+      // Narrower blocks when g has fewer than one per thread (a hidden size
+      // of 512 is one block): each column still sums its rows in row order.
+      int64_t per = (g + omp_get_num_threads() - 1) / omp_get_num_threads();
+      per = (per + kColumnBlock - 1) / kColumnBlock * kColumnBlock;
+      int64_t cols = per < kNormColumns ? per : kNormColumns;
 #pragma omp for schedule(static)
-      for (int64_t i0 = 0; i0 < g; i0 += kNormColumns)
-        weight_grad_columns(dweight, dy, x, rstd, rows, g, i0,
-                            i0 + kNormColumns < g ? i0 + kNormColumns : g);
+      for (int64_t i0 = 0; i0 < g; i0 += cols)
+        weight_grad_columns(dweight, dy, x, rstd, rows, g, i0, i0 + cols < g ? i0 + cols : g);
     }
   }
 }
