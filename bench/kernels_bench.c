@@ -216,7 +216,7 @@ static void run_embedding_fwd(void *p) {
 static void run_adamw(void *p) {
   ew_ctx *c = p;
   srt_adamw_config cfg = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f};
-  srt_cpu_adamw_step(c->a, c->b, c->c, c->d, c->n, 10, &cfg);
+  srt_cpu_adamw_step(c->a, c->b, c->c, c->d, 1.0f, c->n, 10, &cfg);
 }
 
 typedef struct ce_ctx {

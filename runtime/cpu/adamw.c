@@ -9,7 +9,7 @@
 
 // The scalars of one step, rounded to fp32 once.
 typedef struct adamw_scalars {
-  float decay, w1, w2, beta2, step_size, bc2_sqrt, eps;
+  float grad_scale, decay, w1, w2, beta2, step_size, bc2_sqrt, eps;
 } adamw_scalars;
 
 SRT_CPU_CLONES
@@ -17,7 +17,7 @@ static void adamw_chunk(float *param, float *m, float *v, const float *grad, int
                         adamw_scalars k) {
 #pragma omp simd
   for (int64_t i = 0; i < n; i++) {
-    float g = grad[i];
+    float g = grad[i] * k.grad_scale;
     float p = param[i] * k.decay;
     // torch lerp_(end, w): self + w (end - self) for w < 0.5, else
     // end - (end - self)(1 - w).
@@ -32,13 +32,15 @@ static void adamw_chunk(float *param, float *m, float *v, const float *grad, int
 }
 
 void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
-                        int64_t n, int64_t t, const srt_adamw_config *config) {
+                        float grad_scale, int64_t n, int64_t t,
+                        const srt_adamw_config *config) {
   const srt_adamw_config *c = config;
   // Scalars in double, then rounded once to fp32, as torch passes Python
   // floats to its fp32 kernels.
   double bc1 = 1.0 - pow((double)c->beta1, (double)t);
   double bc2 = 1.0 - pow((double)c->beta2, (double)t);
-  adamw_scalars k = {.decay = (float)(1.0 - (double)c->lr * (double)c->weight_decay),
+  adamw_scalars k = {.grad_scale = grad_scale,
+                     .decay = (float)(1.0 - (double)c->lr * (double)c->weight_decay),
                      .w1 = (float)(1.0 - (double)c->beta1),
                      .w2 = (float)(1.0 - (double)c->beta2),
                      .beta2 = c->beta2,

@@ -1,7 +1,7 @@
 // The optimizer op of the cpu backend (shardrt/cpu.h): total gradient norm with each
 // logical element counted once (srt_get_grad_norm over dp_cp then tp, with
-// every parameter's placements), clipping by total norm, and AdamW on every
-// parameter — or nothing but the report when the norm is not finite, or
+// every parameter's placements), clipping by total norm folded into AdamW on
+// every parameter — or nothing but the report when the norm is not finite, or
 // for an evaluation (forward_only).
 //
 // Scratch (the context's op scratch): the table of gradient views,
@@ -91,10 +91,19 @@ srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
   result->skipped = !isfinite(norm);
   if (result->skipped)
     return NULL;
+  // Clipping by total norm (srt_clip_grad_by_total_norm's coefficient
+  // max / (norm + 1e-6), applied when below 1) folded into AdamW's read of
+  // each gradient, as on cuda: the bytes of scaling first, one pass over the
+  // gradients fewer; the gradients themselves stay unscaled.
+  float scale = 1.0f;
   if (options->max_grad_norm > 0) {
-    srt_clip_action action;
-    SRT_RETURN_IF_ERROR(srt_clip_grad_by_total_norm(grads, (size_t)n, options->max_grad_norm,
-                                                    norm, &action, NULL));
+    if (isinf(options->max_grad_norm))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "srt_cpu_op_optimizer_step: max_grad_norm must be finite, got %g",
+                       (double)options->max_grad_norm);
+    double c = (double)options->max_grad_norm / (norm + 1e-6);
+    if (c < 1.0)
+      scale = (float)c;
   }
   srt_adamw_config ac = {.lr = options->lr,
                          .beta1 = options->beta1,
@@ -107,7 +116,7 @@ srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
                        (float *)(void *)(e->arena + p->m_offset),
                        (float *)(void *)(e->arena + p->v_offset),
                        (const float *)(const void *)(e->arena + p->grad_offset),
-                       srt_tensor_local_numel(&grads[i]), options->step, &ac);
+                       scale, srt_tensor_local_numel(&grads[i]), options->step, &ac);
   }
   return NULL;
 }

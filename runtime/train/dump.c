@@ -62,14 +62,8 @@ srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, co
     free(values);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "dump: out of memory");
   }
-  // The step scaled the gradients by (float)coef when it clipped (as
-  // srt_clip_grad_by_total_norm): undo that for the norms before clipping.
-  double coef = 1.0;
-  if (!r->skipped && o->max_grad_norm > 0) {
-    double c = (double)o->max_grad_norm / (r->grad_norm + 1e-6);
-    if (c < 1.0)
-      coef = (double)(float)c;
-  }
+  // The step leaves the gradients unclipped (both backends fold clipping
+  // into AdamW): these are the norms before clipping.
   srt_grad_norm_options no = srt_grad_norm_default_options();
   no.norm_type = o->norm_type;
   no.accum_dtype = SRT_F64;
@@ -93,7 +87,7 @@ srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, co
     double norm = 0;
     s = srt_get_grad_norm(&g, 1, srt_context_group(ctx, SRT_GROUP_DP_CP),
                           srt_context_group(ctx, SRT_GROUP_TP), &no, &norm);
-    values[2 + i] = (float)(norm / coef);
+    values[2 + i] = (float)norm;
     views[k++] = replicated(names[i], &values[2 + i]);
   }
   for (int32_t i = 0; i < n && !s; ++i)

@@ -579,7 +579,9 @@ typedef struct srt_adamw_config {
 
 /// One AdamW step over n parameters, in torch.optim.AdamW's order
 /// (single-tensor path, amsgrad=False, maximize=False), step t >= 1 being the
-/// step count after this update:
+/// step count after this update, on g = grad_scale * grad (fp32 product:
+/// the bytes of scaling grad first, as clipping by total norm does, then
+/// stepping with grad_scale 1; the grad buffer is not written):
 ///   p *= 1 - lr wd                       (decoupled weight decay)
 ///   m  = m + (1 - beta1) (g - m)          (torch lerp_)
 ///   v  = beta2 v + (1 - beta2) g^2
@@ -588,7 +590,8 @@ typedef struct srt_adamw_config {
 /// torch does for fp32 tensors. param, m (exp_avg), v (exp_avg_sq): [n],
 /// updated in place; grad: [n]. Preconditions: t >= 1; buffers distinct.
 void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
-                        int64_t n, int64_t t, const srt_adamw_config *config);
+                        float grad_scale, int64_t n, int64_t t,
+                        const srt_adamw_config *config);
 
 #ifdef __cplusplus
 }

@@ -856,7 +856,8 @@ static void adamw_case(const char *label, srt_cuda_adamw_args a) {
       grad[i] *= a.clip_coef;
   int64_t start = 0;
   for (int i = 0; i < kSlots; start += kNumel[i], ++i)
-    srt_cpu_adamw_step(param + start, m + start, v + start, grad + start, kNumel[i], a.step, &c);
+    srt_cpu_adamw_step(param + start, m + start, v + start, grad + start, 1.0f, kNumel[i],
+                       a.step, &c);
   LAUNCH(srt_cuda_adamw(s.table, kSlots, s.total, a, 0));
   char name[96];
   float *gparam = down_f32(s.dparam, s.total);

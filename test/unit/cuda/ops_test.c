@@ -215,7 +215,7 @@ static void test_optimizer(srt_exec *e, const srt_program *p) {
     gr[i] = g[i] * coef;
   srt_adamw_config ac = {.lr = o.lr, .beta1 = o.beta1, .beta2 = o.beta2, .eps = o.eps,
                          .weight_decay = o.weight_decay};
-  srt_cpu_adamw_step(wr, mr, vr, gr, PN, o.step, &ac);
+  srt_cpu_adamw_step(wr, mr, vr, gr, 1.0f, PN, o.step, &ac);
   TRY(srt_cuda_backend.to_host(e->device, p, g_host, 0, PERSISTENT));
   memcpy(got, g_host + P_W, sizeof got);
   double err = rel_err(got, wr, PN);

@@ -44,7 +44,7 @@ static void run(const srt_adamw_config *c, uint64_t seed, double atol) {
         g[i] = 0.0f;
       gd[i] = g[i];
     }
-    srt_cpu_adamw_step(p, m, v, g, kN, t, c);
+    srt_cpu_adamw_step(p, m, v, g, 1.0f, kN, t, c);
     ref_step(pd, md, vd, gd, t, c);
   }
   // Each step's fp32 arithmetic rounds p, m, v a few times at 2^-24
@@ -77,9 +77,37 @@ static void test_first_step_closed_form(void **state) {
   srt_adamw_config c = {.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f,
                         .eps = 1e-8f, .weight_decay = 0.0f};
   float p[2] = {1.0f, 1.0f}, m[2] = {0}, v[2] = {0}, g[2] = {1e-3f, -50.0f};
-  srt_cpu_adamw_step(p, m, v, g, 2, 1, &c);
+  srt_cpu_adamw_step(p, m, v, g, 1.0f, 2, 1, &c);
   assert_float_equal(p[0], 0.99, 1e-6);
   assert_float_equal(p[1], 1.01, 1e-6);
+}
+
+// grad_scale s gives the bytes of scaling the gradient by s first (what
+// clipping by total norm did in place) and stepping with scale 1, and leaves
+// the gradient as it was.
+static void test_grad_scale_is_scaling_first(void **state) {
+  (void)state;
+  srt_adamw_config c = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f,
+                        .eps = 1e-8f, .weight_decay = 0.01f};
+  test_rng rng = {7};
+  enum { n = 40000 }; // more than one chunk: the threaded path
+  static float p1[n], m1[n], v1[n], p2[n], m2[n], v2[n], g[n], gs[n];
+  test_fill(p1, n, &rng, -1, 1);
+  test_fill(m1, n, &rng, -0.1f, 0.1f);
+  test_fill(v1, n, &rng, 0, 0.01f);
+  test_fill(g, n, &rng, -2, 2);
+  const float s = 0.3183f;
+  for (int i = 0; i < n; i++) {
+    p2[i] = p1[i], m2[i] = m1[i], v2[i] = v1[i];
+    gs[i] = g[i] * s;
+  }
+  float g0 = g[123];
+  srt_cpu_adamw_step(p1, m1, v1, g, s, n, 4, &c);
+  srt_cpu_adamw_step(p2, m2, v2, gs, 1.0f, n, 4, &c);
+  assert_memory_equal(p1, p2, sizeof p1);
+  assert_memory_equal(m1, m2, sizeof m1);
+  assert_memory_equal(v1, v2, sizeof v1);
+  assert_true(g[123] == g0);
 }
 
 int main(void) {
@@ -87,6 +115,7 @@ int main(void) {
       cmocka_unit_test(test_torch_defaults),
       cmocka_unit_test(test_large_lr_and_decay),
       cmocka_unit_test(test_first_step_closed_form),
+      cmocka_unit_test(test_grad_scale_is_scaling_first),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

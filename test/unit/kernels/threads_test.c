@@ -161,7 +161,7 @@ static void run_adamw(float *out, void *p) {
   memcpy(out + kN, d->b, kN * sizeof(float));
   for (int64_t i = 0; i < kN; i++)
     out[2 * kN + i] = fabsf(d->c[i]);
-  srt_cpu_adamw_step(out, out + kN, out + 2 * kN, d->w, kN, 7, &c);
+  srt_cpu_adamw_step(out, out + kN, out + 2 * kN, d->w, 0.75f, kN, 7, &c);
 }
 
 // Attention: GQA (8 query heads on 2 KV heads), causal, seq 1100 (several

@@ -94,8 +94,8 @@ static void step_and_check(double max_norm, double norm_type) {
       gb[i] *= (float)coef;
   }
   srt_adamw_config ac = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
-  srt_cpu_adamw_step(pa, m, v, ga, na, 3, &ac);
-  srt_cpu_adamw_step(pb, m + na, v + na, gb, BN, 3, &ac);
+  srt_cpu_adamw_step(pa, m, v, ga, 1.0f, na, 3, &ac);
+  srt_cpu_adamw_step(pb, m + na, v + na, gb, 1.0f, BN, 3, &ac);
   assert_close(F(f.params[0].offset), pa, na, 0, "AdamW on the sharded parameter");
   assert_close(F(f.params[1].offset), pb, BN, 0, "AdamW on the replicated parameter");
   assert_close(F(f.params[0].m_offset), m, na, 0, "first moment");
