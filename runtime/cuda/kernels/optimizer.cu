@@ -157,15 +157,13 @@ AdamScalars adam_scalars(const srt_cuda_adamw_args &a) {
 
 // Explicitly rounded operations (__fmul_rn, ...) keep nvcc from contracting
 // them into FMAs, so every element follows the CPU's fp32 steps bit for bit:
-//   g *= clip (stored back); p *= decay; m = lerp(m, g, w1);
+//   g *= clip (the gradient buffer is left unscaled); p *= decay; m = lerp(m, g, w1);
 //   v = v beta2 + w2 g g; p += (-step) m / (sqrt(v) / bc2_sqrt + eps).
 __device__ __forceinline__ void adamw_element(const srt_cuda_param_slot &s, int64_t i,
                                               const AdamScalars &a) {
   float g = s.grad[i];
-  if (a.clip < 1.0f) {
+  if (a.clip < 1.0f)
     g = __fmul_rn(g, a.clip);
-    s.grad[i] = g;
-  }
   float p = __fmul_rn(s.param[i], a.decay);
   float m = s.m[i], diff = __fsub_rn(g, m);
   // torch's lerp_: self + w (end - self) for w < 0.5, else end - (end - self)(1 - w).
