@@ -172,7 +172,7 @@ static double visible_pairs(int64_t s, int64_t w) {
 
 typedef struct ew_ctx { // elementwise and row-wise kernels
   int64_t n, rows, features;
-  float *a, *b, *c, *d, *e, *w, *rstd;
+  float *a, *b, *c, *d, *e, *w, *partials; // partials: rms_norm backward workspace
   int64_t *ids;
   int variant;
 } ew_ctx;
@@ -184,7 +184,7 @@ static void run_rms_fwd(void *p) {
 static void run_rms_bwd(void *p) {
   ew_ctx *c = p;
   srt_cpu_rms_norm_backward(c->d, c->e, c->c, c->a, c->w, c->rows, c->features,
-                            0, 1e-6f, 0, c->rstd);
+                            0, 1e-6f, 0, c->partials);
 }
 static void run_rope_fwd(void *p) {
   ew_ctx *c = p; // a: x [rows, features], d/e: cos/sin [rows, 128]
@@ -405,7 +405,7 @@ int main(int argc, char **argv) {
     c.a = alloc_random(n, 22), c.b = alloc_random(n, 23);
     c.c = alloc_random(n, 24), c.d = alloc_random(n, 25);
     c.e = alloc_random(n, 26), c.w = alloc_random(features, 27);
-    c.rstd = alloc_random(rows, 33);
+    c.partials = alloc_random(srt_cpu_rms_norm_backward_workspace_floats(rows, features, 0), 33);
     snprintf(shape, sizeof shape, "%lld x %lld", (long long)rows,
              (long long)features);
     double nb = 4.0 * n; // bytes of one [rows, features] tensor
@@ -448,7 +448,7 @@ int main(int argc, char **argv) {
     snprintf(shape, sizeof shape, "%lld params", (long long)n);
     report(&b, "adamw step", shape, time_best(&b, run_adamw, &c), 14.0 * n,
            7 * nb);
-    free(c.a), free(c.b), free(c.c), free(c.d), free(c.e), free(c.w), free(c.rstd);
+    free(c.a), free(c.b), free(c.c), free(c.d), free(c.e), free(c.w), free(c.partials);
   }
 
   { // cross-entropy: max (1), sub + exp + add (3) per logit forward;

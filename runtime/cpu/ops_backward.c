@@ -55,12 +55,13 @@ srt_status srt_cpu_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, i
                                            int64_t n, int64_t features, int64_t group,
                                            double eps) {
   int64_t g = group > 0 ? group : features;
-  float *rstd;
-  SRT_RETURN_IF_ERROR(ops_scratch(e, g > 0 ? n * (features / g) : 0, &rstd));
+  float *partials;
+  SRT_RETURN_IF_ERROR(
+      ops_scratch(e, srt_cpu_rms_norm_backward_workspace_floats(n, features, group), &partials));
   zero(ops_f32(e, dw), g);
   // The weight gradient does not read the weight (nor the offset).
   srt_cpu_rms_norm_backward(NULL, ops_f32(e, dw), ops_f32(e, dy), ops_f32(e, x), NULL, n,
-                            features, group, (float)eps, 0.0f, rstd);
+                            features, group, (float)eps, 0.0f, partials);
   return NULL;
 }
 

@@ -1,11 +1,11 @@
 // RMSNorm in fp32 with a weight offset (Gemma's 1 + w) and optional per-head
-// grouping (q_norm/k_norm), forward and backward. Threaded over rows; the
-// weight gradient over column blocks, each summing rows in order, so the
-// bytes do not depend on the thread count.
+// grouping (q_norm/k_norm), forward and backward. Threaded over rows (the
+// backward over fixed blocks of rows, whose weight-gradient partials are
+// summed in block order), so the bytes do not depend on the thread count.
 #include "shardrt/kernels.h"
 
 #include <math.h>
-#include <omp.h>
+#include <string.h>
 
 #include "vmath.h"
 
@@ -64,34 +64,60 @@ void srt_cpu_add_rms_norm_forward(float *sum, float *y, const float *a, const fl
 }
 
 // dx of one group: d/dx_i of r = -r^3 x_i / g, so
-// dx_i = r w_i dy_i - r^3 x_i / g * sum_j w_j dy_j x_j (w_i = offset + weight_i).
+// dx_i = r w_i dy_i - r^3 x_i / g * sum_j w_j dy_j x_j (w_i = offset + weight_i);
+// and, when `partial` is set, partial_i += dy_i x_i r in the same loop.
 SRT_CPU_CLONES
-static void backward_row(float *dx, const float *dy, const float *x, const float *weight,
-                         int64_t g, float rstd, float offset) {
+static void backward_row(float *dx, float *partial, const float *dy, const float *x,
+                         const float *weight, int64_t g, float rstd, float offset) {
   double dot = 0.0;
 #pragma omp simd reduction(+ : dot)
   for (int64_t i = 0; i < g; i++)
     dot += (double)((offset + weight[i]) * dy[i]) * x[i];
   float c = (float)(dot * (double)rstd * rstd * rstd / (double)g);
+  if (partial) {
 #pragma omp simd
-  for (int64_t i = 0; i < g; i++)
-    dx[i] = rstd * (offset + weight[i]) * dy[i] - c * x[i];
+    for (int64_t i = 0; i < g; i++) {
+      dx[i] = rstd * (offset + weight[i]) * dy[i] - c * x[i];
+      partial[i] += dy[i] * x[i] * rstd;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < g; i++)
+      dx[i] = rstd * (offset + weight[i]) * dy[i] - c * x[i];
+  }
 }
 
-// Weight-gradient columns per task: 512 fp32 (2 KiB of each row of x and
-// dy), long enough runs for the prefetchers.
-enum { kNormColumns = 8 * kColumnBlock };
+// Groups (rows) per block of the weight gradient's partial sums: fixed, so
+// the order of the sums does not depend on the thread count.
+enum { kNormRowBlock = 64 };
 
+int64_t srt_cpu_rms_norm_backward_workspace_floats(int64_t n, int64_t features,
+                                                   int64_t group) {
+  int64_t g = group > 0 ? group : features;
+  if (g <= 0 || n <= 0)
+    return 0;
+  int64_t rows = n * (features / g);
+  return (rows + kNormRowBlock - 1) / kNormRowBlock * g;
+}
+
+// partial += dy x rstd over one group.
 SRT_CPU_CLONES
-static void weight_grad_columns(float *dweight, const float *dy, const float *x,
-                                const float *rstd, int64_t rows, int64_t g, int64_t i0,
-                                int64_t i1) {
-  for (int64_t r = 0; r < rows; r++) {
-    const float *xr = x + r * g, *dyr = dy + r * g;
-    float s = rstd[r];
+static void weight_grad_row(float *partial, const float *dy, const float *x, int64_t g,
+                            float rstd) {
+#pragma omp simd
+  for (int64_t i = 0; i < g; i++)
+    partial[i] += dy[i] * x[i] * rstd;
+}
+
+// dweight[i0, i1) += the blocks' partial sums, in block order.
+SRT_CPU_CLONES
+static void sum_blocks(float *dweight, const float *partial, int64_t blocks, int64_t g,
+                       int64_t i0, int64_t i1) {
+  for (int64_t b = 0; b < blocks; b++) {
+    const float *p = partial + b * g;
 #pragma omp simd
     for (int64_t i = i0; i < i1; i++)
-      dweight[i] += dyr[i] * xr[i] * s;
+      dweight[i] += p[i];
   }
 }
 
@@ -100,29 +126,32 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
                                int64_t features, int64_t group, float eps,
                                float offset, float *workspace) {
   int64_t g = group > 0 ? group : features;
-  if (g == 0)
+  if (g == 0 || n <= 0)
     return;
   int64_t rows = n * (features / g);
-  float *rstd = workspace;
+  int64_t blocks = (rows + kNormRowBlock - 1) / kNormRowBlock;
+  // One pass over x and dy: per block of rows, dx and the block's partial
+  // weight gradient while each row is in cache; then the partials summed.
 #pragma omp parallel if (rows * g > kChunk)
   {
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; r++) {
-      float s = group_rstd(x + r * g, g, eps);
-      if (dweight)
-        rstd[r] = s;
-      if (dx)
-        backward_row(dx + r * g, dy + r * g, x + r * g, weight, g, s, offset);
+    for (int64_t b = 0; b < blocks; b++) {
+      float *partial = dweight ? workspace + b * g : NULL;
+      if (partial)
+        memset(partial, 0, (size_t)g * sizeof(float));
+      int64_t r1 = (b + 1) * kNormRowBlock < rows ? (b + 1) * kNormRowBlock : rows;
+      for (int64_t r = b * kNormRowBlock; r < r1; r++) {
+        float s = group_rstd(x + r * g, g, eps);
+        if (dx)
+          backward_row(dx + r * g, partial, dy + r * g, x + r * g, weight, g, s, offset);
+        else if (partial)
+          weight_grad_row(partial, dy + r * g, x + r * g, g, s);
+      }
     }
-    if (dweight) { // the implicit barrier above: every rstd is there
-      // Narrower blocks when g has fewer than one per thread (a hidden size
-      // of 512 is one block): each column still sums its rows in row order.
-      int64_t per = (g + omp_get_num_threads() - 1) / omp_get_num_threads();
-      per = (per + kColumnBlock - 1) / kColumnBlock * kColumnBlock;
-      int64_t cols = per < kNormColumns ? per : kNormColumns;
+    if (dweight) { // the implicit barrier above: every partial is there
 #pragma omp for schedule(static)
-      for (int64_t i0 = 0; i0 < g; i0 += cols)
-        weight_grad_columns(dweight, dy, x, rstd, rows, g, i0, i0 + cols < g ? i0 + cols : g);
+      for (int64_t i0 = 0; i0 < g; i0 += kColumnBlock)
+        sum_blocks(dweight, workspace, blocks, g, i0, i0 + kColumnBlock < g ? i0 + kColumnBlock : g);
     }
   }
 }

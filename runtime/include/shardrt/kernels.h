@@ -154,14 +154,21 @@ void srt_cpu_add_rms_norm_forward(float *sum, float *y, const float *a, const fl
 ///   dx_i  = r g_i dy_i - r^3 x_i / group * sum_j g_j dy_j x_j   WRITTEN
 ///   dw_j += sum over groups of dy_j x_j r                       ACCUMULATED
 /// The 1/rms is recomputed from x (no saved statistics). dx or dweight may be
-/// NULL to skip it. dx must not alias x or dy. workspace: n * features /
-/// group floats (the 1/rms per group) when dweight is set, else unused (may
-/// be NULL). Threaded over groups for dx, over weight columns for dw (rows
-/// summed in order): the same bytes for any thread count.
+/// NULL to skip it. dx must not alias x or dy. workspace:
+/// srt_cpu_rms_norm_backward_workspace_floats(n, features, group) floats
+/// (the weight gradient's partial sums per block of 64 groups) when dweight
+/// is set, else unused (may be NULL). One pass over x and dy, threaded over
+/// the blocks; the partials are summed in block order: the same bytes for
+/// any thread count.
 void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
                                const float *x, const float *weight, int64_t n,
                                int64_t features, int64_t group, float eps,
                                float offset, float *workspace);
+
+/// Floats of workspace srt_cpu_rms_norm_backward needs for dweight:
+/// ceil(n * features / group / 64) * group (group 0: the whole features).
+int64_t srt_cpu_rms_norm_backward_workspace_floats(int64_t n, int64_t features,
+                                                   int64_t group);
 
 //===----------------------------------------------------------------------===//
 // rotary (runtime/cpu/rotary.c)

@@ -384,8 +384,9 @@ static void rms_norm_case(int64_t n, int64_t features, int64_t group, float offs
            (long long)features, (long long)g);
   check_bf16(name, y, want, total, kTolBf16);
 
-  float *rstd = host_alloc((size_t)(total / g) * sizeof(float));
-  srt_cpu_rms_norm_backward(want, dw, dy, x, w, n, features, group, eps, offset, rstd);
+  float *partials = host_alloc(
+      (size_t)srt_cpu_rms_norm_backward_workspace_floats(n, features, group) * sizeof(float));
+  srt_cpu_rms_norm_backward(want, dw, dy, x, w, n, features, group, eps, offset, partials);
   srt_bf16 *dx = out_dev((size_t)total * 2);
   LAUNCH(srt_cuda_rms_norm_backward_input(dx, dx_in, dw_in, ddy, n, features, group, eps, offset,
                                           0));

@@ -95,11 +95,12 @@ static void run_rms(float *out, void *p) {
 }
 static void run_rms_bwd(float *out, void *p) {
   data *d = p;
-  float *rstd = kt_calloc(kN, sizeof(float));
+  float *partials =
+      kt_calloc(srt_cpu_rms_norm_backward_workspace_floats(kRows, kFeatures, 0), sizeof(float));
   memcpy(out + kN, d->c, kFeatures * sizeof(float)); // accumulated into
   srt_cpu_rms_norm_backward(out, out + kN, d->b, d->a, d->w, kRows, kFeatures, 0, 1e-6f, 1.0f,
-                            rstd);
-  free(rstd);
+                            partials);
+  free(partials);
 }
 static void run_add_rms(float *out, void *p) {
   data *d = p;
