@@ -51,7 +51,8 @@ typedef enum nn_op_phase {
 /// The backward of a forward op: one NN_VJP row of the op table.
 typedef struct nn_vjp {
   nn_op_kind grad;     // the backward op, or NN_OP_NONE: pass the operand through
-  const char *operands; // '0'..'9': forward operand i; 'd': the result's gradient
+  const char *operands; // '0'..'9': forward operand i; 'A'..'J': forward result i;
+                        // 'd': result 0's gradient
   const char *targets;  // the forward operands whose gradients the results are
 } nn_vjp;
 

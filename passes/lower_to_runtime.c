@@ -1112,13 +1112,23 @@ static void free_run(lower_run *r) {
 }
 
 // The largest scratch an op allocates at run time that the kernels' own
-// formula gives (the cpu Mamba2 kernels', one thread's tiles); 0 on cuda,
-// whose scratch is not modelled.
+// formula gives (the cpu Mamba2 kernels', one thread's tiles; the RMSNorm
+// weight gradient's partial sums); 0 on cuda, whose scratch is not modelled.
 static int64_t op_workspace(lower_run *r) {
   int64_t most = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !r->cuda && !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     nn_op_kind k = nn_op_kind_of(op);
+    if (k == NN_OP_RMS_NORM_GRAD_WEIGHT) {
+      nn_shape x = shape(mlirOperationGetOperand(op, 0));
+      int64_t features = x.dims[x.rank - 1], rows = 1;
+      for (int d = 0; d + 1 < x.rank; ++d)
+        rows *= x.dims[d];
+      int64_t floats = srt_cpu_rms_norm_backward_workspace_floats(
+          rows, features, norm_group(op));
+      most = floats * 4 > most ? floats * 4 : most;
+      continue;
+    }
     if (k != NN_OP_MAMBA2_MIXER && k != NN_OP_MAMBA2_MIXER_GRAD)
       continue;
     nn_shape x = shape(mlirOperationGetOperand(op, 0));

@@ -202,15 +202,19 @@ static bool differentiate(ad_run *r, MlirOperation func, MlirBlock body,
   while (n-- > 0) {
     MlirOperation op = ops[n];
     tp_recompute_before(&r->rc, body, n);
-    if (nn_op_kind_of(op) == NN_OP_NONE || !nn_op_is_forward(nn_op_kind_of(op)))
+    if (nn_op_kind_of(op) == NN_OP_NONE || !nn_op_is_forward(nn_op_kind_of(op)) ||
+        mlirOperationGetNumResults(op) == 0)
       continue;
-    for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
-      MlirValue dy = map_get(&r->grads, mlirOperationGetResult(op, i));
-      if (!mlirValueIsNull(dy)) {
-        backward(r, op, dy);
-        break; // every op here has one differentiable result
-      }
-    }
+    // Every forward op has one differentiable result, its first: the others
+    // (attention's lse) are saved for the backward, never read by a
+    // differentiable op (that gradient would be lost: refused).
+    for (intptr_t i = 1; i < mlirOperationGetNumResults(op); ++i)
+      if (!mlirValueIsNull(map_get(&r->grads, mlirOperationGetResult(op, i))))
+        fail_at(r, op, "a result other than the first needs a gradient (only the first "
+                       "is differentiable)");
+    MlirValue dy = map_get(&r->grads, mlirOperationGetResult(op, 0));
+    if (!mlirValueIsNull(dy))
+      backward(r, op, dy);
   }
   free(ops);
   r->b.loc = mlirOperationGetLocation(func);

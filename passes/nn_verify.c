@@ -243,8 +243,12 @@ static void check_apply_rotary(checker *c) {
 
 // An attention's lse: [batch, num_heads, seq] of f32.
 static void want_lse(checker *c, const nn_shape *lse, const nn_shape *q, int64_t heads) {
-  nn_shape want = {.rank = 3, .dims = {q->dims[0], heads, q->dims[1]},
-                   .element = mlirF32TypeGet(mlirTypeGetContext(lse->element))};
+  MlirType f32 = mlirF32TypeGet(mlirTypeGetContext(lse->element));
+  if (!mlirTypeEqual(lse->element, f32)) {
+    fail(c, "lse must have element type f32 (the log-sum-exp is kept in fp32)");
+    return;
+  }
+  nn_shape want = {.rank = 3, .dims = {q->dims[0], heads, q->dims[1]}, .element = f32};
   want_shape(c, "lse", lse, &want);
 }
 

@@ -87,18 +87,7 @@ static void backward_row(float *dx, float *partial, const float *dy, const float
   }
 }
 
-// Groups (rows) per block of the weight gradient's partial sums: fixed, so
-// the order of the sums does not depend on the thread count.
-enum { kNormRowBlock = 64 };
-
-int64_t srt_cpu_rms_norm_backward_workspace_floats(int64_t n, int64_t features,
-                                                   int64_t group) {
-  int64_t g = group > 0 ? group : features;
-  if (g <= 0 || n <= 0)
-    return 0;
-  int64_t rows = n * (features / g);
-  return (rows + kNormRowBlock - 1) / kNormRowBlock * g;
-}
+enum { kNormRowBlock = SRT_RMS_NORM_ROW_BLOCK };
 
 // partial += dy x rstd over one group.
 SRT_CPU_CLONES
@@ -129,6 +118,15 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
   if (g == 0 || n <= 0)
     return;
   int64_t rows = n * (features / g);
+  if (!dweight) { // dx alone (or nothing): every row its own task
+    if (dx) {
+#pragma omp parallel for schedule(static) if (rows * g > kChunk)
+      for (int64_t r = 0; r < rows; r++)
+        backward_row(dx + r * g, NULL, dy + r * g, x + r * g, weight, g,
+                     group_rstd(x + r * g, g, eps), offset);
+    }
+    return;
+  }
   int64_t blocks = (rows + kNormRowBlock - 1) / kNormRowBlock;
   // One pass over x and dy: per block of rows, dx and the block's partial
   // weight gradient while each row is in cache; then the partials summed.

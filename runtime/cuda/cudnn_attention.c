@@ -873,8 +873,9 @@ static void *address_of(cudnn_plan *p, int64_t uid, void *const io[kUidIoEnd], u
 
 // Runs p's plan on d->compute (the handle's stream) over `io` (indexed by uid).
 static srt_status execute(srt_cuda_device *d, cudnn_plan *p, void *const io[kUidIoEnd]) {
-  // Not srt_cuda_scratch: the caller's lse and output may live there, and
-  // growing it would free them.
+  // Not srt_cuda_scratch: the caller's check buffers (its own output and
+  // lse on a shape's first run) may live there, and growing it would free
+  // them.
   void *ws = NULL;
   if (p->workspace_bytes > 0)
     SRT_RETURN_IF_ERROR(srt_cuda_cudnn_workspace(d, p->workspace_bytes, &ws));

@@ -257,7 +257,7 @@ cudaError_t srt_cuda_grad_norm_partial(double *out, const srt_cuda_param_slot *s
 typedef struct srt_cuda_adamw_args {
   int64_t step; // 1-based
   float lr, beta1, beta2, eps, weight_decay;
-  float clip_coef; // gradients are multiplied by it first (and stored scaled) when < 1
+  float clip_coef; // gradients are multiplied by it as read when < 1 (the buffer is not written)
 } srt_cuda_adamw_args;
 
 /// srt_cpu_adamw_step on every slot in one launch (same order of fp32

@@ -28,8 +28,9 @@ struct srt_context {
   void *scratch;
   size_t scratch_bytes;
   // Op scratch: working memory of the graph-level ops (ops.h: attention's
-  // log-sum-exp and gathered heads, the loss's statistics, the optimizer's
-  // gradient table). Separate from the collective scratch because an op may
+  // tiles and, with replicated KV, a run's lse and gathered heads; the
+  // RMSNorm weight gradient's partials; the loss's statistics; the
+  // optimizer's gradient table). Separate from the collective scratch because an op may
   // call a collective while holding it. Grows to the largest request (the
   // first training step), then stays; freed by srt_context_destroy.
   void *op_scratch;

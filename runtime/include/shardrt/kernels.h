@@ -165,10 +165,22 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
                                int64_t features, int64_t group, float eps,
                                float offset, float *workspace);
 
+/// Groups (rows) per block of srt_cpu_rms_norm_backward's weight-gradient
+/// partial sums: fixed, so the order of the sums does not depend on the
+/// thread count.
+enum { SRT_RMS_NORM_ROW_BLOCK = 64 };
+
 /// Floats of workspace srt_cpu_rms_norm_backward needs for dweight:
-/// ceil(n * features / group / 64) * group (group 0: the whole features).
-int64_t srt_cpu_rms_norm_backward_workspace_floats(int64_t n, int64_t features,
-                                                   int64_t group);
+/// ceil(n * features / group / 64) * group (group 0: the whole features);
+/// 0 for empty shapes. Inline: the compiler's memory report counts it.
+static inline int64_t srt_cpu_rms_norm_backward_workspace_floats(int64_t n, int64_t features,
+                                                                 int64_t group) {
+  int64_t g = group > 0 ? group : features;
+  if (g <= 0 || n <= 0)
+    return 0;
+  int64_t rows = n * (features / g);
+  return (rows + SRT_RMS_NORM_ROW_BLOCK - 1) / SRT_RMS_NORM_ROW_BLOCK * g;
+}
 
 //===----------------------------------------------------------------------===//
 // rotary (runtime/cpu/rotary.c)

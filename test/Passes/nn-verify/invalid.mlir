@@ -315,6 +315,22 @@ func.func @attention_softcap(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>) -> 
 
 // -----
 
+func.func @attention_lse_shape(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>) -> tensor<1x4x32xf32> {
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): lse has shape [1, 4, 3], expected [1, 4, 4]
+  %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x3xf32>)
+  return %0 : tensor<1x4x32xf32>
+}
+
+// -----
+
+func.func @attention_grad_lse_type(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>, %l: tensor<1x4x4xf64>) -> tensor<1x4x32xf32> {
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:10: error: 'nn.attention_grad' (self_attn): lse must have element type f32 (the log-sum-exp is kept in fp32)
+  %0:3 = "nn.attention_grad"(%q, %k, %k, %q, %l, %q) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4x32xf32>, tensor<1x4x4xf64>, tensor<1x4x32xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>)
+  return %0#0 : tensor<1x4x32xf32>
+}
+
+// -----
+
 func.func @ce_logits_rank(%l: tensor<8x16xf32>, %y: tensor<1x8xi64>) -> tensor<f32> {
   // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:8: error: 'nn.cross_entropy' (loss): logits must have rank 3, got shape [8, 16]
   %0 = "nn.cross_entropy"(%l, %y) {nn.module = "loss", ignore_index = -100 : i64, shift = true} : (tensor<8x16xf32>, tensor<1x8xi64>) -> tensor<f32>

@@ -146,6 +146,10 @@ static void test_layer_builds_and_verifies(void **state) {
   k = nn_build_apply_rotary(&f->b, "model.layers.0.self_attn", k, cos, sin, 16);
   nn_attention_config cfg = {4, 2, 16, true, 0.25, 4, 50.0};
   MlirValue a = nn_build_attention(&f->b, "model.layers.0.self_attn", q, k, k, &cfg);
+  // Result 1: the log-sum-exp [batch, num_heads, seq], f32.
+  MlirValue lse = mlirOperationGetResult(mlirOpResultGetOwner(a), 1);
+  assert_shape(lse, 3, (int64_t[]){2, 4, 8});
+  assert_true(mlirTypeIsAF32(mlirShapedTypeGetElementType(mlirValueGetType(lse))));
   x = nn_build_add(&f->b, "model.layers.0", x, a);
   MlirValue g = nn_build_linear(&f->b, "model.layers.0.mlp.gate_proj", x, wg, (MlirValue){NULL});
   MlirValue m = nn_build_glu(&f->b, "model.layers.0.mlp", g, g, "gelu_tanh");

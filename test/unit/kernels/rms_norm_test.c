@@ -106,6 +106,10 @@ static void test_plain(void **state) {
   (void)state;
   check_case((norm_case){6, 16, 0, 1e-6f, 0.0f}, 1);
   check_case((norm_case){3, 16, 16, 1e-5f, 0.0f}, 2); // group = features
+  // More than one 64-row block of the weight gradient's partials, the last
+  // one partial: 150 rows; and 40 rows of 4 heads (160 groups).
+  check_case((norm_case){150, 8, 0, 1e-6f, 0.0f}, 6);
+  check_case((norm_case){40, 16, 4, 1e-6f, 1.0f}, 7);
 }
 
 static void test_gemma_offset(void **state) {
