@@ -134,22 +134,20 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
   {
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; b++) {
-      float *partial = dweight ? workspace + b * g : NULL;
-      if (partial)
-        memset(partial, 0, (size_t)g * sizeof(float));
+      float *partial = workspace + b * g;
+      memset(partial, 0, (size_t)g * sizeof(float));
       int64_t r1 = (b + 1) * kNormRowBlock < rows ? (b + 1) * kNormRowBlock : rows;
       for (int64_t r = b * kNormRowBlock; r < r1; r++) {
         float s = group_rstd(x + r * g, g, eps);
         if (dx)
           backward_row(dx + r * g, partial, dy + r * g, x + r * g, weight, g, s, offset);
-        else if (partial)
+        else
           weight_grad_row(partial, dy + r * g, x + r * g, g, s);
       }
     }
-    if (dweight) { // the implicit barrier above: every partial is there
+    // The implicit barrier above: every partial is there.
 #pragma omp for schedule(static)
-      for (int64_t i0 = 0; i0 < g; i0 += kColumnBlock)
-        sum_blocks(dweight, workspace, blocks, g, i0, i0 + kColumnBlock < g ? i0 + kColumnBlock : g);
-    }
+    for (int64_t i0 = 0; i0 < g; i0 += kColumnBlock)
+      sum_blocks(dweight, workspace, blocks, g, i0, i0 + kColumnBlock < g ? i0 + kColumnBlock : g);
   }
 }
