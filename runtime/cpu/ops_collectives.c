@@ -94,3 +94,47 @@ srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t ax
             (size_t)chunk * sizeof(float));
   return NULL;
 }
+
+//===----------------------------------------------------------------------===//
+// Non-blocking forms: started into the context's slot, completed by
+// srt_cpu_op_collective_wait
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_all_reduce_start(srt_exec *e, int64_t in, int64_t out, int64_t count,
+                                       int64_t axis, int64_t is_max, int64_t dtype,
+                                       int64_t slot) {
+  const char *op = "srt_cpu_op_all_reduce_start";
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  if (in != out)
+    memmove(ops_f32(e, out), ops_f32(e, in), (size_t)count * sizeof(float));
+  return srt_all_reduce_start(g, ops_f32(e, out), count, SRT_F32,
+                              is_max ? SRT_REDUCE_MAX : SRT_REDUCE_SUM, (int)slot);
+}
+
+srt_status srt_cpu_op_all_gather_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+                                       int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                                       int64_t d2, int64_t d3, int64_t dtype, int64_t slot) {
+  const char *op = "srt_cpu_op_all_gather_start";
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return srt_all_gather_start(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
+                              (int)dim, (int)slot);
+}
+
+srt_status srt_cpu_op_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+                                           int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                                           int64_t d2, int64_t d3, int64_t dtype,
+                                           int64_t slot) {
+  const char *op = "srt_cpu_op_reduce_scatter_start";
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return srt_reduce_scatter_start(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank,
+                                  shape, (int)dim, SRT_REDUCE_SUM, (int)slot);
+}
+
+srt_status srt_cpu_op_collective_wait(srt_exec *e, int64_t slot) {
+  return srt_collective_wait(e->ctx, (int)slot);
+}

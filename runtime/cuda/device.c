@@ -236,6 +236,9 @@ static srt_status close_device(void *device) {
   cudaFree(d->slots);
   cudaFree(d->norm_acc);
   cudaFree(d->arena);
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    if (d->pending[i])
+      cudaEventDestroy(d->pending[i]);
   if (d->to_comm)
     cudaEventDestroy(d->to_comm);
   if (d->to_compute)

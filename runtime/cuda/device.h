@@ -9,6 +9,7 @@
 
 #include "check.h"
 #include "kernels.h"
+#include "shardrt/collectives.h"
 #include "shardrt/context.h"
 #include "shardrt/program.h"
 
@@ -30,6 +31,12 @@ typedef struct srt_cuda_device {
   /// before them and before the ops after them by events.
   cudaStream_t compute, comm;
   cudaEvent_t to_comm, to_compute;
+  /// The non-blocking collectives in flight (shardrt/collectives.h's
+  /// slots): each one's completion on `comm`, recorded by its _start op and
+  /// waited for by the compute stream at srt_cuda_op_collective_wait;
+  /// created at a slot's first use.
+  cudaEvent_t pending[SRT_MAX_PENDING];
+  bool pending_live[SRT_MAX_PENDING];
   cublasLtHandle_t lt;
   void *lt_workspace;
   size_t lt_workspace_bytes;

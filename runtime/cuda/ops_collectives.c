@@ -81,49 +81,91 @@ static srt_status repack(void *dst, const void *src, view v, int parts, bool to_
   return NULL;
 }
 
-srt_status srt_cuda_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
-                                  int64_t axis, int64_t is_max, int64_t dtype) {
+// The end of a collective enqueued on the comm stream: with `slot` < 0 the
+// compute stream waits for it now; else its completion is recorded in the
+// slot's event, which srt_cuda_op_collective_wait makes the compute stream
+// wait for.
+static srt_status finish(srt_cuda_device *d, int64_t slot) {
+  if (slot < 0)
+    return srt_cuda_comm_end(d);
+  if (!d->pending[slot])
+    SRT_CUDA_CHECK(cudaEventCreateWithFlags(&d->pending[slot], cudaEventDisableTiming));
+  SRT_CUDA_CHECK(cudaEventRecord(d->pending[slot], d->comm));
+  d->pending_live[slot] = true;
+  return NULL;
+}
+
+static srt_status all_reduce(srt_exec *e, const char *op, int64_t in, int64_t out,
+                             int64_t count, int64_t axis, int64_t is_max, int64_t dtype,
+                             int64_t slot) {
   collective c;
   const int64_t dims[4] = {count, 1, 1, 1};
-  SRT_RETURN_IF_ERROR(begin(e, "srt_cuda_op_all_reduce", in, out, axis, dtype, 0, 1, dims, &c));
+  SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, 0, 1, dims, &c));
   SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
   SRT_NCCL_CHECK(ncclAllReduce(srt_cuda_at(e, in), srt_cuda_at(e, out), (size_t)count, c.type,
                                is_max ? ncclMax : ncclSum, c.comm, c.d->comm));
-  return srt_cuda_comm_end(c.d);
+  return finish(c.d, slot);
+}
+
+srt_status srt_cuda_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
+                                  int64_t axis, int64_t is_max, int64_t dtype) {
+  return all_reduce(e, "srt_cuda_op_all_reduce", in, out, count, axis, is_max, dtype, -1);
+}
+
+srt_status srt_cuda_op_all_reduce_start(srt_exec *e, int64_t in, int64_t out, int64_t count,
+                                        int64_t axis, int64_t is_max, int64_t dtype,
+                                        int64_t slot) {
+  return all_reduce(e, "srt_cuda_op_all_reduce_start", in, out, count, axis, is_max, dtype,
+                    slot);
+}
+
+static srt_status all_gather(srt_exec *e, const char *op, int64_t in, int64_t out,
+                             int64_t axis, int64_t dim, int64_t rank, const int64_t dims[4],
+                             int64_t dtype, int64_t slot) {
+  collective c;
+  SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, dim, rank, dims, &c));
+  size_t local = (size_t)(c.v.outer * c.v.dim * c.v.inner);
+  void *recv = srt_cuda_at(e, out);
+  if (c.v.outer > 1) { // chunks land in scratch, then interleave along the dim
+    SRT_RETURN_IF_ERROR(srt_cuda_scratch(c.d, local * (size_t)c.parts * c.v.elem, &recv));
+    slot = -1; // the scratch is shared: done before the next op
+  }
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
+  SRT_NCCL_CHECK(ncclAllGather(srt_cuda_at(e, in), recv, local, c.type, c.comm, c.d->comm));
+  if (c.v.outer > 1)
+    SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, c.v, c.parts, false, c.d->comm));
+  return finish(c.d, slot);
 }
 
 srt_status srt_cuda_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                   int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                   int64_t d2, int64_t d3, int64_t dtype) {
-  collective c;
   const int64_t dims[4] = {d0, d1, d2, d3};
-  SRT_RETURN_IF_ERROR(
-      begin(e, "srt_cuda_op_all_gather", in, out, axis, dtype, dim, rank, dims, &c));
-  size_t local = (size_t)(c.v.outer * c.v.dim * c.v.inner);
-  void *recv = srt_cuda_at(e, out);
-  if (c.v.outer > 1) // chunks land in scratch, then interleave along the dim
-    SRT_RETURN_IF_ERROR(srt_cuda_scratch(c.d, local * (size_t)c.parts * c.v.elem, &recv));
-  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
-  SRT_NCCL_CHECK(ncclAllGather(srt_cuda_at(e, in), recv, local, c.type, c.comm, c.d->comm));
-  if (c.v.outer > 1)
-    SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, c.v, c.parts, false, c.d->comm));
-  return srt_cuda_comm_end(c.d);
+  return all_gather(e, "srt_cuda_op_all_gather", in, out, axis, dim, rank, dims, dtype, -1);
 }
 
-srt_status srt_cuda_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
-                                      int64_t dim, int64_t rank, int64_t d0, int64_t d1,
-                                      int64_t d2, int64_t d3, int64_t dtype) {
-  const char *op = "srt_cuda_op_reduce_scatter";
-  collective c;
+srt_status srt_cuda_op_all_gather_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+                                        int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                                        int64_t d2, int64_t d3, int64_t dtype, int64_t slot) {
   const int64_t dims[4] = {d0, d1, d2, d3};
+  return all_gather(e, "srt_cuda_op_all_gather_start", in, out, axis, dim, rank, dims, dtype,
+                    slot);
+}
+
+static srt_status reduce_scatter(srt_exec *e, const char *op, int64_t in, int64_t out,
+                                 int64_t axis, int64_t dim, int64_t rank,
+                                 const int64_t dims[4], int64_t dtype, int64_t slot) {
+  collective c;
   SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, dim, rank, dims, &c));
   SRT_RETURN_IF_ERROR(divisible(op, &c, dim));
   c.v.dim /= c.parts; // the local chunk's size
   size_t local = (size_t)(c.v.outer * c.v.dim * c.v.inner);
   const void *send = srt_cuda_at(e, in);
   void *packed = NULL;
-  if (c.v.outer > 1) // each rank's chunk made contiguous first
+  if (c.v.outer > 1) { // each rank's chunk made contiguous first
     SRT_RETURN_IF_ERROR(srt_cuda_scratch(c.d, local * (size_t)c.parts * c.v.elem, &packed));
+    slot = -1; // the scratch is shared: done before the next op
+  }
   SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
   if (packed) {
     SRT_RETURN_IF_ERROR(repack(packed, send, c.v, c.parts, true, c.d->comm));
@@ -131,7 +173,36 @@ srt_status srt_cuda_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int6
   }
   SRT_NCCL_CHECK(ncclReduceScatter(send, srt_cuda_at(e, out), local, c.type, ncclSum, c.comm,
                                    c.d->comm));
-  return srt_cuda_comm_end(c.d);
+  return finish(c.d, slot);
+}
+
+srt_status srt_cuda_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+                                      int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                                      int64_t d2, int64_t d3, int64_t dtype) {
+  const int64_t dims[4] = {d0, d1, d2, d3};
+  return reduce_scatter(e, "srt_cuda_op_reduce_scatter", in, out, axis, dim, rank, dims, dtype,
+                        -1);
+}
+
+srt_status srt_cuda_op_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+                                            int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                                            int64_t d2, int64_t d3, int64_t dtype,
+                                            int64_t slot) {
+  const int64_t dims[4] = {d0, d1, d2, d3};
+  return reduce_scatter(e, "srt_cuda_op_reduce_scatter_start", in, out, axis, dim, rank, dims,
+                        dtype, slot);
+}
+
+// The compute stream waits for the collective in flight in `slot` (none:
+// nothing to wait for).
+srt_status srt_cuda_op_collective_wait(srt_exec *e, int64_t slot) {
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_collective_wait", &d));
+  if (!d->pending_live[slot])
+    return NULL;
+  d->pending_live[slot] = false;
+  SRT_CUDA_CHECK(cudaStreamWaitEvent(d->compute, d->pending[slot], 0));
+  return NULL;
 }
 
 // This rank's slice along the dim: a strided copy, no communication.

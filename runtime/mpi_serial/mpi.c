@@ -176,6 +176,12 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
   return MPI_Allreduce(sendbuf, recvbuf, recvcount, datatype, op, comm);
 }
 
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *request) {
+  return done(request, MPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm));
+}
+
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                    MPI_Op op, MPI_Comm comm, MPI_Request *request) {
   return done(request, MPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm));

@@ -197,14 +197,48 @@ static srt_status wait_for(srt_group *g, const char *what, MPI_Request *req) {
   }
 }
 
+// A started collective's request: with `slot` < 0 waited for now against
+// the deadline, else left in flight in the context's slot (the caller
+// checked it is free).
+static srt_status issued(srt_group *g, const char *what, MPI_Request *req, int slot) {
+  if (slot < 0)
+    return wait_for(g, what, req);
+  g->ctx->pending[slot] = (srt_pending){*req, g, what};
+  return NULL;
+}
+
 // Starts `call` (a non-blocking MPI collective writing &req_) on `g` and
-// waits for it against the deadline.
-#define SRT_MPI_WAIT(g, what, call)                                                     \
+// waits for it (slot < 0) or leaves it in flight in `slot`.
+#define SRT_MPI_ISSUE(g, what, slot, call)                                              \
   do {                                                                                   \
     MPI_Request req_ = MPI_REQUEST_NULL;                                                 \
     SRT_MPI(g, call);                                                                    \
-    SRT_RETURN_IF_ERROR(wait_for(g, what, &req_));                                       \
+    SRT_RETURN_IF_ERROR(issued(g, what, &req_, slot));                                   \
   } while (0)
+#define SRT_MPI_WAIT(g, what, call) SRT_MPI_ISSUE(g, what, -1, call)
+
+// A slot of the _start functions: in range and free.
+static srt_status check_slot(const srt_group *g, const char *what, int slot) {
+  if (slot < 0 || slot >= SRT_MAX_PENDING)
+    return bad_arg(g, what, "slot outside [0, SRT_MAX_PENDING) (slot, max)", slot,
+                   SRT_MAX_PENDING);
+  if (g->ctx->pending[slot].group)
+    return bad_arg(g, what, "slot still in flight (slot, max)", slot, SRT_MAX_PENDING);
+  return NULL;
+}
+
+srt_status srt_collective_wait(srt_context *ctx, int slot) {
+  if (slot < 0 || slot >= SRT_MAX_PENDING)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "collective wait: slot %d outside [0, %d) (world rank %d)", slot,
+                     SRT_MAX_PENDING, srt_context_rank(ctx));
+  srt_pending *p = &ctx->pending[slot];
+  if (!p->group)
+    return NULL;
+  srt_group *g = p->group;
+  p->group = NULL; // freed whatever the outcome: a failed step ends the job
+  return wait_for(g, p->what, &p->req);
+}
 
 //===----------------------------------------------------------------------===//
 // Packing: a row-major tensor viewed as [outer, size(dim), inner]
@@ -248,8 +282,8 @@ static void unpack_chunks(const unsigned char *in, layout b, int n, unsigned cha
 // Collectives
 //===----------------------------------------------------------------------===//
 
-srt_status srt_all_reduce(srt_group *g, void *data, int64_t count, srt_dtype dtype,
-                          srt_reduce_op op) {
+static srt_status all_reduce(srt_group *g, void *data, int64_t count, srt_dtype dtype,
+                             srt_reduce_op op, int slot) {
   static const char what[] = "all_reduce";
   MPI_Datatype t;
   MPI_Op mop = MPI_OP_NULL;
@@ -258,13 +292,24 @@ srt_status srt_all_reduce(srt_group *g, void *data, int64_t count, srt_dtype dty
   SRT_RETURN_IF_ERROR(check_count(g, what, count));
   if (count == 0 || g->size == 1)
     return NULL;
-  SRT_MPI_WAIT(g, "all-reduce",
-               MPI_Iallreduce(MPI_IN_PLACE, data, (int)count, t, mop, g->comm, &req_));
+  SRT_MPI_ISSUE(g, "all-reduce", slot,
+                MPI_Iallreduce(MPI_IN_PLACE, data, (int)count, t, mop, g->comm, &req_));
   return NULL;
 }
 
-srt_status srt_all_gather(srt_group *g, const void *in, void *out, srt_dtype dtype,
-                          int ndim, const int64_t *local_shape, int dim) {
+srt_status srt_all_reduce(srt_group *g, void *data, int64_t count, srt_dtype dtype,
+                          srt_reduce_op op) {
+  return all_reduce(g, data, count, dtype, op, -1);
+}
+
+srt_status srt_all_reduce_start(srt_group *g, void *data, int64_t count, srt_dtype dtype,
+                                srt_reduce_op op, int slot) {
+  SRT_RETURN_IF_ERROR(check_slot(g, "all_reduce", slot));
+  return all_reduce(g, data, count, dtype, op, slot);
+}
+
+static srt_status all_gather(srt_group *g, const void *in, void *out, srt_dtype dtype,
+                             int ndim, const int64_t *local_shape, int dim, int slot) {
   static const char what[] = "all_gather";
   MPI_Datatype t;
   SRT_RETURN_IF_ERROR(check_dtype(g, what, dtype, 0, &t));
@@ -280,8 +325,8 @@ srt_status srt_all_gather(srt_group *g, const void *in, void *out, srt_dtype dty
   }
   layout l = layout_of(ndim, local_shape, dim, elem);
   if (l.outer == 1) { // chunks are already contiguous in the output
-    SRT_MPI_WAIT(g, "all-gather",
-                 MPI_Iallgather(in, (int)count, t, out, (int)count, t, g->comm, &req_));
+    SRT_MPI_ISSUE(g, "all-gather", slot,
+                  MPI_Iallgather(in, (int)count, t, out, (int)count, t, g->comm, &req_));
     return NULL;
   }
   void *scratch;
@@ -292,9 +337,20 @@ srt_status srt_all_gather(srt_group *g, const void *in, void *out, srt_dtype dty
   return NULL;
 }
 
-srt_status srt_reduce_scatter(srt_group *g, const void *in, void *out,
-                              srt_dtype dtype, int ndim, const int64_t *full_shape,
-                              int dim, srt_reduce_op op) {
+srt_status srt_all_gather(srt_group *g, const void *in, void *out, srt_dtype dtype,
+                          int ndim, const int64_t *local_shape, int dim) {
+  return all_gather(g, in, out, dtype, ndim, local_shape, dim, -1);
+}
+
+srt_status srt_all_gather_start(srt_group *g, const void *in, void *out, srt_dtype dtype,
+                                int ndim, const int64_t *local_shape, int dim, int slot) {
+  SRT_RETURN_IF_ERROR(check_slot(g, "all_gather", slot));
+  return all_gather(g, in, out, dtype, ndim, local_shape, dim, slot);
+}
+
+static srt_status reduce_scatter(srt_group *g, const void *in, void *out, srt_dtype dtype,
+                                 int ndim, const int64_t *full_shape, int dim,
+                                 srt_reduce_op op, int slot) {
   static const char what[] = "reduce_scatter";
   MPI_Datatype t;
   MPI_Op mop = MPI_OP_NULL;
@@ -320,9 +376,24 @@ srt_status srt_reduce_scatter(srt_group *g, const void *in, void *out,
     SRT_RETURN_IF_ERROR(srt_context_scratch(g->ctx, (size_t)total * elem, &scratch));
     pack_chunks(in, l, g->size, scratch);
     send = scratch;
+    slot = -1; // the scratch is shared: done before it is reused
   }
-  SRT_MPI(g, MPI_Reduce_scatter_block(send, out, (int)count, t, mop, g->comm));
+  SRT_MPI_ISSUE(g, "reduce-scatter", slot,
+                MPI_Ireduce_scatter_block(send, out, (int)count, t, mop, g->comm, &req_));
   return NULL;
+}
+
+srt_status srt_reduce_scatter(srt_group *g, const void *in, void *out, srt_dtype dtype,
+                              int ndim, const int64_t *full_shape, int dim,
+                              srt_reduce_op op) {
+  return reduce_scatter(g, in, out, dtype, ndim, full_shape, dim, op, -1);
+}
+
+srt_status srt_reduce_scatter_start(srt_group *g, const void *in, void *out,
+                                    srt_dtype dtype, int ndim, const int64_t *full_shape,
+                                    int dim, srt_reduce_op op, int slot) {
+  SRT_RETURN_IF_ERROR(check_slot(g, "reduce_scatter", slot));
+  return reduce_scatter(g, in, out, dtype, ndim, full_shape, dim, op, slot);
 }
 
 srt_status srt_all_to_all(srt_group *g, const void *in, void *out, srt_dtype dtype,

@@ -4,6 +4,7 @@
 #ifndef SHARDRT_CONTEXT_INTERNAL_H
 #define SHARDRT_CONTEXT_INTERNAL_H
 
+#include "shardrt/collectives.h"
 #include "shardrt/context.h"
 
 struct srt_group {
@@ -15,6 +16,14 @@ struct srt_group {
   const char *name;    // "world", "dp", "tp", "dp_cp"
   srt_context *ctx;    // owner (for the scratch buffer)
 };
+
+// A collective in flight (srt_*_start, collectives.h): its request and
+// group; group NULL is a free slot.
+typedef struct srt_pending {
+  MPI_Request req;
+  srt_group *group;
+  const char *what;
+} srt_pending;
 
 struct srt_context {
   srt_mesh mesh;
@@ -38,6 +47,7 @@ struct srt_context {
   double timeout_s; // deadline of each collective (srt_context_options)
   int64_t step;     // srt_context_set_step, for messages
   struct srt_profile *profile; // srt_context_set_profile, or NULL
+  srt_pending pending[SRT_MAX_PENDING]; // non-blocking collectives in flight
 };
 
 /// Makes the status for MPI error code `rc` returned by `call` on `group`.

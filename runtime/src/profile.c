@@ -17,8 +17,10 @@ srt_op_kind srt_op_kind_of(const char *name) {
   static const char *const collectives[] = {"all_reduce", "all_gather", "reduce_scatter",
                                             "all_to_all"};
   for (size_t i = 0; i < sizeof collectives / sizeof *collectives; i++)
-    if (!strcmp(name, collectives[i]))
+    if (starts_with(name, collectives[i])) // and the _start forms
       return SRT_OP_KIND_COLLECTIVE;
+  if (!strcmp(name, "collective_wait"))
+    return SRT_OP_KIND_COLLECTIVE;
   if (!strcmp(name, "optimizer_step"))
     return SRT_OP_KIND_OPTIMIZER;
   return SRT_OP_KIND_ELEMENTWISE;

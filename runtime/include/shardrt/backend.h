@@ -92,6 +92,16 @@ srt_status srt_check_collective_shape(const srt_exec *e, const char *op, int64_t
                                       int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                       int64_t dim_a, int64_t dim_b, int64_t shape[4]);
 
+/// A non-blocking collective's in-flight slot: in [0, SRT_MAX_PENDING)
+/// (shardrt/collectives.h).
+srt_status srt_check_slot(const srt_exec *e, const char *op, int64_t slot);
+
+/// srt_check_collective_shape (dim_a = dim_b = dim, no copy) and
+/// srt_check_slot, for the _start forms of a gather or scatter.
+srt_status srt_check_collective_start(const srt_exec *e, const char *op, int64_t rank,
+                                      int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                                      int64_t dim, int64_t slot);
+
 /// An AdamW step count >= 1.
 srt_status srt_check_step_options(const srt_exec *e, const char *op,
                                   const srt_step_options *options);

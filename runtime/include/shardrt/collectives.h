@@ -62,6 +62,33 @@ srt_status srt_all_to_all(srt_group *group, const void *in, void *out,
 srt_status srt_broadcast(srt_group *group, void *data, int64_t count,
                          srt_dtype dtype, int root);
 
+/// Non-blocking forms of srt_all_reduce, srt_all_gather and
+/// srt_reduce_scatter (same arguments and errors), completed by
+/// srt_collective_wait(ctx, slot) on the group's context: until then `in`
+/// (`data`) must not change and `out` must not be read. Every rank of the
+/// group starts its collectives in the same order (MPI's rule for
+/// non-blocking collectives on a communicator; a compiled step's program
+/// order guarantees it). A gather or scatter that must pack through the
+/// context's scratch (along a dim other than the outermost non-trivial
+/// one) completes before returning, the slot left free. Errors, besides
+/// the blocking forms': SRT_INVALID_ARGUMENT for a slot outside
+/// [0, SRT_MAX_PENDING) or one still in flight.
+srt_status srt_all_reduce_start(srt_group *group, void *data, int64_t count,
+                                srt_dtype dtype, srt_reduce_op op, int slot);
+srt_status srt_all_gather_start(srt_group *group, const void *in, void *out,
+                                srt_dtype dtype, int ndim, const int64_t *local_shape,
+                                int dim, int slot);
+srt_status srt_reduce_scatter_start(srt_group *group, const void *in, void *out,
+                                    srt_dtype dtype, int ndim, const int64_t *full_shape,
+                                    int dim, srt_reduce_op op, int slot);
+
+/// Waits for the collective started in `slot` against the context's
+/// deadline (as the blocking forms do) and frees the slot; a free slot
+/// returns at once. Errors: SRT_INVALID_ARGUMENT for a slot outside
+/// [0, SRT_MAX_PENDING); SRT_DEADLINE_EXCEEDED or SRT_UNAVAILABLE as the
+/// blocking forms.
+srt_status srt_collective_wait(srt_context *ctx, int slot);
+
 /// srt_all_reduce on F32 data with `group` an srt_group*; has the type
 /// srt_allreduce_f32_fn, for kernels that must not depend on the backend
 /// (vocabulary-parallel cross-entropy: pass it with the tp group).

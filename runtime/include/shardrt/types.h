@@ -15,6 +15,10 @@
 /// in_proj's [z, x, B, C, dt]; see srt_tensor.tp_blocks).
 #define SRT_MAX_TP_BLOCKS 5
 
+/// Non-blocking collectives in flight at once on one context: the slots
+/// [0, SRT_MAX_PENDING) of shardrt/collectives.h's _start functions.
+#define SRT_MAX_PENDING 64
+
 /// Element types; the names match safetensors' dtype strings.
 typedef enum srt_dtype {
   SRT_F64,

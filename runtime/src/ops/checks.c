@@ -159,6 +159,21 @@ srt_status srt_check_collective_shape(const srt_exec *e, const char *op, int64_t
   return NULL;
 }
 
+srt_status srt_check_slot(const srt_exec *e, const char *op, int64_t slot) {
+  if (slot < 0 || slot >= SRT_MAX_PENDING)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: collective slot %lld is not in [0, %d) (rank %d)", op,
+                     (long long)slot, SRT_MAX_PENDING, srt_op_rank(e));
+  return NULL;
+}
+
+srt_status srt_check_collective_start(const srt_exec *e, const char *op, int64_t rank,
+                                      int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                                      int64_t dim, int64_t slot) {
+  SRT_RETURN_IF_ERROR(srt_check_collective_shape(e, op, rank, d0, d1, d2, d3, dim, dim, NULL));
+  return srt_check_slot(e, op, slot);
+}
+
 int64_t srt_step_forward_only(const srt_step_options *options) {
   return options && options->forward_only ? 1 : 0;
 }
