@@ -126,6 +126,19 @@ MlirStringRef nn_module_of(MlirOperation op) {
   return nn_attr_str(op, NN_MODULE_ATTR);
 }
 
+size_t nn_layer_prefix(MlirStringRef m) {
+  for (size_t i = 0; i + 7 <= m.length; ++i) {
+    if ((i && m.data[i - 1] != '.') || memcmp(m.data + i, "layers.", 7))
+      continue;
+    size_t j = i + 7;
+    while (j < m.length && m.data[j] >= '0' && m.data[j] <= '9')
+      ++j;
+    if (j > i + 7 && (j == m.length || m.data[j] == '.'))
+      return j;
+  }
+  return 0;
+}
+
 int64_t nn_attr_int(MlirOperation op, const char *name, int64_t fallback) {
   MlirAttribute a = mlirOperationGetAttributeByName(op, str(name));
   if (mlirAttributeIsNull(a))

@@ -89,6 +89,11 @@ int nn_op_vjps(nn_op_kind kind, const nn_vjp **vjps);
 /// returned data is owned by the context.
 MlirStringRef nn_module_of(MlirOperation op);
 
+/// The length of the decoder layer's path in module path `m`: through the
+/// first all-digit segment after a "layers" segment ("model.layers.12" of
+/// "model.layers.12.mlp.up_proj"); 0 when `m` is in no layer.
+size_t nn_layer_prefix(MlirStringRef m);
+
 /// Integer attribute `name` of `op` (i64 or i1); `fallback` if absent or not
 /// an integer.
 int64_t nn_attr_int(MlirOperation op, const char *name, int64_t fallback);

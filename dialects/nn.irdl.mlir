@@ -209,6 +209,15 @@ irdl.dialect @nn {
     irdl.results(output: %x)
   }
 
+  // The value of a non-blocking collective (its operand's defining op, which
+  // overlap-collectives starts early) once the collective has completed:
+  // the same tensor, in the same buffer. Placed before its first reader.
+  irdl.operation @wait {
+    %x = irdl.base "!builtin.tensor"
+    irdl.operands(input: %x)
+    irdl.results(output: %x)
+  }
+
   // Vocabulary-parallel cross-entropy, in four steps around three tp
   // all-reduces (max, sum of exponentials, target logit) so the logits are
   // never gathered. Each rank holds logits [B, S, V/tp]; its vocabulary range

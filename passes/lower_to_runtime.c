@@ -43,6 +43,7 @@
 #include "shardrt/kernels.h" // srt_rope_type
 #include "shardrt/ops.h"
 #include "shardrt/program.h"
+#include "shardrt/types.h" // SRT_MAX_PENDING
 
 enum { kOptBackend, kOptKeepLogits, kOptMemoryReport, kOptDeviceMemory, kOptAccumulate };
 
@@ -81,6 +82,11 @@ typedef struct lower_run {
   MlirValue exec, options, result;
   bool *declared; // per lowering: its function is declared
   int num_attention;
+  // Non-blocking collectives in flight while the calls are emitted: each
+  // slot's collective result (null: free), and the slot of the call being
+  // packed (START_SLOT / WAIT_SLOT).
+  MlirValue in_flight[SRT_MAX_PENDING];
+  int64_t slot;
   tp_memory_figures mem; // what --memory-report writes
   int errors;
 } lower_run;
@@ -166,7 +172,8 @@ static int init_kind(MlirStringRef name) {
 enum { kMaxParamUses = 16 };
 
 // The uses of parameter `arg` by ops, through its FSDP gathers over dp (a
-// shard.all_gather of the argument): at most kMaxParamUses, in use order.
+// shard.all_gather of the argument, and its nn.wait when it is
+// non-blocking): at most kMaxParamUses, in use order.
 static int param_uses(MlirValue arg, MlirOpOperand uses[kMaxParamUses]) {
   int n = 0;
   for (MlirOpOperand u = mlirValueGetFirstUse(arg); !mlirOpOperandIsNull(u) && n < kMaxParamUses;
@@ -176,7 +183,13 @@ static int param_uses(MlirValue arg, MlirOpOperand uses[kMaxParamUses]) {
       uses[n++] = u;
       continue;
     }
-    for (MlirOpOperand g = mlirValueGetFirstUse(mlirOperationGetResult(owner, 0));
+    MlirValue gathered = mlirOperationGetResult(owner, 0);
+    MlirOpOperand first = mlirValueGetFirstUse(gathered);
+    // A non-blocking gather (overlap-collectives): the uses of its nn.wait.
+    if (!mlirOpOperandIsNull(first) &&
+        nn_op_kind_of(mlirOpOperandGetOwner(first)) == NN_OP_WAIT)
+      gathered = mlirOperationGetResult(mlirOpOperandGetOwner(first), 0);
+    for (MlirOpOperand g = mlirValueGetFirstUse(gathered);
          !mlirOpOperandIsNull(g) && n < kMaxParamUses; g = mlirOpOperandGetNextUse(g))
       uses[n++] = g;
   }
@@ -378,6 +391,7 @@ static int result_dtype(lower_run *r, MlirOperation op, intptr_t i) {
   case NN_OP_ROTARY_EMBEDDING:
     return kF32;
   case NN_OP_ADD:
+  case NN_OP_WAIT:
     return dtype_of(r, mlirOperationGetOperand(op, 0));
   case NN_OP_NONE: // collectives (and shard.sharding, which has no buffer)
     if (mlirOperationGetNumOperands(op) == 0)
@@ -453,7 +467,8 @@ static void live_peak(lower_run *r, const tp_interval *iv, const int64_t *fixed,
 
 // A gradient is summed in its parameter's slot: over uses (nn.add chains: a
 // tied embedding's lookup and lm_head gradients) and over ranks (the
-// all-reduce of a Partial gradient over dp or tp). The sum's first operand,
+// all-reduce of a Partial gradient over dp or tp, and the nn.wait of a
+// non-blocking one). The sum's first operand,
 // when only the sum reads it and it is an fp32 temporary of the same size,
 // lives in the slot too (the sum runs in place, which the add kernels, MPI
 // and NCCL all allow), and so on down the chain. The addends and the
@@ -466,7 +481,8 @@ static void sum_in_place(lower_run *r, int64_t *fixed, const MlirValue *vals, si
     int at = j;
     for (int depth = 0; depth < 64 && mlirValueIsAOpResult(vals[at]); ++depth) {
       MlirOperation add = mlirOpResultGetOwner(vals[at]);
-      if (nn_op_kind_of(add) != NN_OP_ADD && !tp_op_is(add, "shard.all_reduce"))
+      if (nn_op_kind_of(add) != NN_OP_ADD && nn_op_kind_of(add) != NN_OP_WAIT &&
+          !tp_op_is(add, "shard.all_reduce"))
         break;
       MlirValue a = mlirOperationGetOperand(add, 0);
       intptr_t k;
@@ -512,9 +528,49 @@ static void logits_grad_in_place(lower_run *r, tp_interval *iv, const int64_t *f
   }
 }
 
+// A non-blocking collective's nn.wait gives back the collective's own
+// buffer: the wait's result takes it (in a gradient slot when the wait's
+// result is stored there: sum_in_place fixed both) and the collective's
+// interval grows over the wait's readers.
+static void waits_in_place(lower_run *r, tp_interval *iv, const int64_t *fixed, int *alias,
+                           const MlirValue *vals, size_t first, int n) {
+  for (int j = 0; j < n; ++j) {
+    if (!mlirValueIsAOpResult(vals[j]) ||
+        nn_op_kind_of(mlirOpResultGetOwner(vals[j])) != NN_OP_WAIT)
+      continue;
+    intptr_t k;
+    MlirValue in = mlirOperationGetOperand(mlirOpResultGetOwner(vals[j]), 0);
+    if (!tp_ptr_map_get(&r->index, in.ptr, &k) || (size_t)k < first ||
+        (size_t)k >= first + (size_t)n) {
+      r->current = mlirOpResultGetOwner(vals[j]);
+      fail(r, "nn.wait of a value no collective of the step defines");
+      continue;
+    }
+    int l = (int)((size_t)k - first);
+    if (fixed[j] != fixed[l]) {
+      r->current = mlirOpResultGetOwner(vals[j]);
+      fail(r, "internal error: an nn.wait and its collective in different gradient slots");
+      continue;
+    }
+    if (fixed[j])
+      continue;
+    alias[j] = l + 1;
+    if (iv[j].last > iv[l].last)
+      iv[l].last = iv[j].last;
+  }
+}
+
+// The op defining operand 0 of nn.wait `op` (a collective), or null.
+static MlirOperation waited_collective(MlirOperation op) {
+  MlirValue v = mlirOperationGetOperand(op, 0);
+  return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
+}
+
 // Temporaries: each op result gets an interval [definition, last use];
 // a value handed to nn.store_grad lives in its parameter's gradient slot;
-// with keep_logits, the logits live to the end of the step.
+// with keep_logits, the logits live to the end of the step. The operands of
+// a non-blocking collective live to its nn.wait (the transfer reads them
+// until then), and the wait's result is the collective's buffer.
 static void plan_temporaries(lower_run *r) {
   int nops = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
@@ -556,6 +612,15 @@ static void plan_temporaries(lower_run *r) {
         }
       }
     }
+    MlirOperation started = nn_op_kind_of(op) == NN_OP_WAIT ? waited_collective(op)
+                                                            : (MlirOperation){NULL};
+    for (intptr_t i = 0; !mlirOperationIsNull(started) &&
+                         i < mlirOperationGetNumOperands(started); ++i) {
+      intptr_t k;
+      if (tp_ptr_map_get(&r->index, mlirOperationGetOperand(started, i).ptr, &k) &&
+          (size_t)k >= first)
+        iv[(size_t)k - first].last = index;
+    }
     nn_op_phase ph = nn_op_phase_of(nn_op_kind_of(op));
     backward_seen |= ph == NN_PHASE_BACKWARD;
     for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i) {
@@ -582,6 +647,7 @@ static void plan_temporaries(lower_run *r) {
   sum_in_place(r, fixed, vals, first, n);
   int *alias = calloc((size_t)nops + 1, sizeof *alias);
   logits_grad_in_place(r, iv, fixed, alias, vals, first, n);
+  waits_in_place(r, iv, fixed, alias, vals, first, n);
   // Gradient slots are fixed: plan the rest around nothing else (they are
   // in the persistent region, below `persistent`); an in-place result takes
   // its operand's buffer.
@@ -753,6 +819,8 @@ static int64_t is_max(lower_call *c) {
 #define NORM_GROUP norm_group(c->op)
 #define GRID_AXIS grid_axis(c)
 #define IS_MAX is_max(c)
+#define START_SLOT c->r->slot
+#define WAIT_SLOT c->r->slot
 #define FUSED_IN(i) in_of(c->fused, i)
 #define FUSED_OUT(i) mlirOperationGetResult(c->fused, i)
 #define FUSED_ATTR_F(name, fallback) nn_attr_float(c->fused, name, fallback)
@@ -954,6 +1022,13 @@ static void branch_if_forward_only(lower_run *r, MlirOperation optimizer) {
   mlirRegionInsertOwnedBlockBefore(r->step_region, r->fail_block, next);
   lb_cond_br(&r->at, yes, eval, 0, NULL, next);
   r->at.block = eval;
+  // Collectives still in flight complete before the evaluation returns.
+  const lowering *wait = lowering_named("srt_op_collective_wait");
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    if (!mlirValueIsNull(r->in_flight[i])) {
+      r->slot = i;
+      lower_op(r, wait, optimizer, (MlirOperation){NULL});
+    }
   lower_op(r, lowering_of(optimizer), optimizer, (MlirOperation){NULL});
   lb_return(&r->at, lb_zero(&r->at, ptr));
   r->at.block = next;
@@ -1026,6 +1101,54 @@ static bool check_keep_logits(lower_run *r) {
   return true;
 }
 
+// The non-blocking form of collective `op` when its result's one reader is
+// an nn.wait (overlap-collectives made it so), else NULL.
+static const lowering *start_form(lower_run *r, MlirOperation op) {
+  if (mlirOperationGetNumResults(op) != 1)
+    return NULL;
+  MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) ||
+      nn_op_kind_of(mlirOpOperandGetOwner(u)) != NN_OP_WAIT)
+    return NULL;
+  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
+  char fn[64];
+  const lowering *l = NULL;
+  if (name.length > 6 && !memcmp(name.data, "shard.", 6) &&
+      snprintf(fn, sizeof fn, "srt_op_%.*s_start", (int)name.length - 6, name.data + 6) <
+          (int)sizeof fn)
+    l = lowering_named(fn);
+  if (!l)
+    fail(r, "nn.wait of '%.*s', which has no non-blocking form (all_reduce, all_gather and "
+            "reduce_scatter have)",
+         (int)name.length, name.data);
+  return l;
+}
+
+// Takes a free in-flight slot for the result of `op` into r->slot.
+static bool take_slot(lower_run *r, MlirOperation op) {
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    if (mlirValueIsNull(r->in_flight[i])) {
+      r->in_flight[i] = mlirOperationGetResult(op, 0);
+      r->slot = i;
+      return true;
+    }
+  fail(r, "more than %d non-blocking collectives in flight at once", SRT_MAX_PENDING);
+  return false;
+}
+
+// Frees the slot of the collective nn.wait `op` waits for into r->slot.
+static bool free_slot(lower_run *r, MlirOperation op) {
+  MlirValue v = mlirOperationGetOperand(op, 0);
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    if (r->in_flight[i].ptr == v.ptr) {
+      r->in_flight[i] = (MlirValue){NULL};
+      r->slot = i;
+      return true;
+    }
+  fail(r, "nn.wait of a value no non-blocking collective before it defines");
+  return false;
+}
+
 // Lowers every op of the step; returns the global vocabulary (from the
 // embedding's weight).
 static int64_t lower_ops(lower_run *r) {
@@ -1072,6 +1195,13 @@ static int64_t lower_ops(lower_run *r) {
         tp_op_is(op, "shard.sharding"))
       continue;
     const lowering *l = lowering_of(op);
+    // A collective an nn.wait completes is started non-blocking.
+    const lowering *start = l && kind == NN_OP_NONE ? start_form(r, op) : NULL;
+    if (start && !take_slot(r, op))
+      break;
+    l = start ? start : l;
+    if (kind == NN_OP_WAIT && !free_slot(r, op))
+      break;
     if (!l) {
       MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
       fail(r, "no lowering for '%.*s'", (int)name.length, name.data);

@@ -13,6 +13,7 @@ static const tp_pass_info *const kPasses[] = {
     &tp_nn_optimizer_pass,
     &tp_plan_pass,
     &tp_partition_pass,
+    &tp_overlap_pass,
     &tp_shard_report_pass,
     &tp_lower_to_runtime_pass,
 };

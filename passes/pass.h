@@ -110,6 +110,10 @@ extern const tp_pass_info tp_plan_pass;
 /// explicit collectives.
 extern const tp_pass_info tp_partition_pass;
 
+/// overlap-collectives: parameter gathers started a layer ahead, gradient
+/// reductions completed under the backward (nn.wait after each).
+extern const tp_pass_info tp_overlap_pass;
+
 /// lower-to-runtime{backend=cpu}: a partitioned step as LLVM-dialect calls
 /// into libshardrt with a static memory plan and the program table.
 extern const tp_pass_info tp_lower_to_runtime_pass;

@@ -17,21 +17,6 @@ bool tp_recompute_parse(const char *text, tp_recompute_mode *mode) {
   return false;
 }
 
-// "model.layers.12" of "model.layers.12.mlp.up_proj": through the first
-// all-digit segment after a "layers" segment; 0 when there is none.
-static size_t layer_prefix(MlirStringRef m) {
-  for (size_t i = 0; i + 7 <= m.length; ++i) {
-    if ((i && m.data[i - 1] != '.') || memcmp(m.data + i, "layers.", 7))
-      continue;
-    size_t j = i + 7;
-    while (j < m.length && m.data[j] >= '0' && m.data[j] <= '9')
-      ++j;
-    if (j > i + 7 && (j == m.length || m.data[j] == '.'))
-      return j;
-  }
-  return 0;
-}
-
 static bool has_prefix(MlirStringRef m, MlirStringRef p) {
   return p.length && m.length >= p.length && !memcmp(m.data, p.data, p.length) &&
          (m.length == p.length || m.data[p.length] == '.');
@@ -42,7 +27,7 @@ static bool has_prefix(MlirStringRef m, MlirStringRef p) {
 static MlirStringRef segment_of(const tp_recompute *rc, MlirOperation op) {
   MlirStringRef m = nn_module_of(op);
   if (rc->mode == TP_RECOMPUTE_FULL)
-    return (MlirStringRef){m.data, layer_prefix(m)};
+    return (MlirStringRef){m.data, nn_layer_prefix(m)};
   for (size_t i = 0; rc->mode == TP_RECOMPUTE_ATTENTION && i < rc->num_ops; ++i)
     if (nn_op_kind_of(rc->ops[i]) == NN_OP_ATTENTION && has_prefix(m, nn_module_of(rc->ops[i])))
       return nn_module_of(rc->ops[i]);

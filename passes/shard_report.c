@@ -3,7 +3,9 @@
 // mesh axis its count, payload and the bytes each rank sends with ring
 // algorithms (all-reduce 2(n-1)/n x S, all-gather and reduce-scatter
 // (n-1)/n x the full tensor, all-to-all (n-1)/n x S; all_slice moves
-// nothing). Printed to stderr as a table; the IR is unchanged.
+// nothing), and how many of them are overlapped (started non-blocking and
+// read through an nn.wait: overlap-collectives). Printed to stderr as a
+// table; the IR is unchanged.
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +26,7 @@ typedef struct report {
   long long param_bytes, param_elements, params;
   long long input_bytes, activation_bytes;
   long long count[kKinds][TP_MESH_AXES];
+  long long overlapped[kKinds][TP_MESH_AXES]; // read through an nn.wait
   double payload[kKinds][TP_MESH_AXES], sent[kKinds][TP_MESH_AXES];
 } report;
 
@@ -71,6 +74,9 @@ static void count_collective(report *rep, MlirOperation op) {
     else if (k == 2 || k == 3)
       sent = (n - 1) / n * in;
     rep->count[k][axis] += 1;
+    MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
+    if (!mlirOpOperandIsNull(u) && nn_op_kind_of(mlirOpOperandGetOwner(u)) == NN_OP_WAIT)
+      rep->overlapped[k][axis] += 1;
     rep->payload[k][axis] += in;
     rep->sent[k][axis] += sent;
   }
@@ -230,15 +236,16 @@ static void print_report(const report *rep, MlirStringRef name) {
   fprintf(o, "  %-16s %18lld bytes  (input_ids, labels)\n", "inputs", rep->input_bytes);
   fprintf(o, "  %-16s %18lld bytes  (every intermediate value, before buffer reuse)\n",
           "activations", rep->activation_bytes);
-  fprintf(o, "  %-16s %4s %6s %18s %20s\n", "collective", "axis", "count", "payload bytes",
-          "bytes sent per rank");
+  fprintf(o, "  %-16s %4s %6s %18s %20s %12s\n", "collective", "axis", "count",
+          "payload bytes", "bytes sent per rank", "overlapped");
   double total = 0;
   for (int k = 0; k < kKinds; ++k)
     for (int axis = 0; axis < TP_MESH_AXES; ++axis) {
       if (!rep->count[k][axis])
         continue;
-      fprintf(o, "  %-16s %4s %6lld %18.0f %20.0f\n", kNames[k], axis ? "tp" : "dp",
-              rep->count[k][axis], rep->payload[k][axis], rep->sent[k][axis]);
+      fprintf(o, "  %-16s %4s %6lld %18.0f %20.0f %12lld\n", kNames[k], axis ? "tp" : "dp",
+              rep->count[k][axis], rep->payload[k][axis], rep->sent[k][axis],
+              rep->overlapped[k][axis]);
       total += rep->sent[k][axis];
     }
   fprintf(o, "  %-16s %4s %6s %18s %20.0f\n", "total", "", "", "", total);

@@ -36,7 +36,7 @@
 typedef struct options {
   const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
   int64_t tp, dp, batch, seq, device_memory, micro_batch;
-  bool sp, dp_replicate, timing, keep_logits;
+  bool sp, dp_replicate, timing, keep_logits, no_overlap;
 } options;
 
 static void usage(FILE *out) {
@@ -47,7 +47,7 @@ static void usage(FILE *out) {
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
           "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
           "                     [--activation-checkpointing[=full|attention]]\n"
-          "                     [--micro-batch M]\n\n"
+          "                     [--micro-batch M] [--no-overlap]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). With dp > 1 the\n"
           "parameters, gradients and AdamW moments are sharded over dp as FSDP does\n"
@@ -70,6 +70,9 @@ static void usage(FILE *out) {
           "--micro-batch M accumulates gradients: each step runs B / (M x dp) micro-batches\n"
           "of M sequences per rank before one optimizer step, the loss and gradients being\n"
           "the token-weighted mean over all B (the same as one step of B; cpu backend).\n"
+          "The parameters' gathers start a layer ahead of their use and the gradients'\n"
+          "reductions complete under the backward (non-blocking collectives);\n"
+          "--no-overlap runs each collective where it stands, blocking.\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
           "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
 }
@@ -136,7 +139,7 @@ static int parse(int argc, char **argv, options *o) {
                                        "--backend", "--sequence-parallel", "--timing",
                                        "--keep-logits", "--memory-report", "--device-memory",
                                        "--activation-checkpointing", "--micro-batch",
-                                       "--dp-replicate", NULL};
+                                       "--dp-replicate", "--no-overlap", NULL};
   tool_seen seen = {{0}};
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
   for (int i = 1; i < argc; ++i) {
@@ -176,6 +179,8 @@ static int parse(int argc, char **argv, options *o) {
       o->sp = true;
     else if (!strcmp(a, "--dp-replicate"))
       o->dp_replicate = true;
+    else if (!strcmp(a, "--no-overlap"))
+      o->no_overlap = true;
     else if (!strcmp(a, "--timing"))
       o->timing = true;
     else if (!strcmp(a, "--keep-logits"))
@@ -281,7 +286,10 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
       tool_pipeline_add(pm, autodiff, err, sizeof err) &&
       tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, o->dp_replicate, err,
                                 sizeof err) &&
-      tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
+      tool_pipeline_add(pm,
+                        o->no_overlap ? "builtin.module(tp-partition)"
+                                      : "builtin.module(tp-partition, overlap-collectives)",
+                        err, sizeof err);
   if (ok && lower) {
     tp_option_setting settings[] = {
         {"backend", {.s = (char *)o->backend}},

@@ -129,3 +129,28 @@ module {
     return %g : tensor<1x4xi64>
   }
 }
+
+// -----
+
+// An nn.wait completes a non-blocking collective: of a collective with no
+// non-blocking form, or of a value no collective defines, it is refused.
+module {
+  shard.grid @mesh(shape = 1x2)
+  func.func @wait_all_to_all(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<2x16xf32> {
+    // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'proj': nn.wait of 'shard.all_to_all', which has no non-blocking form (all_reduce, all_gather and reduce_scatter have)
+    %a = shard.all_to_all %w on @mesh grid_axes = [1] split_axis = 0 concat_axis = 1 {nn.module = "proj"} : tensor<4x8xf32> -> tensor<2x16xf32>
+    %b = "nn.wait"(%a) : (tensor<2x16xf32>) -> tensor<2x16xf32>
+    return %b : tensor<2x16xf32>
+  }
+}
+
+// -----
+
+module {
+  shard.grid @mesh(shape = 1x1)
+  func.func @wait_param(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<4x8xf32> {
+    // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: nn.wait of a value no collective of the step defines
+    %b = "nn.wait"(%w) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    return %b : tensor<4x8xf32>
+  }
+}

@@ -1,7 +1,8 @@
 // MPI tests of the collectives with every rank holding different,
 // non-symmetric data: all-reduce (sum, max; F32, F64, I32, I64),
 // all-gather and reduce-scatter along dims 0, 1 and 2 (the last),
-// all-to-all between every pair of dims, broadcast, on the world group and
+// all-to-all between every pair of dims, broadcast, the non-blocking forms
+// (several in flight at once), on the world group and
 // on the tp groups (which run side by side under -np 4). Expected values
 // are built by plain index loops, independent of the library's packing;
 // all values are small integers or halves, so float results are exact.
@@ -9,6 +10,7 @@
 
 #include <mpi.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "shardrt/collectives.h"
 #include "shardrt/context.h"
@@ -230,6 +232,53 @@ static void test_all_reduce(void **state) {
                SRT_INVALID_ARGUMENT, "dtype BF16 is not supported for reductions");
 }
 
+// The non-blocking forms: four collectives in flight at once (a dim-0
+// gather, a dim-1 gather, which packs and so completes at its start, a
+// reduce-scatter and an all-reduce), waited for out of order, give the
+// blocking forms' bytes; slots out of range or still in flight are refused
+// before anything is sent; waiting on a free slot returns at once.
+static void test_non_blocking(void **state) {
+  (void)state;
+  srt_group *g = srt_context_group(g_ctx, SRT_GROUP_WORLD);
+  int n = srt_group_size(g), r = srt_group_rank(g);
+  enum { N = 24 };
+  const int64_t local[2] = {2, 3}, full[2] = {2 * n, 3};
+  float in[N], row_in[N], red_in[N * 4], sum[N];
+  float got0[N * 4], want0[N * 4], got1[N * 4], want1[N * 4], rs[N], want_rs[N];
+  for (int i = 0; i < N; ++i) {
+    in[i] = addend(r, i);
+    row_in[i] = addend(r, i + 100);
+    sum[i] = addend(r, i + 200);
+  }
+  for (int i = 0; i < 6 * n; ++i)
+    red_in[i] = addend(r, i + 300);
+  ASSERT_OK(srt_all_gather(g, in, want0, SRT_F32, 2, local, 0));
+  ASSERT_OK(srt_all_gather(g, row_in, want1, SRT_F32, 2, local, 1));
+  ASSERT_OK(srt_reduce_scatter(g, red_in, want_rs, SRT_F32, 2, full, 0, SRT_REDUCE_SUM));
+  float want_sum[N];
+  memcpy(want_sum, sum, sizeof sum);
+  ASSERT_OK(srt_all_reduce(g, want_sum, N, SRT_F32, SRT_REDUCE_SUM));
+
+  ASSERT_OK(srt_all_gather_start(g, in, got0, SRT_F32, 2, local, 0, 0));
+  ASSERT_OK(srt_all_gather_start(g, row_in, got1, SRT_F32, 2, local, 1, 5));
+  ASSERT_OK(srt_reduce_scatter_start(g, red_in, rs, SRT_F32, 2, full, 0, SRT_REDUCE_SUM, 1));
+  ASSERT_OK(srt_all_reduce_start(g, sum, N, SRT_F32, SRT_REDUCE_SUM, SRT_MAX_PENDING - 1));
+  ASSERT_ERROR(srt_all_reduce_start(g, sum, N, SRT_F32, SRT_REDUCE_SUM, 1),
+               SRT_INVALID_ARGUMENT, "slot still in flight");
+  ASSERT_ERROR(srt_all_gather_start(g, in, got0, SRT_F32, 2, local, 0, SRT_MAX_PENDING),
+               SRT_INVALID_ARGUMENT, "slot outside [0, SRT_MAX_PENDING)");
+  ASSERT_ERROR(srt_collective_wait(g_ctx, -1), SRT_INVALID_ARGUMENT, "slot -1 outside");
+  ASSERT_OK(srt_collective_wait(g_ctx, SRT_MAX_PENDING - 1));
+  ASSERT_OK(srt_collective_wait(g_ctx, 1));
+  ASSERT_OK(srt_collective_wait(g_ctx, 5)); // completed at its start: free
+  ASSERT_OK(srt_collective_wait(g_ctx, 0));
+  ASSERT_OK(srt_collective_wait(g_ctx, 0)); // free again
+  assert_memory_equal(got0, want0, sizeof(float) * (size_t)(6 * n));
+  assert_memory_equal(got1, want1, sizeof(float) * (size_t)(6 * n));
+  assert_memory_equal(rs, want_rs, sizeof(float) * 6);
+  assert_memory_equal(sum, want_sum, sizeof sum);
+}
+
 static void test_broadcast(void **state) {
   (void)state;
   srt_group *g = srt_context_group(g_ctx, SRT_GROUP_WORLD);
@@ -259,6 +308,7 @@ int main(void) {
       cmocka_unit_test(test_all_to_all),
       cmocka_unit_test(test_all_reduce),
       cmocka_unit_test(test_broadcast),
+      cmocka_unit_test(test_non_blocking),
   };
   int failed = cmocka_run_group_tests(tests, setup, teardown);
   MPI_Finalize();

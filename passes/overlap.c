@@ -1,0 +1,225 @@
+// overlap-collectives: lets a partitioned training step's parameter gathers
+// and gradient reductions run while other ops compute, as FSDP2 (prefetched
+// all-gathers, reduce-scatters on their own stream) and DDP (gradient
+// all-reduces during the backward) do at run time.
+//
+// Each such collective gets an nn.wait: the collective is started
+// non-blocking where it stands and its result read through the wait, which
+// lower-to-runtime turns into the completion (srt_op_*_start and
+// srt_op_collective_wait). Then:
+// - Gathers of parameters (a shard.all_gather of a block argument) are
+//   waited for just before their first reader, and started one layer ahead:
+//   the gathers of a layer's forward (or backward) move to just after the
+//   first wait of the layer before, so they travel while that layer
+//   computes. Groups are decoder layers (nn.module "...layers.N"; any other
+//   module is a group of its own); nothing moves across the start of the
+//   backward.
+// - Gradient reductions (a reduce-scatter or all-reduce whose one reader is
+//   nn.store_grad, or the nn.add of a tied weight's two shards) are waited
+//   for just before the first reduction of another layer starts (or before
+//   the optimizer step): a layer's reductions travel while the backward of
+//   the next layer down runs, and at most about two layers' unreduced
+//   gradients are live.
+// The memory plan keeps a collective's operands live to its wait, so the
+// figures of --memory-report include what overlapping costs.
+#include <stdlib.h>
+
+#include "mlir-c/BuiltinAttributes.h"
+#include "nn.h"
+#include "pass.h"
+#include "shard_ops.h"
+
+static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
+// The layer of `op`: its decoder layer's path, else its whole module.
+static MlirStringRef layer_key(MlirOperation op) {
+  MlirStringRef m = nn_module_of(op);
+  size_t n = nn_layer_prefix(m);
+  return n ? (MlirStringRef){m.data, n} : m;
+}
+
+static MlirOperation only_user(MlirValue v) {
+  MlirOpOperand u = mlirValueGetFirstUse(v);
+  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)))
+    return (MlirOperation){NULL};
+  return mlirOpOperandGetOwner(u);
+}
+
+static bool is_param_gather(MlirOperation op) {
+  return tp_op_is(op, "shard.all_gather") &&
+         mlirValueIsABlockArgument(mlirOperationGetOperand(op, 0));
+}
+
+// A reduction whose result is a gradient's last step before its store.
+static bool is_grad_reduction(MlirOperation op) {
+  if (!tp_op_is(op, "shard.reduce_scatter") && !tp_op_is(op, "shard.all_reduce"))
+    return false;
+  MlirOperation user = only_user(mlirOperationGetResult(op, 0));
+  if (mlirOperationIsNull(user))
+    return false;
+  if (nn_op_kind_of(user) == NN_OP_ADD)
+    user = only_user(mlirOperationGetResult(user, 0));
+  return !mlirOperationIsNull(user) && nn_op_kind_of(user) == NN_OP_STORE_GRAD;
+}
+
+// The first reader of `v` in block order, or null.
+static MlirOperation first_reader(MlirValue v) {
+  MlirOperation first = {NULL};
+  for (MlirOpOperand u = mlirValueGetFirstUse(v); !mlirOpOperandIsNull(u);
+       u = mlirOpOperandGetNextUse(u)) {
+    MlirOperation o = mlirOpOperandGetOwner(u);
+    if (mlirOperationIsNull(first) || mlirOperationIsBeforeInBlock(o, first))
+      first = o;
+  }
+  return first;
+}
+
+// Inserts `%w = nn.wait %r` (r: op's result) before `first`, r's first
+// reader, and reads r through it; returns the wait.
+static MlirOperation add_wait(MlirBlock body, MlirOperation op, MlirOperation first) {
+  MlirValue r = mlirOperationGetResult(op, 0);
+  MlirOperationState st = mlirOperationStateGet(str("nn.wait"), mlirOperationGetLocation(op));
+  MlirType type = mlirValueGetType(r);
+  mlirOperationStateAddOperands(&st, 1, &r);
+  mlirOperationStateAddResults(&st, 1, &type);
+  MlirAttribute m = mlirOperationGetAttributeByName(op, str(NN_MODULE_ATTR));
+  if (!mlirAttributeIsNull(m)) {
+    MlirNamedAttribute a = mlirNamedAttributeGet(
+        mlirIdentifierGet(mlirOperationGetContext(op), str(NN_MODULE_ATTR)), m);
+    mlirOperationStateAddAttributes(&st, 1, &a);
+  }
+  MlirOperation wait = mlirOperationCreate(&st);
+  mlirBlockInsertOwnedOperationBefore(body, first, wait);
+  mlirValueReplaceAllUsesOfWith(r, mlirOperationGetResult(wait, 0));
+  mlirOperationSetOperand(wait, 0, r);
+  return wait;
+}
+
+// Moves the readers of op's results that now precede it to just after it
+// (and theirs after them).
+static void sink_readers(MlirOperation op) {
+  for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
+    for (MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(op, i));
+         !mlirOpOperandIsNull(u); u = mlirOpOperandGetNextUse(u)) {
+      MlirOperation reader = mlirOpOperandGetOwner(u);
+      if (mlirOperationIsBeforeInBlock(reader, op)) {
+        mlirOperationMoveAfter(reader, op);
+        sink_readers(reader);
+      }
+    }
+}
+
+typedef struct collective {
+  MlirOperation op, wait;
+  MlirStringRef key;
+  bool backward; // its wait is at or after the first backward op
+} collective;
+
+typedef struct list {
+  collective *at;
+  int n;
+} list;
+
+static void append(list *l, collective c) {
+  l->at = realloc(l->at, (size_t)(l->n + 1) * sizeof *l->at);
+  l->at[l->n++] = c;
+}
+
+// Each reduction waited for before the first later reduction of another
+// layer, else before the optimizer step.
+static void bound_reductions(const list *red, MlirOperation optimizer) {
+  MlirOperation *bound = calloc((size_t)red->n + 1, sizeof *bound);
+  for (int i = 0; i < red->n; ++i) {
+    bound[i] = optimizer;
+    for (int j = i + 1; j < red->n; ++j)
+      if (!mlirStringRefEqual(red->at[j].key, red->at[i].key)) {
+        bound[i] = red->at[j].op;
+        break;
+      }
+  }
+  for (int i = 0; i < red->n; ++i)
+    if (!mlirOperationIsNull(bound[i])) {
+      mlirOperationMoveBefore(red->at[i].wait, bound[i]);
+      sink_readers(red->at[i].wait);
+    }
+  free(bound);
+}
+
+// The gathers of each group (consecutive gathers, in the order of their
+// waits, of one layer and one side of the backward's start) start just
+// after the first wait of the group before, on the same side.
+static void prefetch_gathers(const list *g) {
+  int prev = -1, start = 0; // the previous group's first gather, this group's
+  for (int i = 1; i <= g->n; ++i) {
+    if (i < g->n && g->at[i].backward == g->at[start].backward &&
+        mlirStringRefEqual(g->at[i].key, g->at[start].key))
+      continue;
+    // [start, i) is a group.
+    if (prev >= 0 && g->at[prev].backward == g->at[start].backward) {
+      MlirOperation after = g->at[prev].wait;
+      for (int k = start; k < i; ++k) {
+        mlirOperationMoveAfter(g->at[k].op, after);
+        after = g->at[k].op;
+      }
+    }
+    prev = start;
+    start = i;
+  }
+}
+
+static void overlap_func(MlirOperation func) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  MlirOperation optimizer = {NULL}, first_backward = {NULL};
+  list gathers = {0}, reductions = {0};
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    nn_op_kind k = nn_op_kind_of(op);
+    if (k == NN_OP_OPTIMIZER_STEP)
+      optimizer = op;
+    if (mlirOperationIsNull(first_backward) && k != NN_OP_NONE &&
+        nn_op_phase_of(k) == NN_PHASE_BACKWARD)
+      first_backward = op;
+  }
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    bool gather = is_param_gather(op);
+    if (!gather && !is_grad_reduction(op))
+      continue;
+    MlirOperation reader = first_reader(mlirOperationGetResult(op, 0));
+    if (mlirOperationIsNull(reader))
+      continue;
+    MlirOperation wait = add_wait(body, op, reader);
+    collective c = {.op = op,
+                    .wait = wait,
+                    .key = layer_key(gather ? reader : op),
+                    .backward = !mlirOperationIsNull(first_backward) &&
+                                !mlirOperationIsBeforeInBlock(wait, first_backward)};
+    append(gather ? &gathers : &reductions, c);
+  }
+  bound_reductions(&reductions, optimizer);
+  prefetch_gathers(&gathers);
+  free(gathers.at);
+  free(reductions.at);
+}
+
+static MlirLogicalResult run_overlap(MlirOperation module, const tp_option_value *o) {
+  (void)o;
+  if (!tp_check_functions(module))
+    return mlirLogicalResultFailure();
+  MlirBlock top = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));
+  for (MlirOperation f = mlirBlockGetFirstOperation(top); !mlirOperationIsNull(f);
+       f = mlirOperationGetNextInBlock(f))
+    if (tp_is_defined_func(f))
+      overlap_func(f);
+  return mlirLogicalResultSuccess();
+}
+
+const tp_pass_info tp_overlap_pass = {
+    .argument = "overlap-collectives",
+    .summary = "Start parameter gathers a layer ahead and let gradient reductions run "
+               "under the backward (nn.wait after each)",
+    .anchor = "builtin.module",
+    .options = NULL,
+    .num_options = 0,
+    .run = run_overlap,
+};
