@@ -10,6 +10,8 @@
 
 enum { kMaxChain = TP_MESH_AXES };
 
+static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
+
 // A reduction chain: the collectives a gradient goes through to its store,
 // first applied first.
 typedef struct chain {
@@ -150,4 +152,26 @@ void tp_schedule_grad_reductions(MlirBlock body) {
     }
   }
   free(stores);
+}
+
+void tp_fold_gather_slices(MlirBlock body) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);) {
+    MlirOperation next = mlirOperationGetNextInBlock(op);
+    MlirValue in = tp_op_is(op, "shard.all_slice") ? mlirOperationGetOperand(op, 0)
+                                                    : (MlirValue){NULL};
+    MlirOperation gather = !mlirValueIsNull(in) && mlirValueIsAOpResult(in)
+                               ? mlirOpResultGetOwner(in)
+                               : (MlirOperation){NULL};
+    if (!mlirOperationIsNull(gather) && tp_op_is(gather, "shard.all_gather") &&
+        mlirAttributeEqual(mlirOperationGetAttributeByName(op, str("grid_axes")),
+                           mlirOperationGetAttributeByName(gather, str("grid_axes"))) &&
+        nn_attr_int(op, "slice_axis", -1) == nn_attr_int(gather, "gather_axis", -2)) {
+      mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, 0),
+                                    mlirOperationGetOperand(gather, 0));
+      mlirOperationDestroy(op);
+      if (mlirOpOperandIsNull(mlirValueGetFirstUse(in)))
+        mlirOperationDestroy(gather);
+    }
+    op = next;
+  }
 }

@@ -18,4 +18,11 @@
 /// linear), so no whole addend lives across the backward.
 void tp_schedule_grad_reductions(MlirBlock body);
 
+/// Folds each `shard.all_slice` of a `shard.all_gather` over the same grid
+/// axis and tensor dim (a round trip that gives back this rank's own
+/// shard: tp-partition's reshard of a weight an op reads in its stored
+/// placement) to the gather's operand, and erases the gathers left unread:
+/// a collective and a copy fewer, the same values.
+void tp_fold_gather_slices(MlirBlock body);
+
 #endif // SHARD_PASSES_GRAD_REDUCTIONS_H

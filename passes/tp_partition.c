@@ -660,6 +660,7 @@ static void partition_func(part_run *r, MlirOperation func) {
     mlirBlockDestroy(body);
   } else {
     tp_schedule_grad_reductions(body);
+    tp_fold_gather_slices(body);
     // The new function replaces the old one in place, keeping its name.
     MlirRegion region = mlirOperationGetRegion(func, 0);
     mlirRegionInsertOwnedBlockBefore(region, old, body);
