@@ -138,3 +138,27 @@ srt_status srt_cpu_op_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out,
 srt_status srt_cpu_op_collective_wait(srt_exec *e, int64_t slot) {
   return srt_collective_wait(e->ctx, (int)slot);
 }
+
+// A bucket's table as members over the arena (srt_check_bucket checked it).
+static int bucket_members(srt_exec *e, const int64_t *table, srt_bucket_member *m) {
+  int n = (int)table[0];
+  for (int j = 0; j < n; ++j)
+    m[j] = (srt_bucket_member){ops_f32(e, table[1 + 3 * j]), ops_f32(e, table[2 + 3 * j]),
+                               table[3 + 3 * j]};
+  return n;
+}
+
+srt_status srt_cpu_op_bucket_start(srt_exec *e, const int64_t *members, int64_t kind,
+                                   int64_t axis, int64_t dtype, int64_t slot) {
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
+  SRT_RETURN_IF_ERROR(begin(e, "srt_cpu_op_bucket_start", axis, dtype, &g));
+  srt_bucket_member m[SRT_MAX_BUCKET];
+  int n = bucket_members(e, members, m);
+  return srt_bucket_start(g, (srt_bucket_kind)kind, m, n, SRT_F32, (int)slot);
+}
+
+srt_status srt_cpu_op_bucket_wait(srt_exec *e, const int64_t *members, int64_t slot) {
+  srt_bucket_member m[SRT_MAX_BUCKET];
+  int n = bucket_members(e, members, m);
+  return srt_bucket_wait(e->ctx, m, n, (int)slot);
+}

@@ -59,6 +59,12 @@ srt_status srt_cuda_scratch(srt_cuda_device *d, size_t bytes, void **out) {
   return NULL;
 }
 
+srt_status srt_cuda_stage(srt_cuda_device *d, int slot, size_t bytes, void **out) {
+  SRT_RETURN_IF_ERROR(grow(d, &d->bucket[slot].stage, &d->bucket[slot].stage_bytes, bytes));
+  *out = d->bucket[slot].stage;
+  return NULL;
+}
+
 srt_status srt_cuda_cudnn_workspace(srt_cuda_device *d, size_t bytes, void **out) {
   SRT_RETURN_IF_ERROR(grow(d, &d->cudnn_workspace, &d->cudnn_workspace_bytes, bytes));
   *out = d->cudnn_workspace;
@@ -236,9 +242,11 @@ static srt_status close_device(void *device) {
   cudaFree(d->slots);
   cudaFree(d->norm_acc);
   cudaFree(d->arena);
-  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+  for (int i = 0; i < SRT_MAX_PENDING; ++i) {
     if (d->pending[i])
       cudaEventDestroy(d->pending[i]);
+    cudaFree(d->bucket[i].stage);
+  }
   if (d->to_comm)
     cudaEventDestroy(d->to_comm);
   if (d->to_compute)

@@ -37,6 +37,15 @@ typedef struct srt_cuda_device {
   /// created at a slot's first use.
   cudaEvent_t pending[SRT_MAX_PENDING];
   bool pending_live[SRT_MAX_PENDING];
+  /// A bucket in flight in a slot (srt_cuda_op_bucket_start): what its wait
+  /// unpacks, and the slot's staging buffer (grown on demand, kept).
+  struct {
+    int kind, parts;
+    int64_t total;
+    size_t elem;
+    void *stage;
+    size_t stage_bytes;
+  } bucket[SRT_MAX_PENDING];
   cublasLtHandle_t lt;
   void *lt_workspace;
   size_t lt_workspace_bytes;
@@ -75,6 +84,10 @@ typedef struct srt_cuda_device {
   int8_t checked_ok[16][2]; // [forward, backward]: 0 unchecked, 1 agrees, -1 disabled
   int num_checked;
 } srt_cuda_device;
+
+/// The staging buffer of slot `slot` (a bucket's packed data), at least
+/// `bytes`, grown as srt_cuda_scratch is (after the streams are idle).
+srt_status srt_cuda_stage(srt_cuda_device *d, int slot, size_t bytes, void **out);
 
 /// Waits until the work enqueued on `stream` has finished, against the
 /// deadline of the context's collectives (srt_context_timeout, the

@@ -88,6 +88,10 @@ static srt_status repack(void *dst, const void *src, view v, int parts, bool to_
 static srt_status finish(srt_cuda_device *d, int64_t slot) {
   if (slot < 0)
     return srt_cuda_comm_end(d);
+  if (d->pending_live[slot])
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "a non-blocking collective started into slot %lld, still in flight",
+                     (long long)slot);
   if (!d->pending[slot])
     SRT_CUDA_CHECK(cudaEventCreateWithFlags(&d->pending[slot], cudaEventDisableTiming));
   SRT_CUDA_CHECK(cudaEventRecord(d->pending[slot], d->comm));
@@ -268,4 +272,77 @@ srt_status srt_cuda_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t 
   SRT_NCCL_GROUP(exchange(&c, send, recv, chunk, chunk * split.elem));
   SRT_RETURN_IF_ERROR(repack(srt_cuda_at(e, out), recv, concat, c.parts, false, c.d->comm));
   return srt_cuda_comm_end(c.d);
+}
+
+//===----------------------------------------------------------------------===//
+// Buckets: a layer's small tensors in one collective (shardrt/collectives.h)
+//===----------------------------------------------------------------------===//
+
+// Copies every member's data between its buffer and the packed staging
+// (to the staging with `pack`): `rounds` rank-major rounds of every member
+// after the other (a reduce-scatter's send side and a gather's receive side
+// are one round per rank).
+static srt_status copy_bucket(srt_exec *e, const int64_t *members, uint8_t *stage, int rounds,
+                              int64_t total, size_t elem, bool pack, cudaStream_t stream) {
+  for (int r = 0; r < rounds; ++r)
+    for (int64_t j = 0, at = 0; j < members[0]; at += members[3 + 3 * j], ++j) {
+      size_t count = (size_t)members[3 + 3 * j];
+      uint8_t *packed = stage + ((size_t)r * (size_t)total + (size_t)at) * elem;
+      uint8_t *own = (uint8_t *)srt_cuda_at(e, members[(pack ? 1 : 2) + 3 * j]) +
+                     (size_t)r * count * elem;
+      SRT_CUDA_CHECK(cudaMemcpyAsync(pack ? packed : own, pack ? own : packed, count * elem,
+                                     cudaMemcpyDeviceToDevice, stream));
+    }
+  return NULL;
+}
+
+srt_status srt_cuda_op_bucket_start(srt_exec *e, const int64_t *members, int64_t kind,
+                                    int64_t axis, int64_t dtype, int64_t slot) {
+  const char *op = "srt_cuda_op_bucket_start";
+  int64_t total = 0;
+  for (int64_t j = 0; j < members[0]; ++j)
+    total += members[3 + 3 * j];
+  collective c;
+  const int64_t dims[4] = {total, 1, 1, 1};
+  SRT_RETURN_IF_ERROR(begin(e, op, 0, 0, axis, dtype, 0, 1, dims, &c));
+  if (kind != SRT_BUCKET_ALL_GATHER && dtype != SRT_OP_F32)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: a reducing bucket must be fp32", op);
+  size_t elem = c.v.elem, parts = (size_t)c.parts;
+  size_t send = kind == SRT_BUCKET_REDUCE_SCATTER ? parts : 1;
+  size_t recv = kind == SRT_BUCKET_ALL_GATHER ? parts : 1;
+  void *stage;
+  SRT_RETURN_IF_ERROR(srt_cuda_stage(c.d, (int)slot, (send + recv) * (size_t)total * elem,
+                                     &stage));
+  uint8_t *in = stage, *out = in + send * (size_t)total * elem;
+  SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
+  SRT_RETURN_IF_ERROR(copy_bucket(e, members, in, (int)send, total, elem, true, c.d->comm));
+  if (kind == SRT_BUCKET_ALL_GATHER)
+    SRT_NCCL_CHECK(ncclAllGather(in, out, (size_t)total, c.type, c.comm, c.d->comm));
+  else if (kind == SRT_BUCKET_REDUCE_SCATTER)
+    SRT_NCCL_CHECK(
+        ncclReduceScatter(in, out, (size_t)total, c.type, ncclSum, c.comm, c.d->comm));
+  else
+    SRT_NCCL_CHECK(ncclAllReduce(in, out, (size_t)total, c.type, ncclSum, c.comm, c.d->comm));
+  c.d->bucket[slot].kind = (int)kind;
+  c.d->bucket[slot].parts = c.parts;
+  c.d->bucket[slot].total = total;
+  c.d->bucket[slot].elem = elem;
+  return finish(c.d, slot);
+}
+
+// The compute stream waits for the bucket, then unpacks it into the
+// members' outputs.
+srt_status srt_cuda_op_bucket_wait(srt_exec *e, const int64_t *members, int64_t slot) {
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, "srt_cuda_op_bucket_wait", &d));
+  if (!d->pending_live[slot])
+    return NULL;
+  SRT_RETURN_IF_ERROR(srt_cuda_op_collective_wait(e, slot));
+  int kind = d->bucket[slot].kind, parts = d->bucket[slot].parts;
+  int64_t total = d->bucket[slot].total;
+  size_t elem = d->bucket[slot].elem;
+  size_t send = kind == SRT_BUCKET_REDUCE_SCATTER ? (size_t)parts : 1;
+  uint8_t *out = (uint8_t *)d->bucket[slot].stage + send * (size_t)total * elem;
+  return copy_bucket(e, members, out, kind == SRT_BUCKET_ALL_GATHER ? parts : 1, total, elem,
+                     false, d->compute);
 }

@@ -203,7 +203,10 @@ static srt_status wait_for(srt_group *g, const char *what, MPI_Request *req) {
 static srt_status issued(srt_group *g, const char *what, MPI_Request *req, int slot) {
   if (slot < 0)
     return wait_for(g, what, req);
-  g->ctx->pending[slot] = (srt_pending){*req, g, what};
+  srt_pending *p = &g->ctx->pending[slot]; // its staging buffer stays
+  p->req = *req;
+  p->group = g;
+  p->what = what;
   return NULL;
 }
 
@@ -238,6 +241,92 @@ srt_status srt_collective_wait(srt_context *ctx, int slot) {
   srt_group *g = p->group;
   p->group = NULL; // freed whatever the outcome: a failed step ends the job
   return wait_for(g, p->what, &p->req);
+}
+
+//===----------------------------------------------------------------------===//
+// Buckets: several small tensors in one collective
+//===----------------------------------------------------------------------===//
+
+// The staging buffer of `p`, at least `bytes` (grown, contents lost).
+static srt_status stage_of(const srt_group *g, srt_pending *p, size_t bytes) {
+  if (bytes <= p->stage_bytes)
+    return NULL;
+  free(p->stage);
+  p->stage = malloc(bytes);
+  p->stage_bytes = p->stage ? bytes : 0;
+  if (!p->stage)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "bucket on group '%s' (world rank %d): cannot allocate %zu staging bytes",
+                     g->name, g->world_rank, bytes);
+  return NULL;
+}
+
+// The send side of a bucket in `stage`: every member's data, member after
+// member; a reduce-scatter's rank-major (chunk r of every member, then
+// chunk r + 1), so that rank r's chunk is one block.
+static void pack_bucket(srt_bucket_kind kind, const srt_bucket_member *m, int n, int parts,
+                        int64_t total, size_t elem, unsigned char *stage) {
+  int rounds = kind == SRT_BUCKET_REDUCE_SCATTER ? parts : 1;
+  for (int r = 0; r < rounds; ++r)
+    for (int j = 0, at = 0; j < n; at += (int)m[j].count, ++j)
+      memcpy(stage + ((size_t)r * (size_t)total + (size_t)at) * elem,
+             (const unsigned char *)m[j].in + (size_t)r * (size_t)m[j].count * elem,
+             (size_t)m[j].count * elem);
+}
+
+srt_status srt_bucket_start(srt_group *g, srt_bucket_kind kind, const srt_bucket_member *m,
+                            int n, srt_dtype dtype, int slot) {
+  static const char what[] = "bucket";
+  SRT_RETURN_IF_ERROR(check_slot(g, what, slot));
+  if ((unsigned)kind > SRT_BUCKET_ALL_REDUCE || n < 1 || n > SRT_MAX_BUCKET)
+    return bad_arg(g, what, "unknown kind or member count outside [1, 64] (kind, n)", kind, n);
+  MPI_Datatype t;
+  SRT_RETURN_IF_ERROR(check_dtype(g, what, dtype, kind != SRT_BUCKET_ALL_GATHER, &t));
+  int64_t total = 0;
+  for (int j = 0; j < n; ++j) {
+    if (m[j].count < 0)
+      return bad_arg(g, what, "negative member count (member, count)", j, (long long)m[j].count);
+    total += m[j].count;
+  }
+  SRT_RETURN_IF_ERROR(check_count(g, what, total));
+  size_t elem = srt_dtype_size(dtype), parts = (size_t)g->size;
+  size_t send = kind == SRT_BUCKET_ALL_GATHER ? 1 : kind == SRT_BUCKET_ALL_REDUCE ? 1 : parts;
+  size_t recv = kind == SRT_BUCKET_ALL_GATHER ? parts : 1;
+  srt_pending *p = &g->ctx->pending[slot];
+  SRT_RETURN_IF_ERROR(stage_of(g, p, (send + recv) * (size_t)total * elem));
+  pack_bucket(kind, m, n, g->size, total, elem, p->stage);
+  p->bucket_kind = kind;
+  p->elem = elem;
+  p->total = total;
+  unsigned char *out = p->stage + send * (size_t)total * elem;
+  if (kind == SRT_BUCKET_ALL_GATHER)
+    SRT_MPI_ISSUE(g, "bucket all-gather", slot,
+                  MPI_Iallgather(p->stage, (int)total, t, out, (int)total, t, g->comm, &req_));
+  else if (kind == SRT_BUCKET_REDUCE_SCATTER)
+    SRT_MPI_ISSUE(g, "bucket reduce-scatter", slot,
+                  MPI_Ireduce_scatter_block(p->stage, out, (int)total, t, MPI_SUM, g->comm,
+                                            &req_));
+  else
+    SRT_MPI_ISSUE(g, "bucket all-reduce", slot,
+                  MPI_Iallreduce(p->stage, out, (int)total, t, MPI_SUM, g->comm, &req_));
+  return NULL;
+}
+
+srt_status srt_bucket_wait(srt_context *ctx, const srt_bucket_member *m, int n, int slot) {
+  if (slot < 0 || slot >= SRT_MAX_PENDING || !ctx->pending[slot].group)
+    return srt_collective_wait(ctx, slot); // the range error, or a free slot
+  srt_pending *p = &ctx->pending[slot];
+  int parts = p->group->size;
+  SRT_RETURN_IF_ERROR(srt_collective_wait(ctx, slot));
+  size_t elem = p->elem, total = (size_t)p->total;
+  int gather = p->bucket_kind == SRT_BUCKET_ALL_GATHER;
+  const unsigned char *in = p->stage + (p->bucket_kind == SRT_BUCKET_REDUCE_SCATTER
+                                            ? (size_t)parts : 1) * total * elem;
+  for (int r = 0; r < (gather ? parts : 1); ++r)
+    for (int j = 0, at = 0; j < n; at += (int)m[j].count, ++j)
+      memcpy((unsigned char *)m[j].out + (size_t)r * (size_t)m[j].count * elem,
+             in + ((size_t)r * total + (size_t)at) * elem, (size_t)m[j].count * elem);
+  return NULL;
 }
 
 //===----------------------------------------------------------------------===//

@@ -2,6 +2,7 @@
 // once; the arena and the collective scratch; clean shutdown.
 #include "context_internal.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,9 +102,23 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   return NULL;
 }
 
-// Frees what `ctx` holds; returns the first MPI error.
+// Frees what `ctx` holds; returns the first MPI error. Collectives still
+// in flight (a step that failed between a start and its wait) are waited
+// for first, against the deadline: MPI may still write their buffers. If
+// one cannot complete, the arena and the staging buffers are left
+// allocated rather than freed under MPI's feet.
 static srt_status release(srt_context *ctx) {
   srt_status first = NULL;
+  bool stuck = false;
+  for (int i = 0; i < SRT_MAX_PENDING && !stuck; ++i) // one deadline at most
+    if ((first = srt_collective_wait(ctx, i)) != NULL)
+      stuck = true;
+  if (stuck) {
+    free(ctx->scratch);
+    free(ctx->op_scratch);
+    free(ctx);
+    return first; // MPI is left as it is: the caller ends the job
+  }
   for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
     srt_group *g = &ctx->groups[k];
     if (g->side != MPI_COMM_NULL)
@@ -118,6 +133,8 @@ static srt_status release(srt_context *ctx) {
   srt_arena_destroy(&ctx->arena);
   free(ctx->scratch);
   free(ctx->op_scratch);
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    free(ctx->pending[i].stage);
   if (ctx->owns_mpi) {
     int rc = MPI_Finalize();
     if (rc != MPI_SUCCESS && !first)

@@ -23,6 +23,13 @@ typedef struct srt_pending {
   MPI_Request req;
   srt_group *group;
   const char *what;
+  // A bucket's (srt_bucket_start): its kind, element size and total
+  // elements per rank, and the staging buffer (owned, kept across steps).
+  int bucket_kind;
+  size_t elem;
+  int64_t total;
+  unsigned char *stage;
+  size_t stage_bytes;
 } srt_pending;
 
 struct srt_context {

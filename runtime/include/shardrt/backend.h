@@ -102,6 +102,12 @@ srt_status srt_check_collective_start(const srt_exec *e, const char *op, int64_t
                                       int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                       int64_t dim, int64_t slot);
 
+/// A bucket's table `members` ([n, then in, out, count per member]): n in
+/// [1, SRT_MAX_BUCKET], offsets >= 0, counts >= 0; a known srt_bucket_kind
+/// and a slot as srt_check_slot.
+srt_status srt_check_bucket(const srt_exec *e, const char *op, const int64_t *members,
+                            int64_t kind, int64_t slot);
+
 /// An AdamW step count >= 1.
 srt_status srt_check_step_options(const srt_exec *e, const char *op,
                                   const srt_step_options *options);

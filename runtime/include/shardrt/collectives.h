@@ -89,7 +89,33 @@ srt_status srt_reduce_scatter_start(srt_group *group, const void *in, void *out,
 /// blocking forms.
 srt_status srt_collective_wait(srt_context *ctx, int slot);
 
-/// srt_all_reduce on F32 data with `group` an srt_group*; has the type
+/// One tensor of a bucket: its buffers and its element count (the smaller
+/// side: the local shard of a gather, the chunk of a reduce-scatter).
+typedef struct srt_bucket_member {
+  const void *in;
+  void *out;
+  int64_t count;
+} srt_bucket_member;
+
+/// Starts `kind` over `group` for the `n` members `m` (1..SRT_MAX_BUCKET,
+/// every rank the same counts and order) into `slot`, non-blocking: packs
+/// every member's `in` into the slot's staging buffer (kept by the context,
+/// grown to the largest bucket) and starts one MPI collective on it. The
+/// members' `in` may change once this returns; their `out` are written by
+/// srt_bucket_wait. Errors: as srt_all_reduce_start, and
+/// SRT_INVALID_ARGUMENT for an unknown kind, n outside [1, SRT_MAX_BUCKET],
+/// a negative count or a total over INT_MAX; SRT_RESOURCE_EXHAUSTED when
+/// the staging buffer cannot grow.
+srt_status srt_bucket_start(srt_group *group, srt_bucket_kind kind,
+                            const srt_bucket_member *m, int n, srt_dtype dtype, int slot);
+
+/// Completes the bucket started in `slot` (as srt_collective_wait) and
+/// unpacks it into the members' `out`; `m` and `n` must be those the start
+/// was given. A free slot returns at once, writing nothing. Errors: as
+/// srt_collective_wait.
+srt_status srt_bucket_wait(srt_context *ctx, const srt_bucket_member *m, int n, int slot);
+
+/// srt_all_reduce on F32 data/// srt_all_reduce on F32 data with `group` an srt_group*; has the type
 /// srt_allreduce_f32_fn, for kernels that must not depend on the backend
 /// (vocabulary-parallel cross-entropy: pass it with the tp group).
 srt_status srt_allreduce_f32(void *group, float *data, int64_t count,

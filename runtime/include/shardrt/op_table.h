@@ -19,6 +19,7 @@
 #define SRT_OP_NEXT_DTYPE(next) next
 #define SRT_OP_NEXT_F64(next) next
 #define SRT_OP_NEXT_ATTENTION(next) next
+#define SRT_OP_NEXT_BUCKET(next) next
 #define SRT_OP_NEXT_PROGRAM(next) next
 #define SRT_OP_NEXT_OPTIONS(next) next
 #define SRT_OP_NEXT_RESULT(next) next
@@ -34,6 +35,7 @@
 #define SRT_OP_TYPE_DTYPE int64_t
 #define SRT_OP_TYPE_F64 double
 #define SRT_OP_TYPE_ATTENTION const srt_op_attention_config *
+#define SRT_OP_TYPE_BUCKET const int64_t *
 #define SRT_OP_TYPE_PROGRAM const srt_program *
 #define SRT_OP_TYPE_OPTIONS const srt_step_options *
 #define SRT_OP_TYPE_RESULT srt_step_result *
@@ -51,6 +53,7 @@
 #define SRT_OP_PARAM_DTYPE(name) , SRT_OP_TYPE_DTYPE name
 #define SRT_OP_PARAM_F64(name) , SRT_OP_TYPE_F64 name
 #define SRT_OP_PARAM_ATTENTION(name) , SRT_OP_TYPE_ATTENTION name
+#define SRT_OP_PARAM_BUCKET(name) , SRT_OP_TYPE_BUCKET name
 #define SRT_OP_PARAM_PROGRAM(name) , SRT_OP_TYPE_PROGRAM name
 #define SRT_OP_PARAM_OPTIONS(name) , SRT_OP_TYPE_OPTIONS name
 #define SRT_OP_PARAM_RESULT(name) , SRT_OP_TYPE_RESULT name
@@ -70,6 +73,7 @@
 #define SRT_OP_ARG_DTYPE(name) , name
 #define SRT_OP_ARG_F64(name) , name
 #define SRT_OP_ARG_ATTENTION(name) , name
+#define SRT_OP_ARG_BUCKET(name) , name
 #define SRT_OP_ARG_PROGRAM(name) , name
 #define SRT_OP_ARG_OPTIONS(name) , name
 #define SRT_OP_ARG_RESULT(name) , name

@@ -19,6 +19,24 @@
 /// [0, SRT_MAX_PENDING) of shardrt/collectives.h's _start functions.
 #define SRT_MAX_PENDING 64
 
+/// Most members of one bucket (srt_bucket_start).
+#define SRT_MAX_BUCKET 64
+
+/// A bucket's collective: one call for several small tensors (a layer's
+/// norm weights and biases), each member's data packed into the slot's
+/// staging buffer, moved at once, and unpacked at the wait.
+typedef enum srt_bucket_kind {
+  /// Each member's `in` (count elements) gathered over the group into `out`
+  /// (group size x count, rank-major): all-gather on dim 0.
+  SRT_BUCKET_ALL_GATHER = 0,
+  /// Each member's `in` (group size x count) summed over the group, this
+  /// rank's chunk (count) into `out`: reduce-scatter on dim 0.
+  SRT_BUCKET_REDUCE_SCATTER = 1,
+  /// Each member's `in` (count) summed over the group into `out` (count;
+  /// in == out allowed).
+  SRT_BUCKET_ALL_REDUCE = 2,
+} srt_bucket_kind;
+
 /// Element types; the names match safetensors' dtype strings.
 typedef enum srt_dtype {
   SRT_F64,

@@ -174,6 +174,26 @@ srt_status srt_check_collective_start(const srt_exec *e, const char *op, int64_t
   return srt_check_slot(e, op, slot);
 }
 
+srt_status srt_check_bucket(const srt_exec *e, const char *op, const int64_t *members,
+                            int64_t kind, int64_t slot) {
+  if (kind < SRT_BUCKET_ALL_GATHER || kind > SRT_BUCKET_ALL_REDUCE)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: bucket kind %lld is not 0, 1 or 2 (rank %d)", op,
+                     (long long)kind, srt_op_rank(e));
+  if (members[0] < 1 || members[0] > SRT_MAX_BUCKET)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %lld bucket members, not 1..%d (rank %d)", op,
+                     (long long)members[0], SRT_MAX_BUCKET, srt_op_rank(e));
+  for (int64_t j = 0; j < members[0]; ++j) {
+    const int64_t *m = members + 1 + 3 * j;
+    if (m[0] < 0 || m[1] < 0 || m[2] < 0)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "%s: bucket member %lld has offsets %lld, %lld and count %lld "
+                       "(rank %d)",
+                       op, (long long)j, (long long)m[0], (long long)m[1], (long long)m[2],
+                       srt_op_rank(e));
+  }
+  return srt_check_slot(e, op, slot);
+}
+
 int64_t srt_step_forward_only(const srt_step_options *options) {
   return options && options->forward_only ? 1 : 0;
 }

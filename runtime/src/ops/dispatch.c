@@ -22,6 +22,7 @@
 #define CHECK_F64(name)
 #define CHECK_PTR(name) SRT_RETURN_IF_ERROR(srt_check_ptr(e, op, #name, name));
 #define CHECK_ATTENTION(name) CHECK_PTR(name)
+#define CHECK_BUCKET(name) CHECK_PTR(name)
 #define CHECK_PROGRAM(name) CHECK_PTR(name)
 #define CHECK_OPTIONS(name) CHECK_PTR(name)
 #define CHECK_RESULT(name) CHECK_PTR(name)

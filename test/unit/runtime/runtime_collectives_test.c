@@ -2,7 +2,8 @@
 // non-symmetric data: all-reduce (sum, max; F32, F64, I32, I64),
 // all-gather and reduce-scatter along dims 0, 1 and 2 (the last),
 // all-to-all between every pair of dims, broadcast, the non-blocking forms
-// (several in flight at once), on the world group and
+// (several in flight at once) and buckets (several tensors in one
+// collective), on the world group and
 // on the tp groups (which run side by side under -np 4). Expected values
 // are built by plain index loops, independent of the library's packing;
 // all values are small integers or halves, so float results are exact.
@@ -279,6 +280,45 @@ static void test_non_blocking(void **state) {
   assert_memory_equal(sum, want_sum, sizeof sum);
 }
 
+// Buckets: three members of different sizes moved as one collective of
+// each kind give, member by member, the bytes of their own blocking
+// collectives; a reduce-scatter and an all-reduce bucket in flight at once
+// with a gather; an all-reduce bucket in place (in == out).
+static void test_buckets(void **state) {
+  (void)state;
+  srt_group *g = srt_context_group(g_ctx, SRT_GROUP_WORLD);
+  int n = srt_group_size(g), r = srt_group_rank(g);
+  enum { K = 3, MAX = 4 * 7 };
+  const int64_t count[K] = {5, 1, 7};
+  float in[K][MAX], gathered[K][MAX], want_g[K][MAX], scattered[K][MAX], want_s[K][MAX];
+  float summed[K][MAX], want_r[K][MAX];
+  srt_bucket_member ag[K], rs[K], ar[K];
+  for (int j = 0; j < K; ++j) {
+    for (int i = 0; i < MAX; ++i)
+      in[j][i] = summed[j][i] = want_r[j][i] = addend(r, 100 * j + i);
+    const int64_t local[1] = {count[j]}, full[1] = {count[j] * n};
+    ASSERT_OK(srt_all_gather(g, in[j], want_g[j], SRT_F32, 1, local, 0));
+    ASSERT_OK(srt_reduce_scatter(g, in[j], want_s[j], SRT_F32, 1, full, 0, SRT_REDUCE_SUM));
+    ASSERT_OK(srt_all_reduce(g, want_r[j], count[j], SRT_F32, SRT_REDUCE_SUM));
+    ag[j] = (srt_bucket_member){in[j], gathered[j], count[j]};
+    rs[j] = (srt_bucket_member){in[j], scattered[j], count[j]};
+    ar[j] = (srt_bucket_member){summed[j], summed[j], count[j]};
+  }
+  ASSERT_OK(srt_bucket_start(g, SRT_BUCKET_ALL_GATHER, ag, K, SRT_F32, 2));
+  ASSERT_OK(srt_bucket_start(g, SRT_BUCKET_REDUCE_SCATTER, rs, K, SRT_F32, 3));
+  ASSERT_OK(srt_bucket_start(g, SRT_BUCKET_ALL_REDUCE, ar, K, SRT_F32, 4));
+  ASSERT_ERROR(srt_bucket_start(g, SRT_BUCKET_ALL_REDUCE, ar, 0, SRT_F32, 6),
+               SRT_INVALID_ARGUMENT, "member count");
+  ASSERT_OK(srt_bucket_wait(g_ctx, rs, K, 3));
+  ASSERT_OK(srt_bucket_wait(g_ctx, ar, K, 4));
+  ASSERT_OK(srt_bucket_wait(g_ctx, ag, K, 2));
+  for (int j = 0; j < K; ++j) {
+    assert_memory_equal(gathered[j], want_g[j], sizeof(float) * (size_t)(count[j] * n));
+    assert_memory_equal(scattered[j], want_s[j], sizeof(float) * (size_t)count[j]);
+    assert_memory_equal(summed[j], want_r[j], sizeof(float) * (size_t)count[j]);
+  }
+}
+
 static void test_broadcast(void **state) {
   (void)state;
   srt_group *g = srt_context_group(g_ctx, SRT_GROUP_WORLD);
@@ -309,6 +349,7 @@ int main(void) {
       cmocka_unit_test(test_all_reduce),
       cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_non_blocking),
+      cmocka_unit_test(test_buckets),
   };
   int failed = cmocka_run_group_tests(tests, setup, teardown);
   MPI_Finalize();
