@@ -86,7 +86,13 @@ typedef struct lower_run {
   // slot's collective result (null: free), and the slot of the call being
   // packed (START_SLOT / WAIT_SLOT).
   MlirValue in_flight[SRT_MAX_PENDING];
+  int64_t taken[SRT_MAX_PENDING], num_taken; // the order slots were taken in
+  tp_ptr_map early; // collective results completed before their nn.wait
   int64_t slot;
+  // The staging bytes the runtime keeps per slot for buckets (the largest
+  // bucket that slot carried), and the buckets' tables emitted.
+  int64_t stage_bytes[SRT_MAX_PENDING];
+  int num_buckets;
   tp_memory_figures mem; // what --memory-report writes
   int errors;
 } lower_run;
@@ -695,6 +701,7 @@ enum { kMaxArgs = 40 };
 #define COUNT_DTYPE +1
 #define COUNT_F64 +1
 #define COUNT_ATTENTION +1
+#define COUNT_BUCKET +1
 #define COUNT_PROGRAM +1
 #define COUNT_OPTIONS +1
 #define COUNT_RESULT +1
@@ -821,6 +828,7 @@ static int64_t is_max(lower_call *c) {
 #define IS_MAX is_max(c)
 #define START_SLOT c->r->slot
 #define WAIT_SLOT c->r->slot
+#define BUCKET_KIND bucket_kind(c->op)
 #define FUSED_IN(i) in_of(c->fused, i)
 #define FUSED_OUT(i) mlirOperationGetResult(c->fused, i)
 #define FUSED_ATTR_F(name, fallback) nn_attr_float(c->fused, name, fallback)
@@ -837,6 +845,8 @@ static int64_t op_dtype(lower_call *c, MlirValue v) {
 }
 
 static void arg_attention(lower_call *c);
+static void arg_bucket(lower_call *c);
+static int64_t bucket_kind(MlirOperation op);
 static void arg_program_ptr(lower_call *c, int which);
 
 // The packing of one argument tuple, walked as shardrt/op_table.h describes.
@@ -851,6 +861,7 @@ static void arg_program_ptr(lower_call *c, int which);
 #define PACK_DTYPE(name, src) arg_i(c, src);
 #define PACK_F64(name, src) arg_f(c, src);
 #define PACK_ATTENTION(name, src) arg_attention(c);
+#define PACK_BUCKET(name, src) arg_bucket(c);
 #define PACK_PROGRAM(name, src) arg_program_ptr(c, 0);
 #define PACK_OPTIONS(name, src) arg_program_ptr(c, 1);
 #define PACK_RESULT(name, src) arg_program_ptr(c, 2);
@@ -1124,29 +1135,181 @@ static const lowering *start_form(lower_run *r, MlirOperation op) {
   return l;
 }
 
-// Takes a free in-flight slot for the result of `op` into r->slot.
-static bool take_slot(lower_run *r, MlirOperation op) {
-  for (int i = 0; i < SRT_MAX_PENDING; ++i)
-    if (mlirValueIsNull(r->in_flight[i])) {
-      r->in_flight[i] = mlirOperationGetResult(op, 0);
-      r->slot = i;
-      return true;
-    }
-  fail(r, "more than %d non-blocking collectives in flight at once", SRT_MAX_PENDING);
-  return false;
+static int64_t bucket_id(MlirOperation op);
+
+// Completes the collective in flight longest, here (before `at`), so that
+// its slot can be taken again: completing early is always safe (its
+// buffers are live from its start to its nn.wait), and its nn.wait then
+// lowers to nothing. Returns the slot.
+static int complete_oldest(lower_run *r, MlirOperation at) {
+  int oldest = 0;
+  for (int i = 1; i < SRT_MAX_PENDING; ++i)
+    if (r->taken[i] < r->taken[oldest])
+      oldest = i;
+  MlirOperation c = mlirOpResultGetOwner(r->in_flight[oldest]);
+  bool bucket = bucket_id(c) >= 0;
+  r->slot = oldest;
+  lower_op(r, lowering_named(bucket ? "srt_op_bucket_wait" : "srt_op_collective_wait"),
+           bucket ? c : at, (MlirOperation){NULL});
+  tp_ptr_map_put(&r->early, r->in_flight[oldest].ptr, 1);
+  r->in_flight[oldest] = (MlirValue){NULL};
+  return oldest;
 }
 
-// Frees the slot of the collective nn.wait `op` waits for into r->slot.
-static bool free_slot(lower_run *r, MlirOperation op) {
+// Takes an in-flight slot for the result of `op` into r->slot: a free one,
+// else the oldest's once complete_oldest has completed it.
+static bool take_slot(lower_run *r, MlirOperation op) {
+  int slot = -1;
+  for (int i = 0; i < SRT_MAX_PENDING && slot < 0; ++i)
+    if (mlirValueIsNull(r->in_flight[i]))
+      slot = i;
+  if (slot < 0)
+    slot = complete_oldest(r, op);
+  r->in_flight[slot] = mlirOperationGetResult(op, 0);
+  r->taken[slot] = r->num_taken++;
+  r->slot = slot;
+  return !r->errors;
+}
+
+// Frees the slot of the collective nn.wait `op` waits for into r->slot:
+// 1, or 0 when complete_oldest completed it already (no call), or -1 (an
+// error) when no collective before it started it.
+static int free_slot(lower_run *r, MlirOperation op) {
   MlirValue v = mlirOperationGetOperand(op, 0);
   for (int i = 0; i < SRT_MAX_PENDING; ++i)
     if (r->in_flight[i].ptr == v.ptr) {
       r->in_flight[i] = (MlirValue){NULL};
       r->slot = i;
-      return true;
+      return 1;
     }
+  intptr_t done;
+  if (tp_ptr_map_get(&r->early, v.ptr, &done))
+    return 0;
   fail(r, "nn.wait of a value no non-blocking collective before it defines");
-  return false;
+  return -1;
+}
+
+//===----------------------------------------------------------------------===//
+// Buckets (overlap-collectives' nn.bucket)
+//===----------------------------------------------------------------------===//
+
+enum { kMaxBucket = SRT_MAX_BUCKET };
+
+static int64_t bucket_id(MlirOperation op) { return nn_attr_int(op, "nn.bucket", -1); }
+
+
+// The collective an op stands for: an nn.wait's operand's definition, or
+// the op itself.
+static MlirOperation collective_of(MlirOperation op) {
+  if (nn_op_kind_of(op) == NN_OP_WAIT) {
+    MlirOperation c = waited_collective(op);
+    return mlirOperationIsNull(c) ? op : c;
+  }
+  return op;
+}
+
+// The members of the bucket of collective `op`, in block order (at most
+// kMaxBucket; more fail).
+static int bucket_members(lower_run *r, MlirOperation op, MlirOperation m[kMaxBucket]) {
+  int64_t id = bucket_id(op);
+  int n = 0;
+  for (MlirOperation o = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(o);
+       o = mlirOperationGetNextInBlock(o))
+    if (nn_op_kind_of(o) == NN_OP_NONE && bucket_id(o) == id) {
+      if (n == kMaxBucket) {
+        fail(r, "bucket %lld has more than %d members", (long long)id, kMaxBucket);
+        return 0;
+      }
+      m[n++] = o;
+    }
+  return n;
+}
+
+// The srt_bucket_kind of a bucket's collectives.
+static int64_t bucket_kind(MlirOperation op) {
+  op = collective_of(op);
+  return tp_op_is(op, "shard.all_gather")       ? SRT_BUCKET_ALL_GATHER
+         : tp_op_is(op, "shard.reduce_scatter") ? SRT_BUCKET_REDUCE_SCATTER
+                                                : SRT_BUCKET_ALL_REDUCE;
+}
+
+// A bucket member's element count: the smaller of its sides.
+static int64_t member_count(MlirOperation m) {
+  int64_t in = numel(mlirOperationGetOperand(m, 0)), out = numel(mlirOperationGetResult(m, 0));
+  return in < out ? in : out;
+}
+
+// The bucket of c->op as a private constant [n, (in, out, count) x n]; its
+// address is the argument. Every member must be the first one's kind, axis
+// and dtype, with its sides in the group size's ratio.
+static void arg_bucket(lower_call *c) {
+  lower_run *r = c->r;
+  MlirOperation m[kMaxBucket];
+  int n = bucket_members(r, collective_of(c->op), m);
+  int64_t values[1 + 3 * kMaxBucket] = {n}, bytes = 0, axis = -1, dtype = -1;
+  for (int j = 0; j < n; ++j) {
+    lower_call mc = {.r = r, .op = m[j]};
+    int64_t ax = grid_axis(&mc), dt = op_dtype(&mc, mlirOperationGetOperand(m[j], 0));
+    int64_t in = numel(mlirOperationGetOperand(m[j], 0)), out = numel(mlirOperationGetResult(m[j], 0));
+    int64_t parts = r->mesh.size[ax < 0 || ax > 1 ? 0 : ax];
+    bool sides = bucket_kind(m[j]) == SRT_BUCKET_ALL_GATHER ? out == in * parts
+                 : bucket_kind(m[j]) == SRT_BUCKET_REDUCE_SCATTER ? in == out * parts
+                                                                        : in == out;
+    if ((j && (ax != axis || dt != dtype || bucket_kind(m[j]) != bucket_kind(m[0]))) || !sides) {
+      r->current = m[j];
+      fail(r, "bucket %lld: member %d is not a %s of the first member's axis and dtype",
+           (long long)bucket_id(m[0]), j, mlirIdentifierStr(mlirOperationGetName(m[0])).data);
+      return;
+    }
+    axis = ax;
+    dtype = dt;
+    values[1 + 3 * j] = find_value(r, mlirOperationGetOperand(m[j], 0));
+    values[2 + 3 * j] = find_value(r, mlirOperationGetResult(m[j], 0));
+    values[3 + 3 * j] = member_count(m[j]);
+    bytes += (in + out) * (dtype == kBF16 ? 2 : 4);
+  }
+  if (r->stage_bytes[r->slot] < bytes)
+    r->stage_bytes[r->slot] = bytes;
+  char name[48];
+  snprintf(name, sizeof name, "bucket_%d", r->num_buckets++);
+  MlirType type = mlirLLVMArrayTypeGet(r->top.i64, (unsigned)(1 + 3 * n));
+  MlirBlock init;
+  lb_builder b = r->top;
+  b.loc = mlirOperationGetLocation(m[0]);
+  lb_global(&b, name, type, false, &init);
+  b.block = init;
+  MlirValue agg = lb_zero(&b, type);
+  for (int64_t i = 0; i < 1 + 3 * n; ++i)
+    agg = lb_insert(&b, agg, lb_const_int(&b, b.i64, values[i]), 1, &i);
+  lb_return(&b, agg);
+  push(c, lb_address_of(&r->at, name));
+}
+
+// Lowers bucket member `op` (a collective or its nn.wait): its first
+// collective starts the bucket, its first wait completes it; the other
+// members lower to nothing. False on failure.
+static bool lower_bucket_op(lower_run *r, MlirOperation op) {
+  MlirOperation m[kMaxBucket];
+  int n = bucket_members(r, collective_of(op), m);
+  if (!n)
+    return false;
+  MlirValue first = mlirOperationGetResult(m[0], 0);
+  if (nn_op_kind_of(op) != NN_OP_WAIT) {
+    if (op.ptr != m[0].ptr)
+      return true;
+    if (!take_slot(r, op))
+      return false;
+    lower_op(r, lowering_named("srt_op_bucket_start"), op, (MlirOperation){NULL});
+    return !r->errors;
+  }
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    if (r->in_flight[i].ptr == first.ptr) {
+      r->in_flight[i] = (MlirValue){NULL};
+      r->slot = i;
+      lower_op(r, lowering_named("srt_op_bucket_wait"), op, (MlirOperation){NULL});
+      return !r->errors;
+    }
+  return true; // a later member's wait: the first one unpacked it
 }
 
 // Lowers every op of the step; returns the global vocabulary (from the
@@ -1195,13 +1358,21 @@ static int64_t lower_ops(lower_run *r) {
         tp_op_is(op, "shard.sharding"))
       continue;
     const lowering *l = lowering_of(op);
+    if (bucket_id(collective_of(op)) >= 0) {
+      if (!lower_bucket_op(r, op))
+        break;
+      continue;
+    }
     // A collective an nn.wait completes is started non-blocking.
     const lowering *start = l && kind == NN_OP_NONE ? start_form(r, op) : NULL;
     if (start && !take_slot(r, op))
       break;
     l = start ? start : l;
-    if (kind == NN_OP_WAIT && !free_slot(r, op))
+    int freed = kind == NN_OP_WAIT ? free_slot(r, op) : 1;
+    if (freed < 0)
       break;
+    if (!freed)
+      continue; // completed before its wait
     if (!l) {
       MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
       fail(r, "no lowering for '%.*s'", (int)name.length, name.data);
@@ -1235,6 +1406,7 @@ static void replace_module(MlirOperation module, MlirBlock staging) {
 
 static void free_run(lower_run *r) {
   tp_ptr_map_free(&r->index);
+  tp_ptr_map_free(&r->early);
   free(r->offsets);
   free(r->dtypes);
   free(r->params);
@@ -1317,6 +1489,8 @@ static void report_memory(lower_run *r, int64_t accum, const char *path, int64_t
   m->persistent = r->persistent;
   m->temporaries = r->arena - r->persistent;
   m->workspace = op_workspace(r);
+  for (int i = 0; i < SRT_MAX_PENDING; ++i) // the runtime's bucket staging
+    m->workspace += r->stage_bytes[i];
   m->total = m->persistent + m->temporaries + m->workspace;
   char text[2048];
   tp_memory_report_text(m, text, sizeof text);
@@ -1378,8 +1552,6 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   plan_temporaries(&r);
   if (r.arena < 0)
     fail(&r, "out of memory planning the arena");
-  if (!r.errors)
-    report_memory(&r, o[kOptAccumulate].i, o[kOptMemoryReport].s, o[kOptDeviceMemory].i);
   MlirBlock staging = mlirBlockCreate(0, NULL, NULL);
   r.top = lb_create(r.ctx, staging, mlirOperationGetLocation(r.func));
   r.declared = calloc(kNumLowerings, sizeof *r.declared);
@@ -1389,6 +1561,9 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     vocab = lower_ops(&r);
     end_step(&r);
   }
+  // After the calls: the buckets' staging is known once slots are assigned.
+  if (!r.errors)
+    report_memory(&r, o[kOptAccumulate].i, o[kOptMemoryReport].s, o[kOptDeviceMemory].i);
   if (!r.errors) {
     nn_shape ids = shape(mlirBlockGetArgument(r.body, 0));
     MlirStringRef model = nn_attr_str(module, "nn.config_path");

@@ -12,19 +12,25 @@
 //   the gathers of a layer's forward (or backward) move to just after the
 //   first wait of the layer before, so they travel while that layer
 //   computes. Groups are decoder layers (nn.module "...layers.N"; any other
-//   module is a group of its own); nothing moves across the start of the
-//   backward.
+//   module is a group of its own; a recomputed layer's forward and its
+//   backward are two); nothing moves across the start of the backward.
 // - Gradient reductions (a reduce-scatter or all-reduce whose one reader is
 //   nn.store_grad, or the nn.add of a tied weight's two shards) are waited
 //   for just before the first reduction of another layer starts (or before
 //   the optimizer step): a layer's reductions travel while the backward of
 //   the next layer down runs, and at most about two layers' unreduced
 //   gradients are live.
+// - Buckets: the rank-1 members (norm weights, biases) of a layer's gathers,
+//   or of a layer's reductions of one kind and axis, travel as one
+//   collective: they are marked `nn.bucket = <id>` and made adjacent (a
+//   bucket of gathers at its first member, of reductions at its last, the
+//   stores following), and lower-to-runtime packs them into one call.
 // The memory plan keeps a collective's operands live to its wait, so the
 // figures of --memory-report include what overlapping costs.
 #include <stdlib.h>
 
 #include "mlir-c/BuiltinAttributes.h"
+#include "mlir-c/BuiltinTypes.h"
 #include "nn.h"
 #include "pass.h"
 #include "shard_ops.h"
@@ -113,6 +119,7 @@ typedef struct collective {
   MlirOperation op, wait;
   MlirStringRef key;
   bool backward; // its wait is at or after the first backward op
+  int group;     // assign_groups: consecutive entries of one layer and side
 } collective;
 
 typedef struct list {
@@ -145,26 +152,107 @@ static void bound_reductions(const list *red, MlirOperation optimizer) {
   free(bound);
 }
 
-// The gathers of each group (consecutive gathers, in the order of their
-// waits, of one layer and one side of the backward's start) start just
-// after the first wait of the group before, on the same side.
+// Numbers the groups of `l`: a new one where the key or the side of the
+// backward's start changes, or where a parameter repeats (a recomputed
+// layer's forward gathers, then its backward's: two runs of one layer).
+static void assign_groups(list *l) {
+  for (int i = 0, start = 0, group = 0; i < l->n; ++i) {
+    bool repeats = false;
+    MlirValue in = mlirOperationGetOperand(l->at[i].op, 0);
+    for (int k = start; k < i && mlirValueIsABlockArgument(in); ++k)
+      repeats |= mlirOperationGetOperand(l->at[k].op, 0).ptr == in.ptr;
+    if (i > start && (repeats || l->at[i].backward != l->at[start].backward ||
+                      !mlirStringRefEqual(l->at[i].key, l->at[start].key))) {
+      ++group;
+      start = i;
+    }
+    l->at[i].group = group;
+  }
+}
+
+// The gathers of each group start just after the first wait of the group
+// before, on the same side of the backward's start (never after their own
+// wait).
 static void prefetch_gathers(const list *g) {
-  int prev = -1, start = 0; // the previous group's first gather, this group's
-  for (int i = 1; i <= g->n; ++i) {
-    if (i < g->n && g->at[i].backward == g->at[start].backward &&
-        mlirStringRefEqual(g->at[i].key, g->at[start].key))
+  int prev = -1; // the previous group's first gather
+  for (int start = 0, end; start < g->n; prev = start, start = end) {
+    for (end = start + 1; end < g->n && g->at[end].group == g->at[start].group; ++end) {
+    }
+    if (prev < 0 || g->at[prev].backward != g->at[start].backward)
       continue;
-    // [start, i) is a group.
-    if (prev >= 0 && g->at[prev].backward == g->at[start].backward) {
-      MlirOperation after = g->at[prev].wait;
-      for (int k = start; k < i; ++k) {
+    MlirOperation after = g->at[prev].wait;
+    for (int k = start; k < end; ++k)
+      if (mlirOperationIsBeforeInBlock(g->at[prev].wait, g->at[k].wait)) {
         mlirOperationMoveAfter(g->at[k].op, after);
         after = g->at[k].op;
       }
-    }
-    prev = start;
-    start = i;
   }
+}
+
+static bool rank1_result(MlirOperation op) {
+  nn_shape sh;
+  return nn_shape_of(mlirValueGetType(mlirOperationGetResult(op, 0)), &sh) && sh.rank == 1;
+}
+
+// Whether reductions `a` and `b` can share a bucket: the same collective on
+// the same axis, each result stored as it is (not a tied weight's add).
+static bool same_reduction(MlirOperation a, MlirOperation b) {
+  MlirStringRef an = mlirIdentifierStr(mlirOperationGetName(a));
+  MlirStringRef bn = mlirIdentifierStr(mlirOperationGetName(b));
+  MlirAttribute ax = mlirOperationGetAttributeByName(a, str("grid_axes"));
+  MlirAttribute bx = mlirOperationGetAttributeByName(b, str("grid_axes"));
+  return mlirStringRefEqual(an, bn) && mlirAttributeEqual(ax, bx) &&
+         nn_op_kind_of(only_user(mlirOperationGetResult(b, 0))) == NN_OP_STORE_GRAD;
+}
+
+static void mark_bucket(MlirOperation op, int id) {
+  MlirContext ctx = mlirOperationGetContext(op);
+  mlirOperationSetAttributeByName(op, str("nn.bucket"),
+                                  mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), id));
+}
+
+// The rank-1 members of l->at[start, end) that can share a bucket with the
+// first of them (gathers: all; reductions: same_reduction), into `m`.
+static int bucket_of(const list *l, int start, int end, bool gathers, int *m) {
+  int n = 0;
+  for (int k = start; k < end; ++k) {
+    MlirOperation op = l->at[k].op;
+    if (!rank1_result(op) || (!gathers && !same_reduction(n ? l->at[m[0]].op : op, op)))
+      continue;
+    m[n++] = k;
+  }
+  return n;
+}
+
+// Buckets the rank-1 collectives of each group of `l` (assign_groups):
+// gathers move up to their first member, reductions down to their last
+// (their readers after them).
+static void make_buckets(const list *l, bool gathers, int *next_id) {
+  int *m = calloc((size_t)l->n + 1, sizeof *m);
+  for (int start = 0, end; start < l->n; start = end) {
+    for (end = start + 1; end < l->n && l->at[end].group == l->at[start].group; ++end) {
+    }
+    int n = bucket_of(l, start, end, gathers, m);
+    if (n < 2)
+      continue;
+    int id = (*next_id)++;
+    for (int k = 0; k < n; ++k) {
+      MlirOperation op = l->at[m[k]].op;
+      mark_bucket(op, id);
+      if (gathers && k > 0) {
+        mlirOperationMoveAfter(op, l->at[m[k - 1]].op);
+      } else if (!gathers && k + 1 < n) {
+        mlirOperationMoveBefore(op, l->at[m[n - 1]].op);
+        sink_readers(op);
+      }
+    }
+  }
+  free(m);
+}
+
+static int by_position(const void *a, const void *b) {
+  MlirOperation x = ((const collective *)a)->op, y = ((const collective *)b)->op;
+  return x.ptr == y.ptr ? 0 : mlirOperationIsBeforeInBlock(x, y) ? -1 : 1;
 }
 
 static void overlap_func(MlirOperation func) {
@@ -188,16 +276,29 @@ static void overlap_func(MlirOperation func) {
     MlirOperation reader = first_reader(mlirOperationGetResult(op, 0));
     if (mlirOperationIsNull(reader))
       continue;
-    MlirOperation wait = add_wait(body, op, reader);
     collective c = {.op = op,
-                    .wait = wait,
                     .key = layer_key(gather ? reader : op),
                     .backward = !mlirOperationIsNull(first_backward) &&
-                                !mlirOperationIsBeforeInBlock(wait, first_backward)};
-    append(gather ? &gathers : &reductions, c);
+                                !mlirOperationIsBeforeInBlock(reader, first_backward)};
+    list *l = gather ? &gathers : &reductions;
+    if (!c.key.length && l->n) // a reader of no module: with the one before
+      c.key = l->at[l->n - 1].key;
+    append(l, c);
   }
+  assign_groups(&gathers);
+  assign_groups(&reductions);
+  int next_id = 0;
+  make_buckets(&reductions, false, &next_id);
+  qsort(reductions.at, (size_t)reductions.n, sizeof *reductions.at, by_position);
+  for (int i = 0; i < gathers.n; ++i)
+    gathers.at[i].wait =
+        add_wait(body, gathers.at[i].op, first_reader(mlirOperationGetResult(gathers.at[i].op, 0)));
+  for (int i = 0; i < reductions.n; ++i)
+    reductions.at[i].wait = add_wait(
+        body, reductions.at[i].op, first_reader(mlirOperationGetResult(reductions.at[i].op, 0)));
   bound_reductions(&reductions, optimizer);
   prefetch_gathers(&gathers);
+  make_buckets(&gathers, true, &next_id);
   free(gathers.at);
   free(reductions.at);
 }

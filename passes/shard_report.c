@@ -3,9 +3,10 @@
 // mesh axis its count, payload and the bytes each rank sends with ring
 // algorithms (all-reduce 2(n-1)/n x S, all-gather and reduce-scatter
 // (n-1)/n x the full tensor, all-to-all (n-1)/n x S; all_slice moves
-// nothing), and how many of them are overlapped (started non-blocking and
-// read through an nn.wait: overlap-collectives). Printed to stderr as a
-// table; the IR is unchanged.
+// nothing), how many of them are overlapped (started non-blocking and
+// read through an nn.wait: overlap-collectives) and how many runtime calls
+// they make (a bucket of a layer's small tensors is one). Printed to stderr
+// as a table; the IR is unchanged.
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@ typedef struct report {
   long long input_bytes, activation_bytes;
   long long count[kKinds][TP_MESH_AXES];
   long long overlapped[kKinds][TP_MESH_AXES]; // read through an nn.wait
+  long long calls[kKinds][TP_MESH_AXES]; // runtime calls: a bucket is one
+  long long last_bucket; // nn.bucket of the last collective visited, or -1
   double payload[kKinds][TP_MESH_AXES], sent[kKinds][TP_MESH_AXES];
 } report;
 
@@ -74,6 +77,10 @@ static void count_collective(report *rep, MlirOperation op) {
     else if (k == 2 || k == 3)
       sent = (n - 1) / n * in;
     rep->count[k][axis] += 1;
+    // A bucket's members are adjacent (overlap-collectives): one call.
+    long long bucket = nn_attr_int(op, "nn.bucket", -1);
+    rep->calls[k][axis] += bucket < 0 || bucket != rep->last_bucket;
+    rep->last_bucket = bucket;
     MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
     if (!mlirOpOperandIsNull(u) && nn_op_kind_of(mlirOpOperandGetOwner(u)) == NN_OP_WAIT)
       rep->overlapped[k][axis] += 1;
@@ -88,6 +95,8 @@ static MlirWalkResult visit(MlirOperation op, void *data) {
       tp_op_is(op, "builtin.module"))
     return MlirWalkResultAdvance;
   count_collective(rep, op);
+  if (nn_op_kind_of(op) == NN_OP_WAIT) // its collective's buffer, counted there
+    return MlirWalkResultAdvance;
   for (intptr_t i = 0; i < mlirOperationGetNumResults(op); ++i)
     rep->activation_bytes += bytes_of(mlirValueGetType(mlirOperationGetResult(op, i)), NULL);
   return MlirWalkResultAdvance;
@@ -236,16 +245,16 @@ static void print_report(const report *rep, MlirStringRef name) {
   fprintf(o, "  %-16s %18lld bytes  (input_ids, labels)\n", "inputs", rep->input_bytes);
   fprintf(o, "  %-16s %18lld bytes  (every intermediate value, before buffer reuse)\n",
           "activations", rep->activation_bytes);
-  fprintf(o, "  %-16s %4s %6s %18s %20s %12s\n", "collective", "axis", "count",
-          "payload bytes", "bytes sent per rank", "overlapped");
+  fprintf(o, "  %-16s %4s %6s %18s %20s %12s %6s\n", "collective", "axis", "count",
+          "payload bytes", "bytes sent per rank", "overlapped", "calls");
   double total = 0;
   for (int k = 0; k < kKinds; ++k)
     for (int axis = 0; axis < TP_MESH_AXES; ++axis) {
       if (!rep->count[k][axis])
         continue;
-      fprintf(o, "  %-16s %4s %6lld %18.0f %20.0f %12lld\n", kNames[k], axis ? "tp" : "dp",
-              rep->count[k][axis], rep->payload[k][axis], rep->sent[k][axis],
-              rep->overlapped[k][axis]);
+      fprintf(o, "  %-16s %4s %6lld %18.0f %20.0f %12lld %6lld\n", kNames[k],
+              axis ? "tp" : "dp", rep->count[k][axis], rep->payload[k][axis],
+              rep->sent[k][axis], rep->overlapped[k][axis], rep->calls[k][axis]);
       total += rep->sent[k][axis];
     }
   fprintf(o, "  %-16s %4s %6s %18s %20.0f\n", "total", "", "", "", total);
@@ -255,7 +264,7 @@ static MlirLogicalResult run_shard_report(MlirOperation module, const tp_option_
   (void)o;
   if (!tp_check_functions(module))
     return mlirLogicalResultFailure();
-  report base = {0};
+  report base = {.last_bucket = -1};
   if (!tp_read_grid(module, &base.mesh))
     base.mesh = (tp_mesh){{1, 1}};
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));

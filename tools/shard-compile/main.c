@@ -7,7 +7,8 @@
 //                 [--backend=cpu|cuda]
 //
 // import -> nn-verify -> nn-autodiff -> nn-optimizer -> tp-plan ->
-// tp-partition -> lower-to-runtime -> LLVM IR -> object -> link with
+// tp-partition -> overlap-collectives (unless --no-overlap) ->
+// lower-to-runtime -> LLVM IR -> object -> link with
 // libshardrt and its training driver. Run the result with
 // `mpirun -np DP*TP ./train --data TOKENS --steps K ...` (see --help of it).
 #define _XOPEN_SOURCE 700 // realpath
