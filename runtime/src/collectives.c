@@ -230,6 +230,19 @@ static srt_status check_slot(const srt_group *g, const char *what, int slot) {
   return NULL;
 }
 
+void srt_collectives_progress(srt_context *ctx) {
+  // One MPI_Test runs MPI's progress engine for every request, so the first
+  // request still running is enough. A completed request becomes
+  // MPI_REQUEST_NULL, which the wait's own MPI_Test reports done at once.
+  for (int i = 0; i < SRT_MAX_PENDING; ++i)
+    if (ctx->pending[i].group && ctx->pending[i].req != MPI_REQUEST_NULL) {
+      int done = 0;
+      MPI_Test(&ctx->pending[i].req, &done, MPI_STATUS_IGNORE);
+      if (!done)
+        return;
+    }
+}
+
 srt_status srt_collective_wait(srt_context *ctx, int slot) {
   if (slot < 0 || slot >= SRT_MAX_PENDING)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,

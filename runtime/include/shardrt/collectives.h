@@ -82,6 +82,13 @@ srt_status srt_reduce_scatter_start(srt_group *group, const void *in, void *out,
                                     srt_dtype dtype, int ndim, const int64_t *full_shape,
                                     int dim, srt_reduce_op op, int slot);
 
+/// Lets MPI advance the collectives in flight on `ctx` (one MPI_Test of
+/// each, completing none from the caller's view): Open MPI progresses a
+/// non-blocking collective only inside MPI calls, so the cpu backend calls
+/// this between ops to move data while the ops compute. Errors are left
+/// for the wait to report.
+void srt_collectives_progress(srt_context *ctx);
+
 /// Waits for the collective started in `slot` against the context's
 /// deadline (as the blocking forms do) and frees the slot; a free slot
 /// returns at once. Errors: SRT_INVALID_ARGUMENT for a slot outside

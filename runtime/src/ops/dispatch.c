@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "shardrt/backend.h"
+#include "shardrt/collectives.h"
 #include "shardrt/context.h"
 #include "shardrt/cpu.h"
 #include "shardrt/profile.h"
@@ -53,6 +54,8 @@ static void profile_add(srt_profile *profile, const char *name, double t0) {
     SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                                \
     CHECKS(args)                                                                               \
     SRT_RETURN_IF_ERROR(check);                                                                \
+    if (!e->backend) /* the cpu backend: MPI moves data only inside MPI calls */            \
+      srt_collectives_progress(e->ctx);                                                        \
     srt_profile *profile = srt_context_profile(e->ctx);                                        \
     if (!profile)                                                                              \
       return ops_of(e)->name(e SRT_OP_ARGS(args));                                             \
