@@ -20,15 +20,23 @@ static srt_status begin(srt_exec *e, const char *op, int64_t axis, int64_t dtype
   return NULL;
 }
 
-srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
-                                 int64_t axis, int64_t is_max, int64_t dtype) {
-  const char *op = "srt_cpu_op_all_reduce";
+// An all-reduce out of place (copied, then in place): blocking (slot < 0)
+// or started into `slot`.
+static srt_status all_reduce(srt_exec *e, const char *op, int64_t in, int64_t out,
+                             int64_t count, int64_t axis, int64_t is_max, int64_t dtype,
+                             int64_t slot) {
   srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
   SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   if (in != out)
     memmove(ops_f32(e, out), ops_f32(e, in), (size_t)count * sizeof(float));
-  return srt_all_reduce(g, ops_f32(e, out), count, SRT_F32,
-                        is_max ? SRT_REDUCE_MAX : SRT_REDUCE_SUM);
+  srt_reduce_op red = is_max ? SRT_REDUCE_MAX : SRT_REDUCE_SUM;
+  return slot < 0 ? srt_all_reduce(g, ops_f32(e, out), count, SRT_F32, red)
+                  : srt_all_reduce_start(g, ops_f32(e, out), count, SRT_F32, red, (int)slot);
+}
+
+srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t count,
+                                 int64_t axis, int64_t is_max, int64_t dtype) {
+  return all_reduce(e, "srt_cpu_op_all_reduce", in, out, count, axis, is_max, dtype, -1);
 }
 
 srt_status srt_cpu_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
@@ -103,13 +111,8 @@ srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t ax
 srt_status srt_cpu_op_all_reduce_start(srt_exec *e, int64_t in, int64_t out, int64_t count,
                                        int64_t axis, int64_t is_max, int64_t dtype,
                                        int64_t slot) {
-  const char *op = "srt_cpu_op_all_reduce_start";
-  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
-  if (in != out)
-    memmove(ops_f32(e, out), ops_f32(e, in), (size_t)count * sizeof(float));
-  return srt_all_reduce_start(g, ops_f32(e, out), count, SRT_F32,
-                              is_max ? SRT_REDUCE_MAX : SRT_REDUCE_SUM, (int)slot);
+  return all_reduce(e, "srt_cpu_op_all_reduce_start", in, out, count, axis, is_max, dtype,
+                    slot);
 }
 
 srt_status srt_cpu_op_all_gather_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
