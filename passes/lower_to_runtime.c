@@ -1268,6 +1268,8 @@ static void arg_bucket(lower_call *c) {
     values[3 + 3 * j] = member_count(m[j]);
     bytes += (in + out) * (dtype == kBF16 ? 2 : 4);
   }
+  if (r->cuda) // srt_cuda_stage grows by a quarter and 256 bytes over the request
+    bytes += bytes / 4 + 256;
   if (r->stage_bytes[r->slot] < bytes)
     r->stage_bytes[r->slot] = bytes;
   char name[48];

@@ -34,6 +34,7 @@
 #include "nn.h"
 #include "pass.h"
 #include "shard_ops.h"
+#include "shardrt/types.h" // SRT_MAX_BUCKET
 
 static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
@@ -194,15 +195,25 @@ static bool rank1_result(MlirOperation op) {
   return nn_shape_of(mlirValueGetType(mlirOperationGetResult(op, 0)), &sh) && sh.rank == 1;
 }
 
-// Whether reductions `a` and `b` can share a bucket: the same collective on
-// the same axis, each result stored as it is (not a tied weight's add).
-static bool same_reduction(MlirOperation a, MlirOperation b) {
-  MlirStringRef an = mlirIdentifierStr(mlirOperationGetName(a));
-  MlirStringRef bn = mlirIdentifierStr(mlirOperationGetName(b));
-  MlirAttribute ax = mlirOperationGetAttributeByName(a, str("grid_axes"));
-  MlirAttribute bx = mlirOperationGetAttributeByName(b, str("grid_axes"));
-  return mlirStringRefEqual(an, bn) && mlirAttributeEqual(ax, bx) &&
-         nn_op_kind_of(only_user(mlirOperationGetResult(b, 0))) == NN_OP_STORE_GRAD;
+static bool same_attr(MlirOperation a, MlirOperation b, const char *name) {
+  MlirAttribute x = mlirOperationGetAttributeByName(a, str(name));
+  MlirAttribute y = mlirOperationGetAttributeByName(b, str(name));
+  return mlirAttributeIsNull(x) ? mlirAttributeIsNull(y)
+                                : !mlirAttributeIsNull(y) && mlirAttributeEqual(x, y);
+}
+
+// Whether `b` can share a bucket with `a`: the same collective over the same
+// axis and tensor dim, of the same element type; a reduction's result stored
+// as it is (not a tied weight's add).
+static bool bucket_mates(MlirOperation a, MlirOperation b, bool gathers) {
+  MlirType ta = mlirValueGetType(mlirOperationGetResult(a, 0));
+  MlirType tb = mlirValueGetType(mlirOperationGetResult(b, 0));
+  return mlirStringRefEqual(mlirIdentifierStr(mlirOperationGetName(a)),
+                            mlirIdentifierStr(mlirOperationGetName(b))) &&
+         same_attr(a, b, "grid_axes") && same_attr(a, b, "gather_axis") &&
+         same_attr(a, b, "scatter_axis") &&
+         mlirTypeEqual(mlirShapedTypeGetElementType(ta), mlirShapedTypeGetElementType(tb)) &&
+         (gathers || nn_op_kind_of(only_user(mlirOperationGetResult(b, 0))) == NN_OP_STORE_GRAD);
 }
 
 static void mark_bucket(MlirOperation op, int id) {
@@ -212,14 +223,13 @@ static void mark_bucket(MlirOperation op, int id) {
 }
 
 // The rank-1 members of l->at[start, end) that can share a bucket with the
-// first of them (gathers: all; reductions: same_reduction), into `m`.
+// first of them (bucket_mates), at most SRT_MAX_BUCKET, into `m`.
 static int bucket_of(const list *l, int start, int end, bool gathers, int *m) {
   int n = 0;
-  for (int k = start; k < end; ++k) {
+  for (int k = start; k < end && n < SRT_MAX_BUCKET; ++k) {
     MlirOperation op = l->at[k].op;
-    if (!rank1_result(op) || (!gathers && !same_reduction(n ? l->at[m[0]].op : op, op)))
-      continue;
-    m[n++] = k;
+    if (rank1_result(op) && bucket_mates(n ? l->at[m[0]].op : op, op, gathers))
+      m[n++] = k;
   }
   return n;
 }
@@ -289,7 +299,8 @@ static void overlap_func(MlirOperation func) {
   assign_groups(&reductions);
   int next_id = 0;
   make_buckets(&reductions, false, &next_id);
-  qsort(reductions.at, (size_t)reductions.n, sizeof *reductions.at, by_position);
+  if (reductions.n > 1) // (qsort's array may not be NULL, even for none)
+    qsort(reductions.at, (size_t)reductions.n, sizeof *reductions.at, by_position);
   for (int i = 0; i < gathers.n; ++i)
     gathers.at[i].wait =
         add_wait(body, gathers.at[i].op, first_reader(mlirOperationGetResult(gathers.at[i].op, 0)));

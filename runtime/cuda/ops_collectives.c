@@ -55,6 +55,17 @@ static srt_status begin(srt_exec *e, const char *op, int64_t in, int64_t out, in
   return NULL;
 }
 
+// A non-blocking start's slot must be free (checked before anything is
+// enqueued or its staging touched); slot < 0 is a blocking call.
+static srt_status slot_free(srt_exec *e, const char *op, int64_t slot) {
+  srt_cuda_device *d;
+  SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
+  if (slot >= 0 && d->pending_live[slot])
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: slot %lld is still in flight", op,
+                     (long long)slot);
+  return NULL;
+}
+
 // The view's dim must split into the axis's parts.
 static srt_status divisible(const char *op, const collective *c, int64_t dim) {
   if (c->v.dim % c->parts)
@@ -88,10 +99,6 @@ static srt_status repack(void *dst, const void *src, view v, int parts, bool to_
 static srt_status finish(srt_cuda_device *d, int64_t slot) {
   if (slot < 0)
     return srt_cuda_comm_end(d);
-  if (d->pending_live[slot])
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "a non-blocking collective started into slot %lld, still in flight",
-                     (long long)slot);
   if (!d->pending[slot])
     SRT_CUDA_CHECK(cudaEventCreateWithFlags(&d->pending[slot], cudaEventDisableTiming));
   SRT_CUDA_CHECK(cudaEventRecord(d->pending[slot], d->comm));
@@ -104,6 +111,7 @@ static srt_status all_reduce(srt_exec *e, const char *op, int64_t in, int64_t ou
                              int64_t slot) {
   collective c;
   const int64_t dims[4] = {count, 1, 1, 1};
+  SRT_RETURN_IF_ERROR(slot_free(e, op, slot));
   SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, 0, 1, dims, &c));
   SRT_RETURN_IF_ERROR(srt_cuda_comm_begin(c.d));
   SRT_NCCL_CHECK(ncclAllReduce(srt_cuda_at(e, in), srt_cuda_at(e, out), (size_t)count, c.type,
@@ -127,6 +135,7 @@ static srt_status all_gather(srt_exec *e, const char *op, int64_t in, int64_t ou
                              int64_t axis, int64_t dim, int64_t rank, const int64_t dims[4],
                              int64_t dtype, int64_t slot) {
   collective c;
+  SRT_RETURN_IF_ERROR(slot_free(e, op, slot));
   SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, dim, rank, dims, &c));
   size_t local = (size_t)(c.v.outer * c.v.dim * c.v.inner);
   void *recv = srt_cuda_at(e, out);
@@ -160,6 +169,7 @@ static srt_status reduce_scatter(srt_exec *e, const char *op, int64_t in, int64_
                                  int64_t axis, int64_t dim, int64_t rank,
                                  const int64_t dims[4], int64_t dtype, int64_t slot) {
   collective c;
+  SRT_RETURN_IF_ERROR(slot_free(e, op, slot));
   SRT_RETURN_IF_ERROR(begin(e, op, in, out, axis, dtype, dim, rank, dims, &c));
   SRT_RETURN_IF_ERROR(divisible(op, &c, dim));
   c.v.dim /= c.parts; // the local chunk's size
@@ -304,6 +314,7 @@ srt_status srt_cuda_op_bucket_start(srt_exec *e, const int64_t *members, int64_t
     total += members[3 + 3 * j];
   collective c;
   const int64_t dims[4] = {total, 1, 1, 1};
+  SRT_RETURN_IF_ERROR(slot_free(e, op, slot));
   SRT_RETURN_IF_ERROR(begin(e, op, 0, 0, axis, dtype, 0, 1, dims, &c));
   if (kind != SRT_BUCKET_ALL_GATHER && dtype != SRT_OP_F32)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: a reducing bucket must be fp32", op);

@@ -207,6 +207,7 @@ static srt_status issued(srt_group *g, const char *what, MPI_Request *req, int s
   p->req = *req;
   p->group = g;
   p->what = what;
+  p->rc = MPI_SUCCESS;
   return NULL;
 }
 
@@ -237,8 +238,12 @@ void srt_collectives_progress(srt_context *ctx) {
   for (int i = 0; i < SRT_MAX_PENDING; ++i)
     if (ctx->pending[i].group && ctx->pending[i].req != MPI_REQUEST_NULL) {
       int done = 0;
-      MPI_Test(&ctx->pending[i].req, &done, MPI_STATUS_IGNORE);
-      if (!done)
+      int rc = MPI_Test(&ctx->pending[i].req, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        ctx->pending[i].rc = rc;
+        ctx->pending[i].req = MPI_REQUEST_NULL; // nothing more to wait for
+      }
+      if (!done && rc == MPI_SUCCESS)
         return;
     }
 }
@@ -253,6 +258,8 @@ srt_status srt_collective_wait(srt_context *ctx, int slot) {
     return NULL;
   srt_group *g = p->group;
   p->group = NULL; // freed whatever the outcome: a failed step ends the job
+  if (p->rc != MPI_SUCCESS)
+    return srt_mpi_error(p->rc, p->what, g, __FILE__, __LINE__);
   return wait_for(g, p->what, &p->req);
 }
 
@@ -262,6 +269,7 @@ srt_status srt_collective_wait(srt_context *ctx, int slot) {
 
 // The staging buffer of `p`, at least `bytes` (grown, contents lost).
 static srt_status stage_of(const srt_group *g, srt_pending *p, size_t bytes) {
+  bytes = bytes ? bytes : 1; // a bucket of empty members still gets a buffer
   if (bytes <= p->stage_bytes)
     return NULL;
   free(p->stage);

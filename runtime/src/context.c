@@ -102,14 +102,20 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   return NULL;
 }
 
+// Seconds a teardown waits for collectives in flight when the context has
+// no deadline (--timeout 0).
+enum { kTeardownGrace = 60 };
+
 // Frees what `ctx` holds; returns the first MPI error. Collectives still
 // in flight (a step that failed between a start and its wait) are waited
-// for first, against the deadline: MPI may still write their buffers. If
-// one cannot complete, the arena and the staging buffers are left
-// allocated rather than freed under MPI's feet.
+// for first, against the deadline (or kTeardownGrace without one): MPI may
+// still write their buffers. If one cannot complete, the arena and the
+// staging buffers are left allocated rather than freed under MPI's feet.
 static srt_status release(srt_context *ctx) {
   srt_status first = NULL;
   bool stuck = false;
+  if (ctx->timeout_s <= 0) // no deadline: a grace period, not a hang
+    ctx->timeout_s = kTeardownGrace;
   for (int i = 0; i < SRT_MAX_PENDING && !stuck; ++i) // one deadline at most
     if ((first = srt_collective_wait(ctx, i)) != NULL)
       stuck = true;

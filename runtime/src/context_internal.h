@@ -23,6 +23,7 @@ typedef struct srt_pending {
   MPI_Request req;
   srt_group *group;
   const char *what;
+  int rc; // an MPI error srt_collectives_progress saw, for the wait to report
   // A bucket's (srt_bucket_start): its kind, element size and total
   // elements per rank, and the staging buffer (owned, kept across steps).
   int bucket_kind;
