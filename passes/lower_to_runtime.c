@@ -1257,8 +1257,9 @@ static void arg_bucket(lower_call *c) {
                                                                         : in == out;
     if ((j && (ax != axis || dt != dtype || bucket_kind(m[j]) != bucket_kind(m[0]))) || !sides) {
       r->current = m[j];
-      fail(r, "bucket %lld: member %d is not a %s of the first member's axis and dtype",
-           (long long)bucket_id(m[0]), j, mlirIdentifierStr(mlirOperationGetName(m[0])).data);
+      MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(m[0]));
+      fail(r, "bucket %lld: member %d is not a %.*s of the first member's axis and dtype",
+           (long long)bucket_id(m[0]), j, (int)name.length, name.data);
       return;
     }
     axis = ax;
