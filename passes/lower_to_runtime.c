@@ -1185,7 +1185,8 @@ static int free_slot(lower_run *r, MlirOperation op) {
   intptr_t done;
   if (tp_ptr_map_get(&r->early, v.ptr, &done))
     return 0;
-  fail(r, "nn.wait of a value no non-blocking collective before it defines");
+  fail(r, "nn.wait of a value no non-blocking collective before it defines (a collective "
+          "is started non-blocking only when its one reader is a single nn.wait)");
   return -1;
 }
 

@@ -2,6 +2,7 @@
 // reduce-scatter, all-to-all and the local all-slice on one mesh axis, fp32
 // and out of place, over the context's dp or tp group. Shapes arrive as the
 // LOCAL input's rank and up to four dims.
+#include <stdbool.h>
 #include <string.h>
 
 #include "ops_internal.h"
@@ -39,27 +40,40 @@ srt_status srt_cpu_op_all_reduce(srt_exec *e, int64_t in, int64_t out, int64_t c
   return all_reduce(e, "srt_cpu_op_all_reduce", in, out, count, axis, is_max, dtype, -1);
 }
 
+// An all-gather or (`scatter`) a reduce-scatter on dim `dim` of the local
+// input d0..d3 (a reduce-scatter's is the full, Partial tensor): blocking
+// (slot < 0) or started into `slot`.
+static srt_status gather_scatter(srt_exec *e, const char *op, bool scatter, int64_t in,
+                                 int64_t out, int64_t axis, int64_t dim, int64_t rank,
+                                 const int64_t shape[4], int64_t dtype, int64_t slot) {
+  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
+  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
+  const float *x = ops_f32(e, in);
+  float *y = ops_f32(e, out);
+  if (scatter)
+    return slot < 0 ? srt_reduce_scatter(g, x, y, SRT_F32, (int)rank, shape, (int)dim,
+                                         SRT_REDUCE_SUM)
+                    : srt_reduce_scatter_start(g, x, y, SRT_F32, (int)rank, shape, (int)dim,
+                                               SRT_REDUCE_SUM, (int)slot);
+  return slot < 0 ? srt_all_gather(g, x, y, SRT_F32, (int)rank, shape, (int)dim)
+                  : srt_all_gather_start(g, x, y, SRT_F32, (int)rank, shape, (int)dim,
+                                         (int)slot);
+}
+
 srt_status srt_cpu_op_all_gather(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                  int64_t dim, int64_t rank, int64_t d0, int64_t d1, int64_t d2,
                                  int64_t d3, int64_t dtype) {
-  const char *op = "srt_cpu_op_all_gather";
-  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
-  return srt_all_gather(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
-                        (int)dim);
+  return gather_scatter(e, "srt_cpu_op_all_gather", false, in, out, axis, dim, rank, shape,
+                        dtype, -1);
 }
 
 srt_status srt_cpu_op_reduce_scatter(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                      int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                      int64_t d2, int64_t d3, int64_t dtype) {
-  const char *op = "srt_cpu_op_reduce_scatter";
-  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
-  // The local input of a reduce-scatter is the full (Partial) tensor.
-  return srt_reduce_scatter(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
-                            (int)dim, SRT_REDUCE_SUM);
+  return gather_scatter(e, "srt_cpu_op_reduce_scatter", true, in, out, axis, dim, rank, shape,
+                        dtype, -1);
 }
 
 srt_status srt_cpu_op_all_to_all(srt_exec *e, int64_t in, int64_t out, int64_t axis,
@@ -118,24 +132,18 @@ srt_status srt_cpu_op_all_reduce_start(srt_exec *e, int64_t in, int64_t out, int
 srt_status srt_cpu_op_all_gather_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                        int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                        int64_t d2, int64_t d3, int64_t dtype, int64_t slot) {
-  const char *op = "srt_cpu_op_all_gather_start";
-  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
-  return srt_all_gather_start(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank, shape,
-                              (int)dim, (int)slot);
+  return gather_scatter(e, "srt_cpu_op_all_gather_start", false, in, out, axis, dim, rank,
+                        shape, dtype, slot);
 }
 
 srt_status srt_cpu_op_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                                            int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                                            int64_t d2, int64_t d3, int64_t dtype,
                                            int64_t slot) {
-  const char *op = "srt_cpu_op_reduce_scatter_start";
-  srt_group *g = NULL; // set by begin() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(begin(e, op, axis, dtype, &g));
   const int64_t shape[4] = {d0, d1, d2, d3};
-  return srt_reduce_scatter_start(g, ops_f32(e, in), ops_f32(e, out), SRT_F32, (int)rank,
-                                  shape, (int)dim, SRT_REDUCE_SUM, (int)slot);
+  return gather_scatter(e, "srt_cpu_op_reduce_scatter_start", true, in, out, axis, dim, rank,
+                        shape, dtype, slot);
 }
 
 srt_status srt_cpu_op_collective_wait(srt_exec *e, int64_t slot) {
