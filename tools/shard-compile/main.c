@@ -72,7 +72,8 @@ static void usage(FILE *out) {
           "of M sequences per rank before one optimizer step, the loss and gradients being\n"
           "the token-weighted mean over all B (the same as one step of B; cpu backend).\n"
           "The parameters' gathers start a layer ahead of their use and the gradients'\n"
-          "reductions complete under the backward (non-blocking collectives);\n"
+          "reductions complete under the backward (non-blocking collectives), a layer's\n"
+          "norm weights and biases in one collective;\n"
           "--no-overlap runs each collective where it stands, blocking.\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
           "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
