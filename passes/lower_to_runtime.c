@@ -45,7 +45,14 @@
 #include "shardrt/program.h"
 #include "shardrt/types.h" // SRT_MAX_PENDING
 
-enum { kOptBackend, kOptKeepLogits, kOptMemoryReport, kOptDeviceMemory, kOptAccumulate };
+enum {
+  kOptBackend,
+  kOptKeepLogits,
+  kOptMemoryReport,
+  kOptDeviceMemory,
+  kOptAccumulate,
+  kOptCpuOffload
+};
 
 // Element types of arena buffers: kF32 and kBF16 are srt_op_dtype; kI64
 // (input ids, labels) is never an op's dtype.
@@ -61,6 +68,10 @@ typedef struct lower_run {
   MlirBlock body;
   tp_mesh mesh;
   bool cuda;
+  // --cpu-offload: the fp32 parameters and moments in a host-only prefix
+  // [0, offload) of the persistent region (plan_params).
+  bool cpu_offload;
+  int64_t offload;
   // Buffers: each value's arena offset and element type (kF32 or kBF16;
   // always kF32 on the cpu), by MlirValue.ptr -> index.
   tp_ptr_map index;
@@ -292,11 +303,57 @@ static tp_layout placements_of(lower_run *r, const tp_program_param *p, MlirAttr
   return layout;
 }
 
+// Where plan_params puts the next buffer of each kind. Without offload one
+// cursor walks everything: each parameter's fp32 weights, gradient, m and v
+// side by side (then its bf16 copy on cuda), input ids and labels where
+// they come. With offload: [weights, m, v] of every parameter first (the
+// host-only prefix), then every gradient, every bf16 copy, the inputs:
+// each kind contiguous, so the optimizer moves gradients to the host and
+// bf16 copies back in few copies.
+typedef struct persistent_cursors {
+  int64_t master, grad, compute, inputs;
+} persistent_cursors;
+
+// The bytes of a parameter argument's fp32 buffer and of its bf16 copy.
+static int64_t param_bytes(MlirValue arg) { return tp_align(bytes_of(mlirValueGetType(arg))); }
+static int64_t copy_bytes(MlirValue arg) {
+  return tp_align(bytes_as(mlirValueGetType(arg), kBF16));
+}
+
+static persistent_cursors offload_cursors(lower_run *r, MlirAttribute all) {
+  int64_t master = 0, grads = 0, copies = 0;
+  for (intptr_t i = 0; i < mlirBlockGetNumArguments(r->body); ++i) {
+    MlirAttribute dict = mlirAttributeIsNull(all) ? (MlirAttribute){NULL}
+                                                  : mlirArrayAttrGetElement(all, i);
+    if (mlirAttributeIsNull(dict) ||
+        mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(dict, str(NN_PARAM_ATTR))))
+      continue;
+    MlirValue arg = mlirBlockGetArgument(r->body, i);
+    master += 3 * param_bytes(arg);
+    grads += param_bytes(arg);
+    copies += copy_bytes(arg);
+  }
+  r->offload = master;
+  return (persistent_cursors){0, master, master + grads, master + grads + copies};
+}
+
+// Takes `bytes` at cursor *at.
+static int64_t take(int64_t *at, int64_t bytes) {
+  int64_t offset = *at;
+  *at += bytes;
+  return offset;
+}
+
 static void plan_params(lower_run *r) {
   intptr_t nargs = mlirBlockGetNumArguments(r->body);
   MlirAttribute all = mlirOperationGetAttributeByName(r->func, str("arg_attrs"));
   r->params = calloc((size_t)nargs + 1, sizeof *r->params);
-  int64_t at = 0;
+  persistent_cursors c = {0};
+  if (r->cpu_offload)
+    c = offload_cursors(r, all);
+  int64_t *grad_at = r->cpu_offload ? &c.grad : &c.master;
+  int64_t *compute_at = r->cpu_offload ? &c.compute : &c.master;
+  int64_t *inputs_at = r->cpu_offload ? &c.inputs : &c.master;
   int ints = 0;
   for (intptr_t i = 0; i < nargs; ++i) {
     MlirValue arg = mlirBlockGetArgument(r->body, i);
@@ -304,9 +361,10 @@ static void plan_params(lower_run *r) {
                                                   : mlirArrayAttrGetElement(all, i);
     MlirAttribute name = mlirAttributeIsNull(dict) ? (MlirAttribute){NULL}
                              : mlirDictionaryAttrGetElementByName(dict, str(NN_PARAM_ATTR));
-    int64_t bytes = tp_align(bytes_of(mlirValueGetType(arg)));
+    int64_t bytes = param_bytes(arg);
     if (mlirAttributeIsNull(name)) {
       // input_ids, then labels (int64 [local_batch, seq]).
+      int64_t at = take(inputs_at, bytes);
       if (ints == 0)
         r->ids_offset = at;
       else if (ints == 1)
@@ -315,7 +373,6 @@ static void plan_params(lower_run *r) {
         fail(r, "argument %ld is neither a parameter nor input_ids/labels", (long)i);
       ++ints;
       set_value(r, arg, at, kI64);
-      at += bytes;
       r->mem.inputs += bytes;
       continue;
     }
@@ -347,23 +404,21 @@ static void plan_params(lower_run *r) {
                                                  : mlirDenseI64ArrayGetElement(gshape, d);
     p->layout = placements_of(r, p, dict);
     tp_blocks_of(r, p, mlirDictionaryAttrGetElementByName(dict, str("nn.tp_blocks")));
-    p->offset = at;
-    p->grad = at + bytes;
-    p->m = at + 2 * bytes;
-    p->v = at + 3 * bytes;
-    at += 4 * bytes;
+    p->offset = take(&c.master, bytes);
+    p->grad = take(grad_at, bytes);
+    p->m = take(&c.master, bytes);
+    p->v = take(&c.master, bytes);
     r->mem.params += bytes;
     r->mem.grads += bytes;
     r->mem.moments += 2 * bytes;
     p->compute = -1;
     if (r->cuda) { // the ops read the bf16 copy
-      p->compute = at;
-      at += tp_align(bytes_as(mlirValueGetType(arg), kBF16));
-      r->mem.compute_copies += tp_align(bytes_as(mlirValueGetType(arg), kBF16));
+      p->compute = take(compute_at, copy_bytes(arg));
+      r->mem.compute_copies += copy_bytes(arg);
     }
     set_value(r, arg, r->cuda ? p->compute : p->offset, r->cuda ? kBF16 : kF32);
   }
-  r->persistent = at;
+  r->persistent = r->cpu_offload ? c.inputs : c.master;
 }
 
 // The result of the forward nn.linear whose nn.module is "lm_head", or null.
@@ -1491,12 +1546,21 @@ static void report_memory(lower_run *r, int64_t accum, const char *path, int64_t
   m->batch = m->micro_batch * m->dp * accum;
   m->seq = shape(mlirBlockGetArgument(r->body, 0)).dims[1];
   m->persistent = r->persistent;
+  m->cpu_offload = r->cpu_offload;
+  if (r->cpu_offload) { // the prefix stays on the host; the host mirrors the rest
+    m->host_params = m->params;
+    m->host_moments = m->moments;
+    m->params = m->moments = 0;
+    m->persistent = r->persistent - r->offload;
+    m->host_staging = m->persistent;
+    m->host_total = r->persistent;
+  }
   m->temporaries = r->arena - r->persistent;
   m->workspace = op_workspace(r);
   for (int i = 0; i < SRT_MAX_PENDING; ++i) // the runtime's bucket staging
     m->workspace += r->stage_bytes[i];
   m->total = m->persistent + m->temporaries + m->workspace;
-  char text[2048];
+  char text[4096];
   tp_memory_report_text(m, text, sizeof text);
   if (device_bytes > 0 && m->total > device_bytes) {
     r->current = r->func;
@@ -1538,6 +1602,13 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     return mlirLogicalResultFailure();
   }
   r.keep_logits = o[kOptKeepLogits].b;
+  r.cpu_offload = o[kOptCpuOffload].b;
+  if (r.cpu_offload && !r.cuda) {
+    fail(&r, "cpu-offload keeps the fp32 master weights and AdamW moments in host memory "
+             "for a GPU backend; the cpu backend's arena is host memory already: compile "
+             "with backend=cuda, or without cpu-offload");
+    return mlirLogicalResultFailure();
+  }
   if (r.cuda && !cuda_supports(&r))
     return mlirLogicalResultFailure();
   if (o[kOptAccumulate].i < 1 || o[kOptAccumulate].i > (1 << 20)) {
@@ -1584,6 +1655,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .initializer_range = nn_attr_float(module, "nn.initializer_range", 0.02),
                          .arena = r.arena,
                          .persistent = r.persistent,
+                         .offload = r.cpu_offload ? r.offload : 0,
                          .ids_offset = r.ids_offset,
                          .labels_offset = r.labels_offset,
                          .params = r.params,
@@ -1619,6 +1691,10 @@ static const tp_option_info kOptions[] = {
     [kOptAccumulate] = {"accumulate-steps", TP_OPTION_INT, "1",
                         "micro-batches per optimizer step (gradient accumulation; the graph "
                         "is one micro-batch): recorded in the program table for the driver"},
+    [kOptCpuOffload] = {"cpu-offload", TP_OPTION_BOOL, "false",
+                        "cuda: keep the fp32 master weights and AdamW moments in pinned host "
+                        "memory and step AdamW there (torch FSDP2's CPUOffloadPolicy); the "
+                        "device holds the bf16 weights and fp32 gradients"},
 };
 
 const tp_pass_info tp_lower_to_runtime_pass = {

@@ -22,6 +22,20 @@ char *tp_memory_report_json(const tp_memory_figures *f) {
       "at_module", f->peak_module, "gathered_params_max_bytes", (json_int_t)f->gathered_max,
       "workspace_bytes", (json_int_t)f->workspace, "total_bytes",
       (json_int_t)f->total);
+  if (o && json_object_set_new(o, "cpu_offload", json_boolean(f->cpu_offload)) != 0) {
+    json_decref(o);
+    o = NULL;
+  }
+  if (o && f->cpu_offload &&
+      json_object_set_new(o, "host",
+                          json_pack("{s:I, s:I, s:I, s:I}", "pinned_bytes",
+                                    (json_int_t)f->host_total, "params",
+                                    (json_int_t)f->host_params, "moments",
+                                    (json_int_t)f->host_moments, "staging",
+                                    (json_int_t)f->host_staging)) != 0) {
+    json_decref(o);
+    o = NULL;
+  }
   char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
   json_decref(o);
   return text;
@@ -50,10 +64,12 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
                    (long long)f->seq, (long long)f->accum, f->accum == 1 ? "" : "es",
                    (long long)f->micro_batch);
   size_t at = n > 0 ? (size_t)n : 0;
-  at = line(buf, size, at, "persistent", f->persistent, NULL);
-  at = line(buf, size, at, "  parameters (fp32)", f->params, NULL);
+  at = line(buf, size, at, "persistent", f->persistent, f->cpu_offload ? "(on the device)" : NULL);
+  if (!f->cpu_offload)
+    at = line(buf, size, at, "  parameters (fp32)", f->params, NULL);
   at = line(buf, size, at, "  gradients (fp32)", f->grads, NULL);
-  at = line(buf, size, at, "  AdamW moments (fp32)", f->moments, NULL);
+  if (!f->cpu_offload)
+    at = line(buf, size, at, "  AdamW moments (fp32)", f->moments, NULL);
   if (f->compute_copies)
     at = line(buf, size, at, "  compute copies (bf16)", f->compute_copies, NULL);
   at = line(buf, size, at, "  input ids, labels", f->inputs, NULL);
@@ -69,5 +85,11 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
     at = line(buf, size, at, "  gathered parameters, most", f->gathered_max, "(at any op)");
   }
   at = line(buf, size, at, "ops' scratch (largest known)", f->workspace, NULL);
-  line(buf, size, at, "total", f->total, NULL);
+  at = line(buf, size, at, "total", f->total, f->cpu_offload ? "(on the device)" : NULL);
+  if (!f->cpu_offload)
+    return;
+  at = line(buf, size, at, "host, pinned (--cpu-offload)", f->host_total, NULL);
+  at = line(buf, size, at, "  parameters (fp32)", f->host_params, NULL);
+  at = line(buf, size, at, "  AdamW moments (fp32)", f->host_moments, NULL);
+  line(buf, size, at, "  staging (grads, bf16, ids)", f->host_staging, "(mirrors the device's)");
 }

@@ -19,6 +19,13 @@ typedef struct tp_memory_figures {
   /// The persistent region: fp32 parameters, their gradients and AdamW
   /// moments (m and v), the bf16 compute copies (cuda), input ids and labels.
   int64_t params, grads, moments, compute_copies, inputs, persistent;
+  /// --cpu-offload (cuda): the fp32 parameters and moments live in pinned
+  /// host memory only (then params and moments above are 0 and persistent
+  /// is the device's part), beside the host's staging mirror of the
+  /// device's persistent part (gradients in, bf16 copies out); host_total
+  /// is all three.
+  bool cpu_offload;
+  int64_t host_params, host_moments, host_staging, host_total;
   /// Temporaries: the planned region (arena - persistent, buffers reused
   /// once dead, first fit), and the most bytes live at one op with what they
   /// are: made by forward ops (activations saved for the backward, the
@@ -35,8 +42,9 @@ typedef struct tp_memory_figures {
 
 /// The figures as a JSON object (malloc'ed, NUL-terminated; NULL when out of
 /// memory): persistent_bytes with its parts, temporaries_peak_bytes with
-/// what is live at the peak, workspace_bytes, total_bytes, backend, mesh,
-/// batch and seq.
+/// what is live at the peak, workspace_bytes, total_bytes (the device's, or
+/// the cpu backend's host memory), backend, mesh, batch, seq, cpu_offload
+/// and, with it, "host": pinned_bytes with its parts.
 char *tp_memory_report_json(const tp_memory_figures *f);
 
 /// A readable summary of the figures, lines of "  name  bytes (GiB)", into

@@ -152,6 +152,7 @@ static void program(aggregate *a, const tp_program_desc *d) {
   set(a, lb_const_f64(a->b, d->initializer_range), 1, kProgram_initializer_range, 0, 0);
   set_i64(a, kProgram_arena_bytes, d->arena);
   set_i64(a, kProgram_persistent_bytes, d->persistent);
+  set_i64(a, kProgram_offload_bytes, d->offload);
   set_i64(a, kProgram_input_ids_offset, d->ids_offset);
   set_i64(a, kProgram_labels_offset, d->labels_offset);
   set_i32(a, kProgram_num_params, d->num_params);

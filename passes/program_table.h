@@ -43,6 +43,7 @@ typedef struct tp_program_desc {
   int accum;                 // micro-batches per step (gradient accumulation), >= 1
   double initializer_range;
   int64_t arena, persistent, ids_offset, labels_offset;
+  int64_t offload; // the host-only prefix of the persistent region (--cpu-offload), or 0
   const tp_program_param *params;
   int num_params;
   const char *step;    // the step function's symbol

@@ -5,11 +5,13 @@
 #include "peak.h"
 
 #include "cudnn_attention.h"
+#include "offload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "shardrt/arena.h"
 #include "shardrt/collectives.h"
 #include "shardrt/cuda.h"
 
@@ -120,11 +122,14 @@ static srt_status build_slots(srt_cuda_device *d, const srt_program *p) {
     int64_t numel = 1;
     for (int k = 0; k < pi->rank; ++k)
       numel *= pi->local_shape[k];
+    // With offload the weights and moments are on the host only: the device's
+    // AdamW and refresh kernels, their only readers, never run.
+    bool on_device = d->offload == 0;
     host[i] = (srt_cuda_param_slot){
-        .param = (float *)(void *)(d->arena + pi->offset),
+        .param = on_device ? (float *)(void *)(d->arena + pi->offset) : NULL,
         .grad = (float *)(void *)(d->arena + pi->grad_offset),
-        .m = (float *)(void *)(d->arena + pi->m_offset),
-        .v = (float *)(void *)(d->arena + pi->v_offset),
+        .m = on_device ? (float *)(void *)(d->arena + pi->m_offset) : NULL,
+        .v = on_device ? (float *)(void *)(d->arena + pi->v_offset) : NULL,
         .compute = (srt_bf16 *)(void *)(d->arena + pi->compute_offset),
         .numel = numel,
         .start = start,
@@ -144,6 +149,27 @@ static srt_status build_slots(srt_cuda_device *d, const srt_program *p) {
     e = cudaStreamSynchronize(d->compute);
   free(host);
   SRT_CUDA_CHECK(e);
+  return NULL;
+}
+
+// --cpu-offload: pins the host copy of the persistent region (the context's
+// arena), so that the step's copies of gradients and bf16 weights run
+// asynchronously at full bandwidth.
+static srt_status pin_host(srt_cuda_device *d, const srt_program *p) {
+  srt_arena *a = srt_context_arena(d->ctx);
+  if (!a || !a->base || a->capacity < (size_t)p->persistent_bytes)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "cuda backend: --cpu-offload needs the host copy of the %lld-byte "
+                     "persistent region as the context's arena (it has %zu bytes)",
+                     (long long)p->persistent_bytes, a ? a->capacity : (size_t)0);
+  cudaError_t e = cudaHostRegister(a->base, (size_t)p->persistent_bytes, cudaHostRegisterDefault);
+  if (e != cudaSuccess)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                     "cuda backend: --cpu-offload cannot pin the %.2f GiB of host memory that "
+                     "holds the weights and moments (cudaHostRegister: %s; is the locked-memory "
+                     "limit, ulimit -l, too low?)",
+                     (double)p->persistent_bytes / (1 << 30), cudaGetErrorString(e));
+  d->host = a->base;
   return NULL;
 }
 
@@ -170,18 +196,26 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
   const char *attention = getenv("SHARD_CUDA_ATTENTION");
   d->use_cudnn = !(attention && !strcmp(attention, "kernel"));
   d->arena_bytes = p->arena_bytes;
-  e = cudaMalloc((void **)&d->arena, (size_t)p->arena_bytes);
+  d->offload = p->offload_bytes;
+  size_t device_bytes = (size_t)(p->arena_bytes - p->offload_bytes);
+  e = cudaMalloc((void **)&d->alloc, device_bytes);
   if (e != cudaSuccess) {
     size_t free_bytes = 0, total = 0;
     cudaMemGetInfo(&free_bytes, &total);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
                      "cuda backend: cannot allocate the %.2f GiB arena on device %d (%.2f GiB "
-                     "free of %.2f): %s; use a smaller --batch/--seq or a larger tp",
-                     (double)p->arena_bytes / (1 << 30), d->ordinal,
+                     "free of %.2f): %s; use a smaller --batch/--seq, a larger tp or dp, "
+                     "--activation-checkpointing or --cpu-offload",
+                     (double)device_bytes / (1 << 30), d->ordinal,
                      (double)free_bytes / (1 << 30), (double)total / (1 << 30),
                      cudaGetErrorString(e));
   }
-  SRT_CUDA_CHECK(cudaMemset(d->arena, 0, (size_t)p->arena_bytes));
+  SRT_CUDA_CHECK(cudaMemset(d->alloc, 0, device_bytes));
+  // Integer arithmetic: the pointer below the allocation is only ever
+  // offset back into it (the program's device buffers lie at >= offload).
+  d->arena = (uint8_t *)(uintptr_t)((uintptr_t)d->alloc - (uintptr_t)d->offload);
+  if (d->offload)
+    SRT_RETURN_IF_ERROR(pin_host(d, p));
   size_t small = (4 + 2 * SRT_CUDA_NORM_PARTIALS) * sizeof(double);
   SRT_CUDA_CHECK(cudaMalloc((void **)&d->norm_acc, small));
   SRT_CUDA_CHECK(cudaMemset(d->norm_acc, 0, small));
@@ -241,7 +275,9 @@ static srt_status close_device(void *device) {
   cudaFree(d->cudnn_workspace);
   cudaFree(d->slots);
   cudaFree(d->norm_acc);
-  cudaFree(d->arena);
+  cudaFree(d->alloc);
+  if (d->host)
+    cudaHostUnregister(d->host);
   for (int i = 0; i < SRT_MAX_PENDING; ++i) {
     if (d->pending[i])
       cudaEventDestroy(d->pending[i]);
@@ -301,19 +337,48 @@ static bool touches_params(const srt_program *p, int64_t offset, int64_t bytes) 
   return false;
 }
 
+// The device's part of [offset, offset + bytes): without its host-only
+// prefix (--cpu-offload). Errors: a range outside the arena.
+static srt_status device_part(const srt_cuda_device *d, const char *dir, int64_t *offset,
+                              int64_t *bytes) {
+  if (!d || *offset < 0 || *bytes < 0 || *offset + *bytes > d->arena_bytes)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the %s "
+                     "lies outside the arena",
+                     (long long)*offset, (long long)(*offset + *bytes), dir);
+  int64_t end = *offset + *bytes;
+  if (*offset < d->offload)
+    *offset = d->offload;
+  *bytes = end > *offset ? end - *offset : 0;
+  return NULL;
+}
+
+// With offload: the bf16 copies from the host's weights, then to the device.
+static srt_status refresh_from_host(srt_cuda_device *d, const srt_program *p,
+                                    const uint8_t *host) {
+  if (host != d->host)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "cuda backend: with --cpu-offload the weights are copied from the "
+                     "context's arena, the host copy the device was opened with");
+  // The last step's copies of the bf16 weights may still read them.
+  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the copies before refreshing the weights"));
+  srt_cuda_offload_refresh(p, d->host);
+  return srt_cuda_offload_copy(d, p, SRT_OFFLOAD_COPIES_TO_DEVICE);
+}
+
 static srt_status to_device(void *device, const srt_program *p, const uint8_t *host,
                             int64_t offset, int64_t bytes) {
   srt_cuda_device *d = device;
-  if (!d || offset < 0 || bytes < 0 || offset + bytes > d->arena_bytes)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the device "
-                     "lies outside the arena",
-                     (long long)offset, (long long)(offset + bytes));
+  bool params = touches_params(p, offset, bytes);
+  SRT_RETURN_IF_ERROR(device_part(d, "device", &offset, &bytes));
+  if (params && d->offload)
+    SRT_RETURN_IF_ERROR(refresh_from_host(d, p, host));
   // On the compute stream, after the work that may still read the buffers
   // (the last step's inputs), and waited for: `host` is pageable.
-  SRT_CUDA_CHECK(cudaMemcpyAsync(d->arena + offset, host + offset, (size_t)bytes,
-                                 cudaMemcpyHostToDevice, d->compute));
+  if (bytes)
+    SRT_CUDA_CHECK(cudaMemcpyAsync(d->arena + offset, host + offset, (size_t)bytes,
+                                   cudaMemcpyHostToDevice, d->compute));
   SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the copy to the device"));
-  if (touches_params(p, offset, bytes)) {
+  if (params && !d->offload) {
     SRT_RETURN_IF_ERROR(srt_cuda_launched(
         srt_cuda_refresh_compute(d->slots, d->num_slots, d->total_numel, d->compute),
         "srt_cuda_refresh_compute", __FILE__, __LINE__));
@@ -322,15 +387,16 @@ static srt_status to_device(void *device, const srt_program *p, const uint8_t *h
   return NULL;
 }
 
+// With offload the host's weights and moments are the only ones: nothing
+// of the prefix is copied back.
 static srt_status to_host(void *device, const srt_program *p, uint8_t *host, int64_t offset,
                           int64_t bytes) {
+  (void)p;
   srt_cuda_device *d = device;
-  if (!d || offset < 0 || bytes < 0 || offset + bytes > d->arena_bytes)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the host "
-                     "lies outside the arena",
-                     (long long)offset, (long long)(offset + bytes));
-  SRT_CUDA_CHECK(cudaMemcpyAsync(host + offset, d->arena + offset, (size_t)bytes,
-                                 cudaMemcpyDeviceToHost, d->compute));
+  SRT_RETURN_IF_ERROR(device_part(d, "host", &offset, &bytes));
+  if (bytes)
+    SRT_CUDA_CHECK(cudaMemcpyAsync(host + offset, d->arena + offset, (size_t)bytes,
+                                   cudaMemcpyDeviceToHost, d->compute));
   return srt_cuda_wait(d, d->compute, "the copy to the host");
 }
 

@@ -57,8 +57,16 @@ typedef struct srt_cuda_device {
   /// The op that enqueued the last collective on each axis (for a
   /// deadline's message); NULL before the first.
   const char *last_collective[SRT_MESH_NDIMS];
-  uint8_t *arena;
-  int64_t arena_bytes;
+  /// The arena as the program's offsets see it: offset k is arena + k.
+  /// Without offload that is the allocation `alloc`; with --cpu-offload the
+  /// host-only prefix [0, offload) is not allocated on the device, and
+  /// `arena` lies `offload` bytes before `alloc` (never dereferenced there).
+  uint8_t *arena, *alloc;
+  int64_t arena_bytes, offload;
+  /// With offload: the host copy of the persistent region (the context's
+  /// arena, pinned with cudaHostRegister while the device is open), which
+  /// holds the only fp32 weights and moments; NULL otherwise.
+  uint8_t *host;
   /// Scratch for ops and collectives (grown on demand, synchronously).
   void *scratch;
   size_t scratch_bytes;

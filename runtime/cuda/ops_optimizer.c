@@ -6,9 +6,11 @@
 // coef = max / (norm + 1e-6), applied when < 1) folded into one AdamW
 // launch over every parameter, which also refreshes the bf16 compute
 // copies. The only host synchronisation of the step: the loss, the norm
-// and the bad-label record are read back here.
+// and the bad-label record are read back here. With --cpu-offload the
+// gradients come back with them and AdamW runs on the host (offload.h).
 #include <math.h>
 
+#include "offload.h"
 #include "ops_internal.h"
 
 // The value (sum or max) and the NaN flag (max) of the pair over one axis.
@@ -65,6 +67,10 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
                                                            d->total_numel, p, d->norm_partials,
                                                            d->compute)));
   SRT_RETURN_IF_ERROR(reduce_norm(d, is_inf));
+  // With offload the gradients travel with the read-back (wasted on a
+  // skipped step, which is rare).
+  if (d->offload)
+    SRT_RETURN_IF_ERROR(srt_cuda_offload_copy(d, program, SRT_OFFLOAD_GRADS_TO_HOST));
   // One read-back: [norm value, nan flag, bad row + 1, bad label] and the loss.
   double acc[2];
   int64_t bad[2];
@@ -97,5 +103,9 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
                            .eps = options->eps,
                            .weight_decay = options->weight_decay,
                            .clip_coef = coef < 1.0 ? (float)coef : 1.0f};
+  if (d->offload) { // AdamW on the host, the new bf16 weights back
+    SRT_RETURN_IF_ERROR(srt_cuda_offload_step(program, d->host, options, a.clip_coef));
+    return srt_cuda_offload_copy(d, program, SRT_OFFLOAD_COPIES_TO_DEVICE);
+  }
   return CU_LAUNCH(srt_cuda_adamw(d->slots, d->num_slots, d->total_numel, a, d->compute));
 }

@@ -106,6 +106,13 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
                      (int)p->grad_accum_steps,
                      (long long)p->seq, (long long)p->vocab, (long long)p->arena_bytes,
                      (long long)p->persistent_bytes);
+  if (p->offload_bytes < 0 || p->offload_bytes > p->persistent_bytes ||
+      (p->offload_bytes > 0 && !p->backend))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "program: host-only prefix of %lld bytes (--cpu-offload) does not fit a "
+                     "persistent region of %lld bytes on the %s backend",
+                     (long long)p->offload_bytes, (long long)p->persistent_bytes,
+                     p->backend ? p->backend->name : "cpu");
   for (int32_t k = 0; k < p->num_params; ++k) {
     const srt_param_info *pi = &p->params[k];
     int64_t local[SRT_MAX_RANK];
@@ -121,13 +128,20 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
     int64_t bytes = srt_shape_numel(pi->rank, pi->local_shape) * 4;
     const int64_t offs[5] = {pi->offset, pi->grad_offset, pi->m_offset, pi->v_offset,
                              pi->compute_offset};
-    for (int i = 0; i < (p->backend ? 5 : 4); ++i) // the bf16 copy: half the bytes
-      if (offs[i] < 0 || offs[i] + (i == 4 ? bytes / 2 : bytes) > p->persistent_bytes)
+    for (int i = 0; i < (p->backend ? 5 : 4); ++i) { // the bf16 copy: half the bytes
+      // With --cpu-offload the weights and moments lie in the host-only
+      // prefix, the gradient and bf16 copy (what the device reads) after it.
+      bool on_host = i == 0 || i == 2 || i == 3;
+      int64_t lo = p->offload_bytes && !on_host ? p->offload_bytes : 0;
+      int64_t hi = p->offload_bytes && on_host ? p->offload_bytes : p->persistent_bytes;
+      int64_t end = offs[i] + (i == 4 ? bytes / 2 : bytes);
+      if (offs[i] < lo || end > hi)
         return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                         "program: parameter '%s' buffer %d [%lld, %lld) lies outside the "
-                         "persistent region [0, %lld)",
-                         pi->name, i, (long long)offs[i], (long long)(offs[i] + bytes),
-                         (long long)p->persistent_bytes);
+                         "program: parameter '%s' buffer %d [%lld, %lld) lies outside its "
+                         "region [%lld, %lld) of the persistent region",
+                         pi->name, i, (long long)offs[i], (long long)end, (long long)lo,
+                         (long long)hi);
+    }
   }
   return NULL;
 }
@@ -306,9 +320,14 @@ int main(int argc, char **argv) {
     printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameter "
            "tensors, arena %.1f MiB per rank%s%s, %s\n",
            p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
-           (long long)p->seq, (int)p->num_params, (double)p->arena_bytes / (1 << 20),
+           (long long)p->seq, (int)p->num_params,
+           (double)(p->arena_bytes - p->offload_bytes) / (1 << 20),
            backend ? " on " : "", backend ? backend->name : "",
            !o.load ? "initialised" : state.step > 0 ? "resumed" : "loaded (weights only)");
+    if (p->offload_bytes)
+      printf("train: cpu offload: %.1f MiB of fp32 weights and AdamW moments per rank in "
+             "pinned host memory, stepped there\n",
+             (double)p->offload_bytes / (1 << 20));
     print_threads(&threads, backend);
     if (o.load && state.step > 0)
       printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);

@@ -37,7 +37,7 @@
 typedef struct options {
   const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
   int64_t tp, dp, batch, seq, device_memory, micro_batch;
-  bool sp, dp_replicate, timing, keep_logits, no_overlap;
+  bool sp, dp_replicate, timing, keep_logits, no_overlap, cpu_offload;
 } options;
 
 static void usage(FILE *out) {
@@ -48,7 +48,7 @@ static void usage(FILE *out) {
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
           "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
           "                     [--activation-checkpointing[=full|attention]]\n"
-          "                     [--micro-batch M] [--no-overlap]\n\n"
+          "                     [--micro-batch M] [--no-overlap] [--cpu-offload]\n\n"
           "Compiles the model of CONFIG.json into a training executable for a dp x tp\n"
           "mesh (B: global batch, split over dp; S: sequence length). With dp > 1 the\n"
           "parameters, gradients and AdamW moments are sharded over dp as FSDP does\n"
@@ -75,6 +75,11 @@ static void usage(FILE *out) {
           "reductions complete under the backward (non-blocking collectives), a layer's\n"
           "norm weights and biases in one collective;\n"
           "--no-overlap runs each collective where it stands, blocking.\n"
+          "--cpu-offload (cuda) keeps the fp32 master weights and AdamW moments in\n"
+          "pinned host memory and runs AdamW there (threaded), as FSDP2's\n"
+          "CPUOffloadPolicy; the GPU holds the bf16 weights and fp32 gradients\n"
+          "(6 bytes per parameter instead of 18), and each step moves the gradients\n"
+          "to the host and the bf16 weights back.\n"
           "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
           "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
 }
@@ -141,7 +146,8 @@ static int parse(int argc, char **argv, options *o) {
                                        "--backend", "--sequence-parallel", "--timing",
                                        "--keep-logits", "--memory-report", "--device-memory",
                                        "--activation-checkpointing", "--micro-batch",
-                                       "--dp-replicate", "--no-overlap", NULL};
+                                       "--dp-replicate", "--no-overlap", "--cpu-offload",
+                                       NULL};
   tool_seen seen = {{0}};
   *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
   for (int i = 1; i < argc; ++i) {
@@ -183,6 +189,8 @@ static int parse(int argc, char **argv, options *o) {
       o->dp_replicate = true;
     else if (!strcmp(a, "--no-overlap"))
       o->no_overlap = true;
+    else if (!strcmp(a, "--cpu-offload"))
+      o->cpu_offload = true;
     else if (!strcmp(a, "--timing"))
       o->timing = true;
     else if (!strcmp(a, "--keep-logits"))
@@ -231,6 +239,13 @@ static int parse(int argc, char **argv, options *o) {
   }
   if (strcmp(o->backend, "cpu") && strcmp(o->backend, "cuda")) {
     fprintf(stderr, "shard-compile: --backend expects cpu or cuda, got '%s'\n", o->backend);
+    return 1;
+  }
+  if (o->cpu_offload && strcmp(o->backend, "cuda")) {
+    fprintf(stderr, "shard-compile: --cpu-offload moves the fp32 master weights and AdamW "
+                    "moments off a GPU into host memory; the %s backend keeps everything in "
+                    "host memory already: add --backend=cuda, or drop --cpu-offload\n",
+            o->backend);
     return 1;
   }
   if (!strcmp(o->backend, "cuda") && !shard_link_has_cuda() && !strcmp(o->emit, "exe")) {
@@ -298,9 +313,11 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
         {"keep-logits", {.b = o->keep_logits}},
         {"memory-report", {.s = (char *)(o->memory_report ? o->memory_report : "")}},
         {"device-memory", {.i = o->device_memory}},
-        {"accumulate-steps", {.i = accumulate_steps(o)}}};
-    MlirPass pass =
-        tp_pass_create_with(&tp_lower_to_runtime_pass, 5, settings, err, sizeof err);
+        {"accumulate-steps", {.i = accumulate_steps(o)}},
+        {"cpu-offload", {.b = o->cpu_offload}}};
+    MlirPass pass = tp_pass_create_with(&tp_lower_to_runtime_pass,
+                                        sizeof settings / sizeof *settings, settings, err,
+                                        sizeof err);
     if ((ok = pass.ptr != NULL))
       mlirPassManagerAddOwnedPass(pm, pass);
   }

@@ -17,7 +17,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 7
+#define SRT_PROGRAM_ABI 8
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -41,8 +41,16 @@ typedef struct srt_exec {
 /// region (parameters, gradients, moments, input ids and labels; the driver
 /// initialises, loads, saves and dumps it on the host) to and from the
 /// device arena. The cpu backend has none (srt_program.backend is NULL): its
-/// host arena is the arena. Every function returns NULL or the error of the
-/// failing device call, naming the call and its location.
+/// host arena is the arena. The host copy is the context's arena
+/// (srt_context_arena, persistent_bytes long); offsets are the same on both
+/// sides.
+///
+/// With --cpu-offload (srt_program.offload_bytes > 0) the persistent
+/// region's prefix [0, offload_bytes) holds the fp32 master weights and the
+/// AdamW moments on the host only (pinned by open; the optimizer steps them
+/// there); the device holds [offload_bytes, arena_bytes) and copies skip the
+/// prefix. Every function returns NULL or the error of the failing device
+/// call, naming the call and its location.
 typedef struct srt_backend {
   const char *name; // "cuda"
   /// Its op entry points (shardrt/ops.h).
@@ -54,7 +62,8 @@ typedef struct srt_backend {
                      uint8_t **arena);
   /// Copies host bytes [offset, offset + bytes) of the persistent region to
   /// the same offsets of the device arena. When the range holds parameters,
-  /// their compute copies are refreshed too.
+  /// their compute copies are refreshed too (from the host's master weights
+  /// with --cpu-offload).
   srt_status (*to_device)(void *device, const struct srt_program *program,
                           const uint8_t *host, int64_t offset, int64_t bytes);
   /// Copies device bytes [offset, offset + bytes) to the host (waits).
@@ -120,6 +129,7 @@ typedef enum srt_param_init {
   F(F64, initializer_range)          /* std of Hugging Face's normal init */             \
   F(I64, arena_bytes)                /* whole arena, bytes */                            \
   F(I64, persistent_bytes)           /* params, grads, moments: [0, persistent) */       \
+  F(I64, offload_bytes)              /* host-only [0, offload): --cpu-offload, else 0 */  \
   F(I64, input_ids_offset)           /* int64 [local_batch, seq] */                      \
   F(I64, labels_offset)              /* int64 [local_batch, seq] */                      \
   F(I32, num_params)                                                                     \
