@@ -2,10 +2,12 @@
 # Builds the GPU bundle: one folder, at most 64 MiB, to carry to a machine
 # with an NVIDIA GPU but no compiler, MLIR, MPI, OpenBLAS or package
 # registry (the device tool's machine). It holds, gzip'ed in payload.tar.gz:
-#   bin/       the GPU tests (kernels_test, ops_test), cuda_devices, gemm_peak
+#   bin/       the GPU tests (kernels_test, ops_test), cuda_devices, gemm_peak,
+#              st_compare
 #   programs/  training executables compiled here for --backend=cuda, tp 1:
-#              the four tiny parity models and the benchmark shapes
-#              (Qwen2.5-0.5B 8 x 2048, Llama-3.2-1B 8 x 2048 and 4 x 4096)
+#              the four tiny parity models (two also with --cpu-offload)
+#              and the benchmark shapes (Qwen2.5-0.5B 8 x 2048, Llama-3.2-1B
+#              8 x 2048 and 4 x 4096, the last also with --cpu-offload)
 #   ref/       the cpu backend's logs of the parity runs, made here
 #   data/      the parity runs' token file; configs/ for PyTorch eager
 #   lib/       every shared library they need that a bare CUDA image lacks
@@ -35,7 +37,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,programs,ref,data,configs,lib}
 
-for exe in kernels_test ops_test cuda_devices gemm_peak; do
+for exe in kernels_test ops_test cuda_devices gemm_peak st_compare; do
   strip -o "$stage/bin/$exe" "$bin/$exe"
 done
 
@@ -59,13 +61,19 @@ for arch in qwen2 qwen3 llama gemma3; do
   rm "$stage/cpu-$arch"
   compile "programs/$arch" "$config" "$arch" 4 32 --backend=cuda
 done
+# --cpu-offload: the same steps bit for bit as programs/ARCH (run.sh).
+for arch in qwen2 gemma3; do
+  compile "programs/offload-$arch" "$root/test/e2e/configs/tiny-$arch.json" "$arch" 4 32 \
+    --backend=cuda --cpu-offload
+done
 
 # Benchmarks, with the model facts MFU needs (as bench/gpu.sh computes them):
 # name batch seq N layers heads head_dim vocab, N the parameters that multiply.
 : >"$stage/programs/bench.txt"
-bench() {
+bench() { # NAME CONFIG PLAN BATCH SEQ [SHARD-COMPILE FLAGS...]
   local name=$1 config=$2 plan=$3 batch=$4 seq=$5 summary
-  compile "programs/$name" "$config" "$plan" "$batch" "$seq" --backend=cuda
+  shift 5
+  compile "programs/$name" "$config" "$plan" "$batch" "$seq" --backend=cuda "$@"
   cp "$config" "$stage/configs/${config##*/}"
   summary=$("$bin/shard-import" "$config" --batch 1 --seq 16 --summary)
   awk -v name="$name" -v b="$batch" -v s="$seq" -v cfg="${config##*/}" '
@@ -81,6 +89,8 @@ bench() {
 bench qwen2.5-0.5b-8x2048 "$models/qwen2.5-0.5b.json" qwen2 8 2048
 bench llama-3.2-1b-8x2048 "$models/llama-3.2-1b.json" llama 8 2048
 bench llama-3.2-1b-4x4096 "$models/llama-3.2-1b.json" llama 4 4096
+# What --cpu-offload costs a step (run.sh compares it with the row above).
+bench llama-3.2-1b-4x4096-offload "$models/llama-3.2-1b.json" llama 4 4096 --cpu-offload
 for p in "$stage"/programs/*; do
   [ -x "$p" ] && [ ! -d "$p" ] && strip "$p"
 done

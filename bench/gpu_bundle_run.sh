@@ -6,12 +6,15 @@
 #   1. the GPU tests: kernels_test (our kernels against the CPU's on
 #      bf16-rounded inputs), ops_test (ops and the NCCL collectives at world
 #      size 1), and the 5-step training parity of the four tiny models
-#      against the cpu logs made when the bundle was built, plus a resume;
+#      against the cpu logs made when the bundle was built, plus a resume,
+#      and --cpu-offload against the on-device AdamW (bit-identical);
 #   2. the bf16 GEMM peak and a device-to-device copy (gemm_peak);
 #   3. the benchmark programs: tokens/s (median after 2 warm-up steps), MFU
 #      against the measured peak (6 N + 6 L H hd S FLOPs per token, as
 #      bench/gpu.sh), the same step in PyTorch eager (bench/gpu_torch.py),
-#      the ratio, and memory (our static device arena; torch's peak).
+#      the ratio, and memory (our static device arena; torch's peak); an
+#      -offload row (--cpu-offload) gives its ratio to the same program
+#      without offload instead of eager.
 # Prints one table. Without a CUDA device it says so and exits 0.
 # usage: run.sh [STEPS]   (default 8)
 set -uo pipefail
@@ -75,6 +78,20 @@ for arch in qwen2 qwen3 llama gemma3; do
     echo "PASS resume $arch: steps 4-5 after --load within 1e-6" ||
     { echo "FAIL resume $arch"; tail -3 "$arch.r2.log"; status=1; }
 done
+# --cpu-offload (AdamW on the host): the cuda runs' steps, weights and
+# moments bit for bit.
+for arch in qwen2 gemma3; do
+  if programs/offload-$arch "${TRAIN[@]}" --steps 5 --save "off-$arch.st" >"off-$arch.log" 2>&1 &&
+     programs/$arch "${TRAIN[@]}" --steps 5 --save "on-$arch.st" >"on-$arch.log" 2>&1 &&
+     diff <(steps_of "off-$arch.log") <(steps_of "on-$arch.log") >/dev/null &&
+     bin/st_compare --rtol 0 "off-$arch.st" "on-$arch.st" >"off-$arch.cmp" 2>&1 &&
+     bin/st_compare --rtol 0 "off-$arch.st.optim-00000005-0" "on-$arch.st.optim-00000005-0" \
+       >>"off-$arch.cmp" 2>&1; then
+    echo "PASS offload $arch: 5 steps, weights and moments bit-identical to the on-device AdamW"
+  else
+    tail -5 "off-$arch.log" "off-$arch.cmp" 2>/dev/null; echo "FAIL offload $arch"; status=1
+  fi
+done
 
 echo "== peak =="
 bin/gemm_peak >peak.log 2>&1 || { cat peak.log; echo "FAIL gemm_peak"; exit 1; }
@@ -85,6 +102,7 @@ echo "bf16 GEMM peak (cuBLASLt 8192^3): $peak TFLOP/s; device-to-device copy: $c
 random_tokens() { python3 configs/random_tokens.py "$1" "$2"; }
 
 echo "== training step, one GPU, bf16 compute / fp32 master weights =="
+declare -A rate # tok/s by program, for the offload rows' ratio
 printf "%-22s %10s %7s %12s %7s %13s %11s\n" model "tok/s" MFU "eager tok/s" ratio "our arena GiB" "eager GiB"
 while read -r name batch seq n layers heads hd vocab config; do
   [ -f "$vocab.tok" ] || random_tokens "$vocab" "$vocab.tok"
@@ -96,6 +114,14 @@ while read -r name batch seq n layers heads hd vocab config; do
   arena=$(awk '/arena/ { for (i = 1; i < NF; ++i) if ($(i + 1) == "MiB") printf "%.1f", $i / 1024 }' "$name.log" | head -1)
   mfu=$(awk -v t="$ours" -v n="$n" -v l="$layers" -v h="$heads" -v d="$hd" -v s="$seq" -v p="$peak" \
         'BEGIN { printf "%.1f%%", 100 * t * (6 * n + 6 * l * h * d * s) / (p * 1e12) }')
+  rate[$name]=$ours
+  if [[ $name == *-offload ]]; then # against the same program without offload
+    base=${name%-offload}
+    printf "%-22s %10.0f %7s %12s %7s %13s %11s\n" "$name" "$ours" "$mfu" "(no offload)" \
+      "$(awk -v a="$ours" -v b="${rate[$base]:-0}" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "n/a" }')" \
+      "${arena:-?}" "-"
+    continue
+  fi
   if eager=$(python3 configs/gpu_torch.py "configs/$config" "$batch" "$seq" "$steps" 2>eager.err); then
     eager_rate=${eager%% *} eager_mem=${eager##* }
     ratio=$(awk -v a="$ours" -v b="$eager_rate" 'BEGIN { printf "%.2fx", a / b }')

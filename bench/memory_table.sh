@@ -3,7 +3,9 @@
 # --memory-report, the static memory plan; nothing runs) for the real configs
 # of ../shared/models on the cuda backend at seq 4096, one sequence per dp
 # rank, with FSDP (the default over dp) and with --dp-replicate, without and
-# with --activation-checkpointing. Figures in GB (1e9 bytes).
+# with --activation-checkpointing; then, in a second table, the same with
+# checkpointing and --cpu-offload (the GPU's side and the pinned host memory
+# of each rank). Figures in GB (1e9 bytes).
 #
 # usage: bench/memory_table.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
@@ -20,7 +22,8 @@ ROWS=(
   "Llama-3.1-70B llama-3.1-70b.json llama 8 1 2 4 8"
 )
 
-# Prints "persistent temporaries total gathered_max" in GB for one compile.
+# Prints "persistent temporaries total gathered_max host_pinned" in GB for
+# one compile (host_pinned 0.0 without --cpu-offload).
 figures() {
   local cfg=$1 plan=$2 tp=$3 dp=$4
   shift 4
@@ -32,7 +35,7 @@ import json, sys
 m = json.load(open(sys.argv[1]))
 gb = lambda b: "%.1f" % (b / 1e9)
 print(gb(m["persistent_bytes"]), gb(m["temporaries_peak_bytes"]), gb(m["total_bytes"]),
-      gb(m["gathered_params_max_bytes"]))
+      gb(m["gathered_params_max_bytes"]), gb(m.get("host", {}).get("pinned_bytes", 0)))
 EOF
 }
 
@@ -52,5 +55,19 @@ for row in "${ROWS[@]}"; do
                                   --activation-checkpointing)
       echo "| $name | $tp x $dp | $label | $p | $t | $total | $tc | $totalc |"
     done
+  done
+done
+
+echo
+echo "With --activation-checkpointing and --cpu-offload (FSDP over dp):"
+echo
+echo "| model | tp x dp | GPU: persistent | temporaries | total | host, pinned |"
+echo "| --- | --- | --- | --- | --- | --- |"
+for row in "${ROWS[@]}"; do
+  read -r name cfg plan tp dps <<<"$row"
+  for dp in $dps; do
+    read -r p t total _ host < <(figures "$cfg" "$plan" "$tp" "$dp" --activation-checkpointing \
+                                   --cpu-offload)
+    echo "| $name | $tp x $dp | $p | $t | $total | $host |"
   done
 done

@@ -8,6 +8,10 @@
 # singleton). Then a resume on the GPU: 3 steps + --save, --load and 2 more
 # steps must print the uninterrupted run's steps 4-5 within 1e-6 (the
 # kernels are deterministic; this checks the device <-> host copies).
+# Then --cpu-offload (AdamW on the host, srt_cpu_adamw_step, whose fp32
+# operations the device's AdamW kernel repeats exactly): the same 5 steps
+# bit for bit (losses, grad norms, and every weight and moment saved after
+# them, st_compare --rtol 0), and its own resume.
 # Without a CUDA device: prints "SKIP: no CUDA device" and exits 77.
 #
 # usage: cuda_parity.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR DEVICES_PROBE
@@ -22,6 +26,29 @@ rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 "$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 TRAIN=(--data "$W/tokens.tok" --lr 1e-2 --max-grad-norm 1.0 --seed 11)
 status=0
+# offload ARCH CONFIG: --cpu-offload against the cuda run of $W/ARCH.cuda.
+offload() {
+  local arch=$1 config=$2 o=$W/$1.offload
+  compile "$arch.offload" "$config" "$arch" --tp-size=1 --backend=cuda --cpu-offload || return 1
+  "$o" "${TRAIN[@]}" --steps 5 --save "$o.st" >"$o.log" 2>&1 \
+    && "$W/$arch.cuda" "${TRAIN[@]}" --steps 5 --save "$W/$arch.cuda.st" >"$W/$arch.cuda5.log" 2>&1 \
+    || { cat "$o.log"; echo "FAIL: $arch --cpu-offload run"; return 1; }
+  grep -q "cpu offload:" "$o.log" || { echo "FAIL: $arch: the run does not say it offloads"; return 1; }
+  if ! diff <(steps "$o.log") <(steps "$W/$arch.cuda.log") >/dev/null; then
+    diff <(steps "$o.log") <(steps "$W/$arch.cuda.log")
+    echo "FAIL: $arch --cpu-offload: the step lines differ from the cuda run's"; return 1
+  fi
+  "$BIN/st_compare" --rtol 0 "$o.st" "$W/$arch.cuda.st" >"$o.cmp" 2>&1 \
+    && "$BIN/st_compare" --rtol 0 "$o.st.optim-00000005-0" "$W/$arch.cuda.st.optim-00000005-0" \
+         >>"$o.cmp" 2>&1 \
+    || { cat "$o.cmp"; echo "FAIL: $arch --cpu-offload: weights or moments differ"; return 1; }
+  "$o" "${TRAIN[@]}" --steps 3 --save "$o.r.st" >"$o.r1.log" 2>&1 \
+    && "$o" "${TRAIN[@]}" --steps 5 --load "$o.r.st" >"$o.r2.log" 2>&1 \
+    || { cat "$o.r1.log" "$o.r2.log"; echo "FAIL: $arch --cpu-offload resume"; return 1; }
+  diff <(steps "$o.r2.log") <(steps "$o.log" | tail -n 2) >/dev/null \
+    || { echo "FAIL: $arch --cpu-offload: resumed steps 4-5 differ"; return 1; }
+  echo "CUDA-OFFLOAD $arch: 5 steps, weights and moments bit-identical to the cuda run; resume ok"
+}
 for arch in qwen2 qwen3 llama gemma3; do
   config=$CONFIGS/tiny-$arch.json
   compile "$arch.cpu" "$config" "$arch" --tp-size=1 || { status=1; continue; }
@@ -45,5 +72,6 @@ for arch in qwen2 qwen3 llama gemma3; do
   ok=$(awk -v l="$loss" -v g="$norm" 'BEGIN { print (l <= 1e-6 && g <= 1e-6) ? "ok" : "FAIL" }')
   echo "CUDA-RESUME $arch: steps 4-5 after --load, max rel loss $loss, grad norm $norm: $ok"
   [ "$ok" = ok ] || status=1
+  offload "$arch" "$config" || status=1
 done
 exit $status
