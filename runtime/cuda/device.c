@@ -213,6 +213,10 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
   SRT_CUDA_CHECK(cudaMemset(d->alloc, 0, device_bytes));
   // Integer arithmetic: the pointer below the allocation is only ever
   // offset back into it (the program's device buffers lie at >= offload).
+  if ((uintptr_t)d->alloc < (uintptr_t)d->offload)
+    return SRT_ERROR(SRT_INTERNAL, "cuda backend: the device allocation at %p lies below the "
+                     "%lld-byte host-only prefix it must follow",
+                     (void *)d->alloc, (long long)d->offload);
   d->arena = (uint8_t *)(uintptr_t)((uintptr_t)d->alloc - (uintptr_t)d->offload);
   if (d->offload)
     SRT_RETURN_IF_ERROR(pin_host(d, p));
