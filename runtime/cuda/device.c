@@ -166,8 +166,8 @@ static srt_status pin_host(srt_cuda_device *d, const srt_program *p) {
   if (e != cudaSuccess)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
                      "cuda backend: --cpu-offload cannot pin the %.2f GiB of host memory that "
-                     "holds the weights and moments (cudaHostRegister: %s; is the locked-memory "
-                     "limit, ulimit -l, too low?)",
+                     "holds the weights and moments (cudaHostRegister: %s): every rank on the "
+                     "node pins this much; use a larger dp (FSDP) or fewer ranks per node",
                      (double)p->persistent_bytes / (1 << 30), cudaGetErrorString(e));
   d->host = a->base;
   return NULL;

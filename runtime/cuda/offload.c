@@ -10,6 +10,11 @@ static int64_t numel_of(const srt_param_info *pi) {
   return srt_shape_numel(pi->rank, pi->local_shape);
 }
 
+// The bf16 bits the device's __float2bfloat16_rn gives: round to nearest
+// even, every NaN the canonical 0x7fff (cuda_bf16.hpp's own host path does
+// the same; srt_f32_to_bf16 keeps the sign and payload instead).
+static uint16_t device_bf16(float x) { return x != x ? 0x7fffu : srt_f32_to_bf16(x); }
+
 void srt_cuda_offload_refresh(const srt_program *program, uint8_t *host) {
   for (int32_t i = 0; i < program->num_params; ++i) {
     const srt_param_info *pi = &program->params[i];
@@ -18,7 +23,7 @@ void srt_cuda_offload_refresh(const srt_program *program, uint8_t *host) {
     int64_t n = numel_of(pi);
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
     for (int64_t k = 0; k < n; ++k)
-      copy[k] = srt_f32_to_bf16(w[k]);
+      copy[k] = device_bf16(w[k]);
   }
 }
 

@@ -29,9 +29,9 @@ srt_status srt_cuda_offload_step(const srt_program *program, uint8_t *host,
                                  const srt_step_options *options, float clip);
 
 /// Rounds every parameter's fp32 weights in `host` to its bf16 compute
-/// copy at `compute_offset` (nearest even, NaN kept: the device's
-/// __float2bfloat16_rn), threaded over elements (the same bytes for any
-/// thread count). Host memory only.
+/// copy at `compute_offset` as the device's __float2bfloat16_rn does (nearest
+/// even; any NaN becomes the canonical 0x7fff), threaded over elements (the
+/// same bytes for any thread count). Host memory only.
 void srt_cuda_offload_refresh(const srt_program *program, uint8_t *host);
 
 /// What srt_cuda_offload_copy moves: every gradient to the host, or every

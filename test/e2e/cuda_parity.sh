@@ -10,8 +10,9 @@
 # kernels are deterministic; this checks the device <-> host copies).
 # Then --cpu-offload (AdamW on the host, srt_cpu_adamw_step, whose fp32
 # operations the device's AdamW kernel repeats exactly): the same 5 steps
-# bit for bit (losses, grad norms, and every weight and moment saved after
-# them, st_compare --rtol 0), and its own resume.
+# and evaluations bit for bit (losses, grad norms, eval losses, and every
+# weight and moment saved after them, st_compare --rtol 0), and its own
+# resume.
 # Without a CUDA device: prints "SKIP: no CUDA device" and exits 77.
 #
 # usage: cuda_parity.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR DEVICES_PROBE
@@ -26,28 +27,36 @@ rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 "$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 TRAIN=(--data "$W/tokens.tok" --lr 1e-2 --max-grad-norm 1.0 --seed 11)
 status=0
-# offload ARCH CONFIG: --cpu-offload against the cuda run of $W/ARCH.cuda.
+# offload ARCH CONFIG: --cpu-offload against the cuda program $W/ARCH.cuda,
+# both run again here with our attention kernels (SHARD_CUDA_ATTENTION=
+# kernel: cuDNN's SDPA backward need not repeat its bytes from run to run,
+# ours do), with evaluations (forward-only steps) every 2 steps.
 offload() {
   local arch=$1 config=$2 o=$W/$1.offload
+  local eval=(--eval-data "$W/tokens.tok" --eval-every 2 --eval-batches 1)
   compile "$arch.offload" "$config" "$arch" --tp-size=1 --backend=cuda --cpu-offload || return 1
-  "$o" "${TRAIN[@]}" --steps 5 --save "$o.st" >"$o.log" 2>&1 \
-    && "$W/$arch.cuda" "${TRAIN[@]}" --steps 5 --save "$W/$arch.cuda.st" >"$W/$arch.cuda5.log" 2>&1 \
+  SHARD_CUDA_ATTENTION=kernel "$o" "${TRAIN[@]}" "${eval[@]}" --steps 5 --save "$o.st" \
+      >"$o.log" 2>&1 \
+    && SHARD_CUDA_ATTENTION=kernel "$W/$arch.cuda" "${TRAIN[@]}" "${eval[@]}" --steps 5 \
+         --save "$W/$arch.on.st" >"$W/$arch.on.log" 2>&1 \
     || { cat "$o.log"; echo "FAIL: $arch --cpu-offload run"; return 1; }
   grep -q "cpu offload:" "$o.log" || { echo "FAIL: $arch: the run does not say it offloads"; return 1; }
-  if ! diff <(steps "$o.log") <(steps "$W/$arch.cuda.log") >/dev/null; then
-    diff <(steps "$o.log") <(steps "$W/$arch.cuda.log")
-    echo "FAIL: $arch --cpu-offload: the step lines differ from the cuda run's"; return 1
+  [ "$(grep -c '^eval step' "$o.log")" = 3 ] || { echo "FAIL: $arch: expected evaluations at steps 2, 4, 5"; return 1; }
+  if ! diff <(steps "$o.log"; grep '^eval step' "$o.log") \
+            <(steps "$W/$arch.on.log"; grep '^eval step' "$W/$arch.on.log"); then
+    echo "FAIL: $arch --cpu-offload: the step or eval lines differ from the cuda run's"; return 1
   fi
-  "$BIN/st_compare" --rtol 0 "$o.st" "$W/$arch.cuda.st" >"$o.cmp" 2>&1 \
-    && "$BIN/st_compare" --rtol 0 "$o.st.optim-00000005-0" "$W/$arch.cuda.st.optim-00000005-0" \
+  "$BIN/st_compare" --rtol 0 "$o.st" "$W/$arch.on.st" >"$o.cmp" 2>&1 \
+    && "$BIN/st_compare" --rtol 0 "$o.st.optim-00000005-0" "$W/$arch.on.st.optim-00000005-0" \
          >>"$o.cmp" 2>&1 \
     || { cat "$o.cmp"; echo "FAIL: $arch --cpu-offload: weights or moments differ"; return 1; }
-  "$o" "${TRAIN[@]}" --steps 3 --save "$o.r.st" >"$o.r1.log" 2>&1 \
-    && "$o" "${TRAIN[@]}" --steps 5 --load "$o.r.st" >"$o.r2.log" 2>&1 \
+  SHARD_CUDA_ATTENTION=kernel "$o" "${TRAIN[@]}" --steps 3 --save "$o.r.st" >"$o.r1.log" 2>&1 \
+    && SHARD_CUDA_ATTENTION=kernel "$o" "${TRAIN[@]}" --steps 5 --load "$o.r.st" \
+         >"$o.r2.log" 2>&1 \
     || { cat "$o.r1.log" "$o.r2.log"; echo "FAIL: $arch --cpu-offload resume"; return 1; }
   diff <(steps "$o.r2.log") <(steps "$o.log" | tail -n 2) >/dev/null \
     || { echo "FAIL: $arch --cpu-offload: resumed steps 4-5 differ"; return 1; }
-  echo "CUDA-OFFLOAD $arch: 5 steps, weights and moments bit-identical to the cuda run; resume ok"
+  echo "CUDA-OFFLOAD $arch: 5 steps and 3 evaluations, weights and moments bit-identical to the cuda run; resume ok"
 }
 for arch in qwen2 qwen3 llama gemma3; do
   config=$CONFIGS/tiny-$arch.json

@@ -241,6 +241,17 @@ static int parse(int argc, char **argv, options *o) {
     fprintf(stderr, "shard-compile: --backend expects cpu or cuda, got '%s'\n", o->backend);
     return 1;
   }
+  // --emit=mlir stops before lower-to-runtime, where these take effect.
+  const char *lowering_flag = o->cpu_offload      ? "--cpu-offload"
+                              : o->memory_report  ? "--memory-report"
+                              : o->device_memory  ? "--device-memory"
+                                                  : NULL;
+  if (!strcmp(o->emit, "mlir") && lowering_flag) {
+    fprintf(stderr, "shard-compile: %s takes effect when the step is lowered, which --emit=mlir "
+                    "stops before: use --emit=llvm, obj or exe\n",
+            lowering_flag);
+    return 1;
+  }
   if (o->cpu_offload && strcmp(o->backend, "cuda")) {
     fprintf(stderr, "shard-compile: --cpu-offload moves the fp32 master weights and AdamW "
                     "moments off a GPU into host memory; the %s backend keeps everything in "

@@ -3,8 +3,9 @@
 // persistent region, laid out as lower-to-runtime lays out an offloaded
 // program (weights and moments in the host-only prefix, then gradients,
 // then bf16 copies), against a float64 torch.optim.AdamW over 3 steps with
-// clipping; the bf16 copies against a bit-level round to nearest even; the
-// same bytes for 1, 2 and 3 threads; bad arguments refused.
+// clipping; the bf16 copies against a bit-level round to nearest even and
+// the device's NaN; the same bytes for 1, 2 and 3 threads; bad arguments
+// refused.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -188,6 +189,28 @@ static void test_thread_counts_give_the_same_bytes(void **state) {
   free(one.host);
 }
 
+// Rounding edge cases as the device rounds them: a tie to even both ways,
+// overflow to infinity, infinities, and NaNs of either sign and any payload
+// to the canonical 0x7fff (__float2bfloat16_rn; the host's
+// srt_f32_to_bf16 would keep the sign).
+static void test_copies_round_as_the_device(void **state) {
+  (void)state;
+  fixture f;
+  build(&f);
+  const uint32_t in[] = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0xff800000u,
+                         0x7fc00000u, 0xffc00001u, 0x7f800001u};
+  const uint16_t want[] = {0x3f80u, 0x3f82u, 0x7f80u, 0xff80u, 0x7fffu, 0x7fffu, 0x7fffu};
+  float *w = at(&f, f.params[0].offset);
+  for (size_t k = 0; k < sizeof in / sizeof *in; ++k)
+    memcpy(&w[k], &in[k], sizeof w[k]);
+  srt_cuda_offload_refresh(&f.program, f.host);
+  const uint16_t *copy = (const uint16_t *)(const void *)(f.host + f.params[0].compute_offset);
+  for (size_t k = 0; k < sizeof in / sizeof *in; ++k)
+    if (copy[k] != want[k])
+      fail_msg("0x%08x: bf16 0x%04x, expected 0x%04x", in[k], copy[k], want[k]);
+  free(f.host);
+}
+
 static void test_refuses_bad_arguments(void **state) {
   (void)state;
   fixture f;
@@ -205,6 +228,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_matches_float64_adamw),
       cmocka_unit_test(test_thread_counts_give_the_same_bytes),
+      cmocka_unit_test(test_copies_round_as_the_device),
       cmocka_unit_test(test_refuses_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
