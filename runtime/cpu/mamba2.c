@@ -292,9 +292,14 @@ static void scan_forward_head(const head *e, float *y, float *states, float *tmp
     if (states)
       memcpy(states + ci * P * N, st, (size_t)(P * N) * sizeof(float));
     chunk_setup(e, c0, len, S, m);
-    for (int64_t i = 0; i < len; ++i)
-      for (int64_t j = 0; j < len; ++j)
-        m[i * L + j] = j <= i ? expf(S[i] - S[j]) * m[i * L + j] * hdt(e, c0 + j) : 0.0f;
+    // The causal part and the zeros apart: a select would evaluate expf
+    // above the diagonal too once the compiler may speculate it.
+    for (int64_t i = 0; i < len; ++i) {
+      for (int64_t j = 0; j <= i; ++j)
+        m[i * L + j] = expf(S[i] - S[j]) * m[i * L + j] * hdt(e, c0 + j);
+      for (int64_t j = i + 1; j < len; ++j)
+        m[i * L + j] = 0.0f;
+    }
     float *y0 = y + (e->b * c->seq + c0) * ly + e->h * P;
     gemm(false, false, len, P, len, 1.0f, m, L, hx(e, c0), ld, 0.0f, y0, ly);
     gemm(false, true, len, P, N, 1.0f, hC(e, c0), ld, st, N, 0.0f, off, P);
@@ -341,9 +346,9 @@ static void scan_backward_chunk(const head *e, const float *dy, const float *H, 
   }
   gemm(false, true, len, len, P, 1.0f, dy0, ly, u, P, 0.0f, a2, L); // dyu
   memset(dS, 0, (size_t)len * sizeof(float));
-  for (int64_t i = 0; i < len; ++i)
-    for (int64_t j = 0; j < len; ++j) {
-      float E = j <= i ? expf(S[i] - S[j]) : 0.0f;
+  for (int64_t i = 0; i < len; ++i) {
+    for (int64_t j = 0; j <= i; ++j) { // causal: E = e^(S_i - S_j)
+      float E = expf(S[i] - S[j]);
       a1[i * L + j] = E * cb[i * L + j];
       a2[i * L + j] *= E;
       if (j < i) {
@@ -352,6 +357,11 @@ static void scan_backward_chunk(const head *e, const float *dy, const float *H, 
         dS[j] -= m;
       }
     }
+    for (int64_t j = i + 1; j < len; ++j) { // E = 0 (the products keep their signs)
+      a1[i * L + j] = 0.0f * cb[i * L + j];
+      a2[i * L + j] *= 0.0f;
+    }
+  }
   gemm(true, false, len, P, len, 1.0f, a1, L, dy0, ly, 0.0f, du, P);
   gemm(false, true, len, P, N, 1.0f, hB(e, c0), ld, R, N, 0.0f, rb, P);   // B R^T
   gemm(false, false, len, N, P, 1.0f, u, P, R, N, 0.0f, rtu, N);         // u R

@@ -74,10 +74,17 @@ static inline float srt_expf_below_88(float x) {
 /// e^x in fp32 for every x: srt_expf_below_88, plus the top of the range
 /// (x up to 88.72 finite, as glibc's expf; +inf above).
 static inline float srt_expf(float x) {
-  float half = x > 88.0f ? 0.5f * x : x; // e^x = (e^(x/2))^2 up there
+  // Every arm is computed before its select: GCC does not speculate a
+  // floating-point operation out of a conditional arm (it might trap), so
+  // an arithmetic arm, like a short-circuit condition, would leave control
+  // flow in the loop, which only AVX-512's masks vectorise: the AVX2 clones
+  // would run scalar.
+  float halved = 0.5f * x;
+  float half = x > 88.0f ? halved : x; // e^x = (e^(x/2))^2 up there
   float y = srt_expf_below_88(half > 88.0f ? 88.0f : half); // NaN stays
-  y = x > 88.0f ? y * y : y;
-  return x <= 88.72283f || x != x ? y : INFINITY;
+  float squared = y * y;
+  y = x > 88.0f ? squared : y;
+  return x > 88.72283f ? INFINITY : y; // a NaN fails the test and stays
 }
 
 /// Sum of x[0, n) in fp32: kLanes running sums (element i into lane
