@@ -113,18 +113,19 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
                      "persistent region of %lld bytes on the %s backend",
                      (long long)p->offload_bytes, (long long)p->persistent_bytes,
                      p->backend ? p->backend->name : "cpu");
-  // The driver writes input ids and labels each step: in the persistent
-  // region, on the device's side of a host-only prefix.
+  // The driver writes input ids and labels each step into its host arena:
+  // anywhere in the cpu backend's (the arena itself); on a device backend in
+  // the persistent region the host copies over, after a host-only prefix.
   const int64_t inputs[2] = {p->input_ids_offset, p->labels_offset};
+  int64_t in_lo = p->offload_bytes, in_hi = p->backend ? p->persistent_bytes : p->arena_bytes;
   for (int i = 0; i < 2; ++i)
-    if (inputs[i] < p->offload_bytes ||
-        inputs[i] + p->local_batch * p->seq * 8 > p->persistent_bytes)
+    if (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi)
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                       "program: %s [%lld, %lld) lies outside [%lld, %lld) of the persistent "
-                       "region",
+                       "program: %s [%lld, %lld) lies outside [%lld, %lld), where the driver "
+                       "can write them",
                        i ? "labels" : "input ids", (long long)inputs[i],
-                       (long long)(inputs[i] + p->local_batch * p->seq * 8),
-                       (long long)p->offload_bytes, (long long)p->persistent_bytes);
+                       (long long)(inputs[i] + p->local_batch * p->seq * 8), (long long)in_lo,
+                       (long long)in_hi);
   for (int32_t k = 0; k < p->num_params; ++k) {
     const srt_param_info *pi = &p->params[k];
     int64_t local[SRT_MAX_RANK];
