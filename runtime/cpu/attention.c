@@ -167,12 +167,12 @@ static float online_softmax_row(float *row, int64_t nk, int64_t lo, int64_t hi,
   float alpha = *mx == -INFINITY ? 0.0f : srt_expf_below_88(*mx - m_new);
   for (int64_t j = 0; j < lo; j++)
     row[j] = 0.0f;
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = lo; j < hi; j++) {
+#pragma omp simd
+  for (int64_t j = lo; j < hi; j++)
     row[j] = srt_expf_below_88(row[j] - m_new);
-    sum += row[j];
-  }
+  // Fixed lanes (srt_sum), not a SIMD reduction, whose order would follow
+  // the clone's vector width: every clone gives the same bytes.
+  float sum = srt_sum(row + lo, hi - lo);
   for (int64_t j = hi; j < nk; j++)
     row[j] = 0.0f;
   *l = *l * alpha + sum;
