@@ -391,7 +391,7 @@ int main(int argc, char **argv) {
   if (!failed)
     peak = train_peak_flops(backend, device, peak_source, sizeof peak_source);
   if (!failed && rank == 0)
-    printf("train: %.4g model FLOPs per token (6 N + attention); peak %s%.4g TFLOP/s%s%s%s\n",
+    printf("train: %.4g model FLOPs per token (6 N + attention + Mamba2 scans); peak %s%.4g TFLOP/s%s%s%s\n",
            flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12, peak > 0 ? " (" : "",
            peak > 0 ? peak_source : "", peak > 0 ? ")" : ": MFU not shown)");
   FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it

@@ -120,12 +120,13 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
 /// 6 x the parameters in matmuls (all, less the token embedding unless it
 /// is tied to the lm_head) + 12 x layers x heads x head_dim x seq
 /// (attention scores and values, forward and backward; causal masking not
-/// discounted), layers being those with attention (NemotronH's '*' blocks;
-/// the Mamba2 scan's own FLOPs, like the attention scores' softmax, are not
-/// counted). Reads num_hidden_layers (or hybrid_override_pattern /
-/// layers_block_type), num_attention_heads, hidden_size, head_dim and
-/// tie_word_embeddings from the program's config (text_config for
-/// multimodal ones); missing keys count 0.
+/// discounted), layers being those with attention (NemotronH's '*' blocks),
+/// + 21 x Mamba2 layers x mamba_num_heads x mamba_head_dim x ssm_state_size
+/// (the scan, Megatron-LM's 7 d_inner N forward, times 3; the softmax of
+/// attention scores is not counted). Reads num_hidden_layers (or
+/// layers_block_type, else hybrid_override_pattern), num_attention_heads,
+/// hidden_size, head_dim, the Mamba2 sizes and tie_word_embeddings from the
+/// program's config (text_config for multimodal ones); missing keys count 0.
 double train_flops_per_token(const srt_program *p);
 
 /// The fp32 GEMM peak of this rank's threads (FLOP/s): the larger of the best of
