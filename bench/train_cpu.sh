@@ -5,12 +5,15 @@
 # runtime's GEMM library measured in the same run (kernels_bench), at tp 1
 # (one process, no launcher) and tp 2 (2 MPI ranks); threads are the
 # driver's default (cores / ranks on the node), nothing set by hand. The
-# tp 1 run's --profile table closes the output. Model FLOPs per token:
+# tp 1 run's --profile table follows, with the GEMMs' own rate in the step
+# and the ceiling: the tokens/s of the profile's GEMM time alone, as if
+# every other op took none. Model FLOPs per token:
 # 6 x parameters + 12 x layers x seq x hidden (attention scores and values,
 # forward and backward; causal halves it, not counted). If PyTorch and
 # transformers are installed (not a dependency of the project), the same
 # step in PyTorch eager runs too, in ROUNDS alternating pairs with ours at
-# tp 1, and the median ratio is printed. Nothing asserted.
+# tp 1, and the median ratio is printed, with the ceiling's ratio to eager's
+# median rate: the most faster non-GEMM kernels could reach. Nothing asserted.
 #
 #   bench/train_cpu.sh [BUILD_DIR] [STEPS] [ROUNDS]     defaults: build, 6, 3
 set -euo pipefail
@@ -28,9 +31,15 @@ mpirun=(mpirun --allow-run-as-root --oversubscribe)
 bench_out=$("$build/bin/kernels_bench" --quick 2>/dev/null)
 sgemm=$(echo "$bench_out" | awk '/^sgemm/ {for (i = 1; i <= NF; ++i) if ($i == "GFLOP/s") print $(i-1); exit}')
 library=$(echo "$bench_out" | sed -n 's/^GEMM library: //p')
-params=$("$build/bin/shard-import" "$config" --batch 4 --seq 256 --summary |
-         awk '/^parameters:/ {gsub(",", "", $2); print $2}')
+summary=$("$build/bin/shard-import" "$config" --batch 4 --seq 256 --summary)
+params=$(echo "$summary" | awk '/^parameters:/ {gsub(",", "", $2); print $2}')
+# Parameters the step multiplies by (the linear layers and the lm_head, or
+# the embedding where it is tied): 6 FLOPs each per token, the GEMMs' share.
+linear_params=$(echo "$summary" | awk '{gsub(",", "", $2)} $1 == "attention:" || $1 == "mlp:" {n += $2}
+                $1 == "embedding:" {e = $2} $1 == "lm_head:" {h = $2} END {print n + (h > 0 ? h : e)}')
 flops_per_token=$(awk -v p="$params" 'BEGIN {printf "%.0f", 6 * p + 12 * 4 * 256 * 512}')
+printf 'host: %s, %d cores; torch: %s\n' "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" \
+  "$cores" "$(python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)"
 printf 'model: %s parameters, %.1f MFLOP per token; GEMM: %s; sgemm: %s GFLOP/s\n' \
   "$params" "$(awk -v f="$flops_per_token" 'BEGIN {print f / 1e6}')" "$library" "$sgemm"
 printf '%-6s %12s %12s %8s\n' mesh "tokens/s" "GFLOP/s" MFU
@@ -57,23 +66,38 @@ for tp in 1 2; do
   [[ -n $ours ]] || ours=$tps
 done
 echo "$profile"
+# The ceiling of a tp 1 log: its --profile GEMM time alone per step, in
+# tokens/s, as if every other op took none. A ratio to eager above the
+# ceiling's needs fewer GEMM FLOPs or a faster GEMM, not faster other kernels.
+gemm_ms() { echo "$1" | awk '$1 == "profile:" && $2 == "GEMM" {print $3}'; }
+ceiling() { awk -v ms="$(gemm_ms "$1")" 'BEGIN {printf "%.0f", 4 * 256 * 1000 / ms}'; }
+median() { printf '%s\n' "$@" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+ms=$(gemm_ms "$profile")
+gemm_gf=$(awk -v p="$linear_params" -v ms="$ms" 'BEGIN {printf "%.1f", 6 * p * 4 * 256 / ms / 1e6}')
+printf 'GEMM in the step: %s ms, %s GFLOP/s (%.2f of sgemm); ceiling (GEMM time alone): %s tokens/s\n' \
+  "$ms" "$gemm_gf" "$(awk -v g="$gemm_gf" -v s="$sgemm" 'BEGIN {print g / s}')" "$(ceiling "$profile")"
 
 if python3 -c 'import torch, transformers' 2>/dev/null; then
   # Ours at tp 1 and PyTorch in turn, ROUNDS times: on a shared machine the
   # speed of both drifts by 10-30% over minutes, so each round's pair gives
-  # one ratio and the median of the rounds is the figure.
-  ratios=()
+  # one ratio (and one ceiling ratio, from the same run's profile) and the
+  # median of the rounds is the figure.
+  ratios=() ceilings=()
   for ((round = 1; round <= rounds; ++round)); do
-    [[ $round == 1 ]] || ours=$(tokens_per_s "$("$work/train1" --data "$work/data.tok" \
-                                   --steps "$steps" --lr 1e-3 --max-grad-norm 1 2>&1)")
+    if [[ $round != 1 ]]; then
+      profile=$("$work/train1" --data "$work/data.tok" --steps "$steps" --lr 1e-3 \
+                --max-grad-norm 1 --profile 2>&1)
+      ours=$(tokens_per_s "$profile")
+    fi
     torch_tps=$(python3 "$here/bench/train_torch.py" "$config" 4 256 "$steps" "$cores")
     ratio=$(awk -v a="$ours" -v b="$torch_tps" 'BEGIN {printf "%.2f", a / b}')
-    ratios+=("$ratio")
-    printf 'round %d: ours tp=1 %s tokens/s, PyTorch eager (transformers, %d threads) %s: %s\n' \
-      "$round" "$ours" "$cores" "$torch_tps" "$ratio"
+    top=$(awk -v a="$(ceiling "$profile")" -v b="$torch_tps" 'BEGIN {printf "%.2f", a / b}')
+    ratios+=("$ratio") ceilings+=("$top")
+    printf 'round %d: ours tp=1 %s tokens/s (ceiling %s), PyTorch eager (transformers, %d threads) %s: %s (ceiling %s)\n' \
+      "$round" "$ours" "$(ceiling "$profile")" "$cores" "$torch_tps" "$ratio" "$top"
   done
-  median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
-  echo "ours at tp=1 / PyTorch eager: median $median of $rounds rounds (${ratios[*]})"
+  echo "ours at tp=1 / PyTorch eager: median $(median "${ratios[@]}") of $rounds rounds (${ratios[*]})"
+  echo "ceiling / PyTorch eager: median $(median "${ceilings[@]}") (${ceilings[*]}): the most faster non-GEMM kernels could give"
 else
   echo "PyTorch eager: not measured (pip install torch transformers to compare)"
 fi
