@@ -1,4 +1,5 @@
 // Output kinds and same-file checks (shardrt/output.h).
+#define _XOPEN_SOURCE 700 // realpath
 #include "shardrt/output.h"
 
 #include <errno.h>
@@ -14,7 +15,7 @@ srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kin
   *kind = SRT_OUTPUT_FILE;
   if (stat(path, &st) != 0) {
     if (errno == ENOENT)
-      return NULL; // a new file (a dangling link's target is created)
+      return NULL; // a new file (a dangling link is replaced by it)
     return SRT_ERROR(SRT_IO, "%s '%s': cannot examine it: %s", what, path, strerror(errno));
   }
   if (S_ISREG(st.st_mode))
@@ -56,22 +57,49 @@ srt_status srt_output_check_name(const char *what, const char *path, size_t suff
   return NULL;
 }
 
+char *srt_output_destination(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    char *target = realpath(path, NULL);
+    if (target || errno == ENOMEM)
+      return target;
+  }
+  return strdup(path);
+}
+
+// "-": standard output, in place (it may be a pipe), flushed.
+static srt_status write_stdout(const char *what, const void *data, size_t len) {
+  if (fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0)
+    return NULL;
+  return SRT_ERROR(SRT_IO, "%s '-' (standard output): write failed: %s", what, strerror(errno));
+}
+
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len) {
-  // A new or regular file is written to a temporary and renamed over the
-  // path; a character device (/dev/null) in place.
+  if (!strcmp(path, "-"))
+    return write_stdout(what, data, len);
+  // A new or regular file (or the one a link resolves to) is written to a
+  // temporary beside it and renamed over it; a character device (/dev/null)
+  // in place.
   srt_output_kind kind;
   SRT_RETURN_IF_ERROR(srt_output_kind_of(what, path, &kind));
-  SRT_RETURN_IF_ERROR(srt_output_check_name(what, path, strlen(".tmp")));
   bool device = kind == SRT_OUTPUT_DEVICE;
-  size_t n = strlen(path) + 5;
-  char *tmp = malloc(n);
-  if (!tmp)
+  char *dest = device ? strdup(path) : srt_output_destination(path);
+  if (!dest)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
-  snprintf(tmp, n, device ? "%s" : "%s.tmp", path);
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    srt_status s = SRT_ERROR(SRT_IO, "%s '%s': cannot create: %s", what, tmp, strerror(errno));
+  srt_status s = srt_output_check_name(what, dest, strlen(".tmp"));
+  size_t n = strlen(dest) + 5;
+  char *tmp = s ? NULL : malloc(n);
+  if (!s && !tmp)
+    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
+  FILE *f = NULL;
+  if (!s) {
+    snprintf(tmp, n, device ? "%s" : "%s.tmp", dest);
+    if (!(f = fopen(tmp, "wb")))
+      s = SRT_ERROR(SRT_IO, "%s '%s': cannot create: %s", what, tmp, strerror(errno));
+  }
+  if (s) {
     free(tmp);
+    free(dest);
     return s;
   }
   bool ok = fwrite(data, 1, len, f) == len && fflush(f) == 0 && (device || fsync(fileno(f)) == 0);
@@ -80,16 +108,16 @@ srt_status srt_write_file(const char *what, const char *path, const void *data, 
     ok = false;
     err = errno;
   }
-  if (ok && !device && rename(tmp, path) != 0) {
+  if (ok && !device && rename(tmp, dest) != 0) {
     ok = false;
     err = errno;
   }
-  srt_status s = NULL;
   if (!ok) {
     s = SRT_ERROR(SRT_IO, "%s '%s': write failed: %s", what, path, strerror(err));
     if (!device)
       remove(tmp);
   }
   free(tmp);
+  free(dest);
   return s;
 }

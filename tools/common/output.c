@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -41,8 +42,15 @@ bool tool_output_begin(const char *tool, const char *path, tool_output *out) {
     }
     out->staged = kind == SRT_OUTPUT_FILE;
   }
-  int n = snprintf(out->target, sizeof out->target, out->staged ? "%s.tmp" : "%s", path);
-  if (n < 0 || (size_t)n >= sizeof out->target) {
+  char *dest = out->staged ? srt_output_destination(path) : NULL;
+  if (out->staged && !dest) {
+    fprintf(stderr, "%s: output '%s': out of memory\n", tool, path);
+    return false;
+  }
+  int d = snprintf(out->dest, sizeof out->dest, "%s", dest ? dest : path);
+  int n = snprintf(out->target, sizeof out->target, out->staged ? "%s.tmp" : "%s", out->dest);
+  free(dest);
+  if (d < 0 || (size_t)d >= sizeof out->dest || n < 0 || (size_t)n >= sizeof out->target) {
     fprintf(stderr, "%s: output path '%.200s...' is too long (%zu bytes)\n", tool, path,
             strlen(path));
     return false;
@@ -53,8 +61,8 @@ bool tool_output_begin(const char *tool, const char *path, tool_output *out) {
 bool tool_output_finish(const char *tool, tool_output *out, bool ok) {
   if (!out->staged)
     return ok;
-  if (ok && rename(out->target, out->path) != 0) {
-    fprintf(stderr, "%s: cannot rename '%s' over '%s': %s\n", tool, out->target, out->path,
+  if (ok && rename(out->target, out->dest) != 0) {
+    fprintf(stderr, "%s: cannot rename '%s' over '%s': %s\n", tool, out->target, out->dest,
             strerror(errno));
     ok = false;
   }

@@ -1,7 +1,9 @@
 // Writing the tools' outputs so that a failed run never clobbers the
 // previous output: a new or regular file is written as "<path>.tmp" beside
-// it and renamed over `path` only when everything succeeded. Stdout ("-")
-// and character devices (/dev/null) are written directly.
+// it and renamed over `path` only when everything succeeded (a symbolic link
+// is written through: the file it resolves to is staged and replaced, the
+// link kept). Stdout ("-") and character devices (/dev/null) are written
+// directly.
 #ifndef SHARD_TOOLS_OUTPUT_H
 #define SHARD_TOOLS_OUTPUT_H
 
@@ -15,7 +17,8 @@ bool tool_check_output(const char *tool, const char *path, const char *input);
 /// An output being written.
 typedef struct tool_output {
   const char *path;  ///< the path the user named
-  char target[4096]; ///< where to write now: `path` itself or "<path>.tmp"
+  char dest[4096];   ///< the file a staged write replaces (a link's target)
+  char target[4096]; ///< where to write now: `path` itself or "<dest>.tmp"
   bool staged;       ///< `target` is the temporary, renamed by tool_output_finish
 } tool_output;
 
@@ -24,7 +27,7 @@ typedef struct tool_output {
 /// would not fit in `target`.
 bool tool_output_begin(const char *tool, const char *path, tool_output *out);
 
-/// Ends the write: when `ok`, renames the temporary over `path`; otherwise
+/// Ends the write: when `ok`, renames the temporary over `dest`; otherwise
 /// removes it, leaving `path` as it was. Returns `ok` and whether the rename
 /// succeeded (a failed rename is printed as "<tool>: cannot rename ...").
 bool tool_output_finish(const char *tool, tool_output *out, bool ok);

@@ -230,12 +230,15 @@ static void svg(FILE *f, const series *s, const char *title) {
           lx + 30, ly + 40);
 }
 
+static const char USAGE[] =
+    "usage: shard-plot METRICS.jsonl [-o CURVE.svg|-] [--title TEXT]\n"
+    "  draws loss, eval loss and the lr of train --metrics (default output: METRICS.svg;\n"
+    "  -o -: standard output, the report then on standard error)\n";
+
 static int usage(const char *problem, const char *word) {
   if (problem)
     fprintf(stderr, "shard-plot: %s '%s'\n", problem, word);
-  fprintf(stderr, "usage: shard-plot METRICS.jsonl [-o CURVE.svg] [--title TEXT]\n"
-                  "  draws loss, eval loss and the lr of train --metrics (default output: "
-                  "METRICS.svg)\n");
+  fputs(USAGE, stderr);
   return 1;
 }
 
@@ -243,7 +246,7 @@ int main(int argc, char **argv) {
   const char *in = NULL, *outp = NULL, *title = NULL;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: shard-plot METRICS.jsonl [-o CURVE.svg] [--title TEXT]\n");
+      fputs(USAGE, stdout);
       return 0;
     }
     const char **v = !strcmp(argv[i], "-o") ? &outp : !strcmp(argv[i], "--title") ? &title : NULL;
@@ -275,7 +278,8 @@ int main(int argc, char **argv) {
   }
   int rc = 1;
   series s = {0};
-  if (!*outp || srt_same_file(in, outp)) {
+  bool to_stdout = !strcmp(outp, "-"); // the report then goes to stderr
+  if (!*outp || (!to_stdout && srt_same_file(in, outp))) {
     usage(!*outp ? "empty path for" : "the output is the input:", !*outp ? "-o" : outp);
     goto done;
   }
@@ -295,7 +299,8 @@ int main(int argc, char **argv) {
     srt_status_free(st);
     goto done;
   }
-  printf("shard-plot: %zu steps from '%s' drawn to '%s'\n", s.n, in, outp);
+  fprintf(to_stdout ? stderr : stdout, "shard-plot: %zu steps from '%s' drawn to '%s'\n", s.n,
+          in, outp);
   rc = 0;
 done:
   free(s.p);

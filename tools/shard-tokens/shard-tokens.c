@@ -30,7 +30,17 @@ static const char USAGE[] =
     "         file one (its NAME field, default text); BOS before and EOS after each\n"
     "         document (defaults from tokenizer_config.json beside the tokenizer)\n"
     "       shard-tokens --tokenizer tokenizer.json --decode TOKENS -o TEXT\n"
+    "  -o -: standard output (the report then goes to standard error)\n"
     "  docs/data.md\n";
+
+// Where the closing report goes: standard output, unless the output itself
+// is going there.
+static FILE *report_stream(const char *out) { return strcmp(out, "-") ? stdout : stderr; }
+
+// Whether `out` names the file `in` ("-", standard output, never does).
+static bool output_is_input(const char *in, const char *out) {
+  return strcmp(out, "-") && srt_same_file(in, out);
+}
 
 // Prints the problem (if any) and the usage; returns the exit status 1.
 static int usage(const char *problem, const char *word) {
@@ -107,7 +117,8 @@ static int bytes_main(const char *in, const char *out) {
     srt_status_free(s);
     return 1;
   }
-  printf("shard-tokens: %zu tokens (vocabulary 256) from '%s' to '%s'\n", n, in, out);
+  fprintf(report_stream(out), "shard-tokens: %zu tokens (vocabulary 256) from '%s' to '%s'\n",
+          n, in, out);
   return 0;
 }
 
@@ -283,7 +294,7 @@ static int encode_main(tok_tokenizer *t, const options *o) {
     const char *in = o->inputs[i];
     char *data, where[4096];
     size_t len;
-    if (srt_same_file(in, o->out)) {
+    if (output_is_input(in, o->out)) {
       fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", o->out);
       goto fail;
     }
@@ -310,10 +321,11 @@ static int encode_main(tok_tokenizer *t, const options *o) {
   if (write_tokens(o->out, &ids, tok_vocab_size(t)))
     goto fail;
   double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  printf("shard-tokens: %zu tokens (vocabulary %lld) from %lld document(s), %lld bytes, in "
-         "%.2f s (%.1f MB/s) to '%s'\n",
-         ids.count, (long long)tok_vocab_size(t), (long long)docs, (long long)bytes, s,
-         s > 0 ? (double)bytes / s / 1e6 : 0.0, o->out);
+  fprintf(report_stream(o->out),
+          "shard-tokens: %zu tokens (vocabulary %lld) from %lld document(s), %lld bytes, in "
+          "%.2f s (%.1f MB/s) to '%s'\n",
+          ids.count, (long long)tok_vocab_size(t), (long long)docs, (long long)bytes, s,
+          s > 0 ? (double)bytes / s / 1e6 : 0.0, o->out);
   free(ids.ids);
   return 0;
 fail:
@@ -450,7 +462,7 @@ int main(int argc, char **argv) {
                  o.n_inputs ? o.inputs[1] : "INPUT");
       goto done;
     }
-    if (srt_same_file(o.inputs[0], o.out)) {
+    if (output_is_input(o.inputs[0], o.out)) {
       fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", o.out);
       goto done;
     }
@@ -468,7 +480,7 @@ int main(int argc, char **argv) {
                o.decode ? o.inputs[0] : "INPUT...");
     goto done;
   }
-  if (o.decode && srt_same_file(o.decode, o.out)) {
+  if (o.decode && output_is_input(o.decode, o.out)) {
     fprintf(stderr, "shard-tokens: output '%s' is the token file: give another file\n", o.out);
     goto done;
   }

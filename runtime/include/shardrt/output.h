@@ -1,9 +1,12 @@
 // Where a file may be written. Outputs are written to a temporary file and
 // renamed over the path (so a crash never leaves half a file) — but only
 // where the path is new or a regular file: a character device (/dev/null,
-// /dev/stdout) is written directly, and anything else (a directory, FIFO,
+// a terminal) is written directly, and anything else (a directory, FIFO,
 // socket, block device) is refused, so no write ever replaces a device
-// node or blocks on a pipe nobody reads.
+// node or blocks on a pipe nobody reads. A symbolic link is written
+// through: the temporary goes beside the file it resolves to and is
+// renamed over that file, so the link stays (/dev/stdout redirected to a
+// file is such a link). "-" is standard output, written directly.
 #ifndef SHARDRT_OUTPUT_H
 #define SHARDRT_OUTPUT_H
 
@@ -18,8 +21,7 @@ typedef enum srt_output_kind {
   SRT_OUTPUT_DEVICE, ///< an existing character device: written in place
 } srt_output_kind;
 
-/// The kind of output `path` is (a symbolic link by what it points to; a
-/// file written through one replaces the link, not its target).
+/// The kind of output `path` is (a symbolic link by what it points to).
 /// `what` names the output in messages ("token file", "--save").
 /// Errors: SRT_INVALID_ARGUMENT naming `what`, the path and what it is, for
 /// a directory, FIFO, socket or block device; SRT_IO when it cannot be
@@ -39,11 +41,21 @@ srt_status srt_output_check_name(const char *what, const char *path, size_t suff
 /// other spellings and hard links included).
 bool srt_same_file(const char *a, const char *b);
 
+/// The file a staged write of `path` replaces: for an existing symbolic
+/// link, the file it resolves to (every link followed, realpath(3)), so the
+/// temporary and the rename go there and the link stays; `path` itself
+/// otherwise (a dangling link is replaced by the file). Returns a string to
+/// free(), or NULL when out of memory.
+char *srt_output_destination(const char *path);
+
 /// Writes `len` bytes of `data` to `path` as its kind says (a new or regular
-/// file: "<path>.tmp", fsync, rename over it; a character device: in place),
-/// so a crash never leaves half a file. `what` names the output in messages.
+/// file, or a link to one: "<file>.tmp" beside srt_output_destination's
+/// file, fsync, rename over it; a character device: in place; "-": standard
+/// output, flushed), so a crash never leaves half a file. `what` names the
+/// output in messages.
 /// Errors: those of srt_output_kind_of and srt_output_check_name; SRT_IO
-/// naming `what`, the file and the OS error (the temporary is removed).
+/// naming `what`, the file and the OS error (the temporary is removed);
+/// SRT_RESOURCE_EXHAUSTED when out of memory.
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len);
 
 #endif // SHARDRT_OUTPUT_H
