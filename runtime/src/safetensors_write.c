@@ -1,7 +1,8 @@
 // Atomic safetensors writer: header via jansson, data streamed, then
 // fflush, fsync, rename and a directory fsync. A character device
-// (/dev/null) is written in place; other non-regular paths are refused
-// (shardrt/output.h).
+// (/dev/null) is written in place, a symbolic link written through (the
+// file it resolves to is replaced, the link kept); other non-regular paths
+// are refused (shardrt/output.h).
 #include "shardrt/safetensors_write.h"
 
 #include "shardrt/output.h"
@@ -142,17 +143,17 @@ srt_status srt_safetensors_writer_begin(const char *path,
                                         srt_safetensors_writer **out) {
   *out = NULL;
   srt_safetensors_writer *w = calloc(1, sizeof *w);
-  size_t plen = strlen(path);
   if (w) {
-    w->path = strdup(path);
-    w->tmp = malloc(plen + 5);
+    w->path = srt_output_destination(path); // a link is written through
+    w->tmp = w->path ? malloc(strlen(w->path) + 5) : NULL;
     w->bytes = calloc(n_entries ? n_entries : 1, sizeof *w->bytes);
   }
   if (!w || !w->path || !w->tmp || !w->bytes) {
     destroy(w, 0);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
   }
-  memcpy(w->tmp, path, plen);
+  size_t plen = strlen(w->path);
+  memcpy(w->tmp, w->path, plen);
   memcpy(w->tmp + plen, ".tmp", 5);
   w->n = n_entries;
   srt_output_kind kind;
@@ -162,7 +163,7 @@ srt_status srt_safetensors_writer_begin(const char *path,
     return k;
   }
   if ((w->device = kind == SRT_OUTPUT_DEVICE))
-    memcpy(w->tmp, path, plen + 1); // written where it is
+    memcpy(w->tmp, w->path, plen + 1); // written where it is
   char *header;
   srt_status s = build_header(w, entries, n_entries, metadata, n_metadata, w->bytes,
                               &header);

@@ -21,6 +21,7 @@
 #include "shardrt/tensor.h"
 #include "shardrt/tokens.h"
 #include "shardrt/kernels.h"
+#include "shardrt/output.h"
 #include "shardrt/profile.h"
 #include "train_internal.h"
 
@@ -159,16 +160,20 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
   return NULL;
 }
 
-// `path` names a file that can be created or replaced: its directory exists
-// and is writable, and it is not itself a directory.
+// `path` names a file that can be created or replaced: its directory (that
+// of the file a symbolic link resolves to) exists and is writable, and it
+// is not itself a directory.
 static srt_status check_writable(const char *path, const char *flag) {
   struct stat st;
   if (!*path)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: empty path", flag);
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is a directory, not a file", flag, path);
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s", path);
+  char dir[4096], *dest = srt_output_destination(path); // the temporary goes beside it
+  if (!dest)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", flag, path);
+  snprintf(dir, sizeof dir, "%s", dest);
+  free(dest);
   char *slash = strrchr(dir, '/');
   if (!slash)
     snprintf(dir, sizeof dir, ".");

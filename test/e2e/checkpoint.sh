@@ -230,6 +230,22 @@ if mknod "$W/null" c 1 3 2>/dev/null; then
 else
   echo "skip: --save onto a device (mknod needs root)"
 fi
+# A --save that is a symbolic link is written through: the link stays and
+# the file it resolves to holds the same weights as a save to a plain path;
+# --load of the link resumes from it.
+mkdir -p "$W/links" "$W/linked" "$W/plain" && cp "$W/step3/model.safetensors" "$W/linked/" \
+  && ln -s ../linked/model.safetensors "$W/links/model.safetensors" || fail "link"
+for out in links plain; do
+  run 1 "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --save "$W/$out/model.safetensors" \
+    >"$W/$out.log" 2>&1 || { cat "$W/$out.log"; fail "--save to $out"; }
+done
+[ -L "$W/links/model.safetensors" ] || fail "--save replaced the link"
+"$BIN/st_compare" --rtol 0 "$W/linked/model.safetensors" "$W/plain/model.safetensors" >/dev/null \
+  || fail "--save through a link: the linked file differs from a plain save"
+run 1 "$W/q_tp1" --data "$TOK" --steps 2 "${TRAIN[@]}" --load "$W/links/model.safetensors" \
+  >"$W/links2.log" 2>&1 && grep -q "at step 1" "$W/links2.log" \
+  || { cat "$W/links2.log"; fail "--load of the link"; }
+echo "ok: --save through a symbolic link keeps the link and writes its file"
 # A diverging run (lr 1e30: every step after the first has a non-finite
 # gradient norm, so it changes nothing) stops after --max-skipped steps in a
 # row with exit 1 and saves nothing: the checkpoint it loaded, which it was
