@@ -34,10 +34,19 @@ srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kin
                    is);
 }
 
+// stat(2) of `path`, "-" being the file standard output is open on.
+static int stat_output(const char *path, struct stat *st) {
+  return strcmp(path, "-") ? stat(path, st) : fstat(STDOUT_FILENO, st);
+}
+
 bool srt_same_file(const char *a, const char *b) {
   struct stat sa, sb;
-  return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
+  return a && b && stat_output(a, &sa) == 0 && stat_output(b, &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+bool srt_output_is_stdout(const char *path) {
+  return !strcmp(path, "-") || srt_same_file(path, "-");
 }
 
 srt_status srt_output_check_name(const char *what, const char *path, size_t suffix_bytes) {
@@ -57,45 +66,59 @@ srt_status srt_output_check_name(const char *what, const char *path, size_t suff
   return NULL;
 }
 
-char *srt_output_destination(const char *path) {
+srt_status srt_output_destination(const char *what, const char *path, char **dest) {
   struct stat st;
+  *dest = NULL;
   if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
-    char *target = realpath(path, NULL);
-    if (target || errno == ENOMEM)
-      return target;
+    if ((*dest = realpath(path, NULL)))
+      return NULL;
+    int err = errno;
+    if (err == ENOMEM)
+      return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
+    // A dangling link is replaced; one that resolves to something realpath
+    // cannot name (a deleted file's /proc/self/fd link, a target past
+    // PATH_MAX) is refused rather than replaced.
+    if (err != ENOENT || stat(path, &st) == 0 || errno != ENOENT)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "%s '%s': a symbolic link whose target cannot be named: %s", what, path,
+                       strerror(err));
   }
-  return strdup(path);
+  if (!(*dest = strdup(path)))
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
+  return NULL;
 }
 
-// "-": standard output, in place (it may be a pipe), flushed.
-static srt_status write_stdout(const char *what, const void *data, size_t len) {
+// Standard output, in place (it may be a pipe or a file opened to append),
+// flushed.
+static srt_status write_stdout(const char *what, const char *path, const void *data,
+                               size_t len) {
   if (fwrite(data, 1, len, stdout) == len && fflush(stdout) == 0)
     return NULL;
-  return SRT_ERROR(SRT_IO, "%s '-' (standard output): write failed: %s", what, strerror(errno));
+  return SRT_ERROR(SRT_IO, "%s '%s' (standard output): write failed: %s", what, path,
+                   strerror(errno));
 }
 
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len) {
-  if (!strcmp(path, "-"))
-    return write_stdout(what, data, len);
+  if (srt_output_is_stdout(path))
+    return write_stdout(what, path, data, len);
   // A new or regular file (or the one a link resolves to) is written to a
   // temporary beside it and renamed over it; a character device (/dev/null)
   // in place.
   srt_output_kind kind;
   SRT_RETURN_IF_ERROR(srt_output_kind_of(what, path, &kind));
   bool device = kind == SRT_OUTPUT_DEVICE;
-  char *dest = device ? strdup(path) : srt_output_destination(path);
-  if (!dest)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
-  srt_status s = srt_output_check_name(what, dest, strlen(".tmp"));
-  size_t n = strlen(dest) + 5;
-  char *tmp = s ? NULL : malloc(n);
-  if (!s && !tmp)
+  char *dest = NULL, *tmp = NULL;
+  srt_status s = srt_output_destination(what, path, &dest);
+  if (!s)
+    s = srt_output_check_name(what, dest, strlen(".tmp"));
+  size_t n = s ? 0 : strlen(dest) + 5;
+  if (!s && !(tmp = malloc(n)))
     s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
   FILE *f = NULL;
   if (!s) {
     snprintf(tmp, n, device ? "%s" : "%s.tmp", dest);
     if (!(f = fopen(tmp, "wb")))
-      s = SRT_ERROR(SRT_IO, "%s '%s': cannot create: %s", what, tmp, strerror(errno));
+      s = SRT_ERROR(SRT_IO, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
   }
   if (s) {
     free(tmp);

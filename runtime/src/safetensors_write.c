@@ -143,12 +143,17 @@ srt_status srt_safetensors_writer_begin(const char *path,
                                         srt_safetensors_writer **out) {
   *out = NULL;
   srt_safetensors_writer *w = calloc(1, sizeof *w);
-  if (w) {
-    w->path = srt_output_destination(path); // a link is written through
-    w->tmp = w->path ? malloc(strlen(w->path) + 5) : NULL;
-    w->bytes = calloc(n_entries ? n_entries : 1, sizeof *w->bytes);
+  if (!w)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
+  // A link is written through: the file it resolves to is replaced.
+  srt_status d = srt_output_destination("safetensors output", path, &w->path);
+  if (d) {
+    destroy(w, 0);
+    return d;
   }
-  if (!w || !w->path || !w->tmp || !w->bytes) {
+  w->tmp = malloc(strlen(w->path) + 5);
+  w->bytes = calloc(n_entries ? n_entries : 1, sizeof *w->bytes);
+  if (!w->tmp || !w->bytes) {
     destroy(w, 0);
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
   }

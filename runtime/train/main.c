@@ -169,9 +169,8 @@ static srt_status check_writable(const char *path, const char *flag) {
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: empty path", flag);
   if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is a directory, not a file", flag, path);
-  char dir[4096], *dest = srt_output_destination(path); // the temporary goes beside it
-  if (!dest)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", flag, path);
+  char dir[4096], *dest; // the temporary goes beside the file a link resolves to
+  SRT_RETURN_IF_ERROR(srt_output_destination(flag, path, &dest));
   snprintf(dir, sizeof dir, "%s", dest);
   free(dest);
   char *slash = strrchr(dir, '/');

@@ -151,6 +151,27 @@ static srt_status parse_size(const char *flag, const char *v, int64_t *out) {
                    "gigabits)", flag, v);
 }
 
+// A checkpoint path that is a symbolic link stands for the file it resolves
+// to: the optimizer files and step-numbered saves go beside that file, so a
+// checkpoint saved through a link loads through the link or the file alike.
+// `*path` then points into `file` (4096 bytes).
+static srt_status resolve_checkpoint(const char *flag, const char **path, char file[4096]) {
+  if (!*path)
+    return NULL;
+  char *dest;
+  SRT_RETURN_IF_ERROR(srt_output_destination(flag, *path, &dest));
+  size_t n = strlen(dest);
+  if (n < 4096)
+    memcpy(file, dest, n + 1);
+  free(dest);
+  if (n >= 4096)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s '%s': the file it links to has a path of %zu bytes, past %d", flag,
+                     *path, n, 4095);
+  *path = file;
+  return NULL;
+}
+
 srt_status train_parse_options(int argc, char **argv, train_options *o) {
   *o = (train_options){.steps = -1,
                        .lr = NAN,
@@ -419,6 +440,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                      (o->load && (!strcmp(o->metrics, o->load) || srt_same_file(o->metrics, o->load)))))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--metrics '%s' is a checkpoint of this run: choose "
                      "another file", o->metrics);
+  SRT_RETURN_IF_ERROR(resolve_checkpoint("--load", &o->load, o->load_file));
+  SRT_RETURN_IF_ERROR(resolve_checkpoint("--save", &o->save, o->save_file));
   // A checkpoint is a file (with its optimizer file beside it), never a
   // device; a dump may go to one (/dev/null).
   srt_output_kind kind;

@@ -191,8 +191,10 @@ typedef struct train_options {
   float weight_decay;    ///< --weight-decay (0.01, torch's AdamW default)
   float max_grad_norm;   ///< --max-grad-norm, required (<= 0: no clipping)
   double norm_type;      ///< --norm-type 2 | inf | p (2)
-  const char *load;      ///< --load CKPT or NULL
-  const char *save;      ///< --save CKPT or NULL
+  const char *load;      ///< --load CKPT or NULL (a link: the file it resolves to)
+  const char *save;      ///< --save CKPT or NULL (a link: the file it resolves to)
+  char load_file[4096];  ///< where `load` points when resolved from a link
+  char save_file[4096];  ///< where `save` points when resolved from a link
   int64_t save_every;    ///< --save-every N (0: only after the last step)
   int64_t keep_last;     ///< --keep-last K: step-numbered saves, the K newest kept (0: one file)
   uint64_t seed;         ///< --seed S (0)

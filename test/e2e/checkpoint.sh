@@ -231,8 +231,7 @@ else
   echo "skip: --save onto a device (mknod needs root)"
 fi
 # A --save that is a symbolic link is written through: the link stays and
-# the file it resolves to holds the same weights as a save to a plain path;
-# --load of the link resumes from it.
+# the file it resolves to holds the same weights as a save to a plain path.
 mkdir -p "$W/links" "$W/linked" "$W/plain" && cp "$W/step3/model.safetensors" "$W/linked/" \
   && ln -s ../linked/model.safetensors "$W/links/model.safetensors" || fail "link"
 for out in links plain; do
@@ -242,10 +241,15 @@ done
 [ -L "$W/links/model.safetensors" ] || fail "--save replaced the link"
 "$BIN/st_compare" --rtol 0 "$W/linked/model.safetensors" "$W/plain/model.safetensors" >/dev/null \
   || fail "--save through a link: the linked file differs from a plain save"
-run 1 "$W/q_tp1" --data "$TOK" --steps 2 "${TRAIN[@]}" --load "$W/links/model.safetensors" \
-  >"$W/links2.log" 2>&1 && grep -q "at step 1" "$W/links2.log" \
-  || { cat "$W/links2.log"; fail "--load of the link"; }
-echo "ok: --save through a symbolic link keeps the link and writes its file"
+# The optimizer files went beside the linked file, so the checkpoint
+# resumes through the link and through the file alike.
+for ck in links/model.safetensors linked/model.safetensors; do
+  run 1 "$W/q_tp1" --data "$TOK" --steps 2 "${TRAIN[@]}" --load "$W/$ck" \
+    >"$W/links2.log" 2>&1 && grep -q "at step 1" "$W/links2.log" \
+    || { cat "$W/links2.log"; fail "--load $ck after a --save through the link"; }
+done
+[ ! -e "$W/links/model.safetensors.optim-00000001-0" ] || fail "optimizer file beside the link"
+echo "ok: --save through a symbolic link keeps the link and writes beside its file"
 # A diverging run (lr 1e30: every step after the first has a non-finite
 # gradient norm, so it changes nothing) stops after --max-skipped steps in a
 # row with exit 1 and saves nothing: the checkpoint it loaded, which it was

@@ -9,50 +9,49 @@
 #include <string.h>
 #include <unistd.h>
 
+// Prints `s` as "<tool>: <message>" and frees it; returns false.
+static bool report(const char *tool, srt_status s) {
+  fprintf(stderr, "%s: %s\n", tool, srt_status_message(s));
+  srt_status_free(s);
+  return false;
+}
+
 bool tool_check_output(const char *tool, const char *path, const char *input) {
-  if (!strcmp(path, "-"))
+  if (input && srt_same_file(path, input)) { // "-" too: stdout redirected onto the input
+    fprintf(stderr, "%s: output '%s' is the input '%s': give another file\n", tool, path,
+            input);
+    return false;
+  }
+  if (srt_output_is_stdout(path))
     return true;
   srt_output_kind kind;
   srt_status s = srt_output_kind_of("output", path, &kind);
   if (!s)
     s = srt_output_check_name("output", path, strlen(".tmp"));
-  if (s) {
-    fprintf(stderr, "%s: %s\n", tool, srt_status_message(s));
-    srt_status_free(s);
-    return false;
-  }
-  if (input && srt_same_file(path, input)) {
-    fprintf(stderr, "%s: output '%s' is the input '%s': give another file\n", tool, path,
-            input);
-    return false;
-  }
-  return true;
+  return s ? report(tool, s) : true;
 }
 
 bool tool_output_begin(const char *tool, const char *path, tool_output *out) {
   out->path = path;
   out->staged = false;
+  out->to_stdout = srt_output_is_stdout(path);
   srt_output_kind kind = SRT_OUTPUT_FILE;
-  if (strcmp(path, "-")) {
+  char *dest = NULL;
+  if (!out->to_stdout) { // tool_check_output ran first: an error means the path changed since
     srt_status s = srt_output_kind_of("output", path, &kind);
-    if (s) { // tool_check_output ran first; the path changed since
-      fprintf(stderr, "%s: %s\n", tool, srt_status_message(s));
-      srt_status_free(s);
-      return false;
-    }
-    out->staged = kind == SRT_OUTPUT_FILE;
-  }
-  char *dest = out->staged ? srt_output_destination(path) : NULL;
-  if (out->staged && !dest) {
-    fprintf(stderr, "%s: output '%s': out of memory\n", tool, path);
-    return false;
+    out->staged = !s && kind == SRT_OUTPUT_FILE;
+    if (!s && out->staged)
+      s = srt_output_destination("output", path, &dest);
+    if (s)
+      return report(tool, s);
   }
   int d = snprintf(out->dest, sizeof out->dest, "%s", dest ? dest : path);
   int n = snprintf(out->target, sizeof out->target, out->staged ? "%s.tmp" : "%s", out->dest);
   free(dest);
   if (d < 0 || (size_t)d >= sizeof out->dest || n < 0 || (size_t)n >= sizeof out->target) {
-    fprintf(stderr, "%s: output path '%.200s...' is too long (%zu bytes)\n", tool, path,
-            strlen(path));
+    fprintf(stderr, "%s: output '%.200s': the file to write, '%.200s...', has a path too long "
+                    "(%zu bytes)\n",
+            tool, path, out->dest, strlen(out->dest) + (out->staged ? 4 : 0));
     return false;
   }
   return true;

@@ -339,9 +339,11 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
   return ok;
 }
 
-// Prints `module` to `target` (a file, or stdout for "-"); messages name `path`.
-static bool write_module(MlirOperation module, const char *target, const char *path) {
-  FILE *out = strcmp(target, "-") ? fopen(target, "w") : stdout;
+// Prints `module` where `output` says (a file, or stdout); messages name
+// the user's path.
+static bool write_module(MlirOperation module, const tool_output *output) {
+  const char *path = output->path;
+  FILE *out = output->to_stdout ? stdout : fopen(output->target, "w");
   if (!out) {
     fprintf(stderr, "shard-compile: cannot write '%s': %s\n", path, strerror(errno));
     return false;
@@ -412,7 +414,7 @@ static int run(const options *o) {
   tool_output output = {0};
   ok = ok && tool_output_begin("shard-compile", o->output, &output);
   if (ok && mlir_only) {
-    ok = write_module(module, output.target, o->output);
+    ok = write_module(module, &output);
   } else if (ok) {
     bool exe = !strcmp(o->emit, "exe");
     // An executable's object goes to a private temporary folder (never

@@ -190,10 +190,10 @@ static bool verify(MlirContext ctx, MlirModule module) {
 }
 
 static bool write_graph(const options *o, MlirModule module) {
-  bool to_stdout = !o->output || !strcmp(o->output, "-");
   tool_output output;
-  if (!tool_output_begin("shard-import", to_stdout ? "-" : o->output, &output))
+  if (!tool_output_begin("shard-import", o->output ? o->output : "-", &output))
     return false;
+  bool to_stdout = output.to_stdout;
   FILE *out = to_stdout ? stdout : fopen(output.target, "w");
   if (!out) {
     fprintf(stderr, "shard-import: cannot write '%s': %s\n", o->output,
@@ -227,7 +227,7 @@ int main(int argc, char **argv) {
   }
   if (rc)
     return 1;
-  if (o.output && !tool_check_output("shard-import", o.output, o.config))
+  if (!tool_check_output("shard-import", o.output ? o.output : "-", o.config))
     return 1;
 
   double t0 = tool_now_ms();

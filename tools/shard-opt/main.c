@@ -316,7 +316,7 @@ static int run(const options *o) {
   tool_output output;
   FILE *out = NULL;
   if (tool_output_begin("shard-opt", o->output, &output)) {
-    out = strcmp(o->output, "-") ? fopen(output.target, "w") : stdout;
+    out = output.to_stdout ? stdout : fopen(output.target, "w");
     if (!out)
       fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
   }

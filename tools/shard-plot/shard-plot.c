@@ -278,8 +278,8 @@ int main(int argc, char **argv) {
   }
   int rc = 1;
   series s = {0};
-  bool to_stdout = !strcmp(outp, "-"); // the report then goes to stderr
-  if (!*outp || (!to_stdout && srt_same_file(in, outp))) {
+  bool to_stdout = srt_output_is_stdout(outp); // the report then goes to stderr
+  if (!*outp || srt_same_file(in, outp)) {
     usage(!*outp ? "empty path for" : "the output is the input:", !*outp ? "-o" : outp);
     goto done;
   }

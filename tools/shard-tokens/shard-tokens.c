@@ -35,11 +35,8 @@ static const char USAGE[] =
 
 // Where the closing report goes: standard output, unless the output itself
 // is going there.
-static FILE *report_stream(const char *out) { return strcmp(out, "-") ? stdout : stderr; }
-
-// Whether `out` names the file `in` ("-", standard output, never does).
-static bool output_is_input(const char *in, const char *out) {
-  return strcmp(out, "-") && srt_same_file(in, out);
+static FILE *report_stream(const char *out) {
+  return srt_output_is_stdout(out) ? stderr : stdout;
 }
 
 // Prints the problem (if any) and the usage; returns the exit status 1.
@@ -294,7 +291,7 @@ static int encode_main(tok_tokenizer *t, const options *o) {
     const char *in = o->inputs[i];
     char *data, where[4096];
     size_t len;
-    if (output_is_input(in, o->out)) {
+    if (srt_same_file(in, o->out)) {
       fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", o->out);
       goto fail;
     }
@@ -462,7 +459,7 @@ int main(int argc, char **argv) {
                  o.n_inputs ? o.inputs[1] : "INPUT");
       goto done;
     }
-    if (output_is_input(o.inputs[0], o.out)) {
+    if (srt_same_file(o.inputs[0], o.out)) {
       fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", o.out);
       goto done;
     }
@@ -480,7 +477,7 @@ int main(int argc, char **argv) {
                o.decode ? o.inputs[0] : "INPUT...");
     goto done;
   }
-  if (o.decode && output_is_input(o.decode, o.out)) {
+  if (o.decode && srt_same_file(o.decode, o.out)) {
     fprintf(stderr, "shard-tokens: output '%s' is the token file: give another file\n", o.out);
     goto done;
   }

@@ -5,8 +5,9 @@
 // socket, block device) is refused, so no write ever replaces a device
 // node or blocks on a pipe nobody reads. A symbolic link is written
 // through: the temporary goes beside the file it resolves to and is
-// renamed over that file, so the link stays (/dev/stdout redirected to a
-// file is such a link). "-" is standard output, written directly.
+// renamed over that file, so the link stays. "-", and a path naming the
+// file standard output is open on (/dev/stdout), is standard output,
+// written directly.
 #ifndef SHARDRT_OUTPUT_H
 #define SHARDRT_OUTPUT_H
 
@@ -38,24 +39,35 @@ srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kin
 srt_status srt_output_check_name(const char *what, const char *path, size_t suffix_bytes);
 
 /// True when `a` and `b` both exist and are the same file (device and inode:
-/// other spellings and hard links included).
+/// other spellings and hard links included). "-" stands for the file
+/// standard output is open on, so an output of "-" redirected onto an input
+/// is caught.
 bool srt_same_file(const char *a, const char *b);
 
-/// The file a staged write of `path` replaces: for an existing symbolic
-/// link, the file it resolves to (every link followed, realpath(3)), so the
-/// temporary and the rename go there and the link stays; `path` itself
-/// otherwise (a dangling link is replaced by the file). Returns a string to
-/// free(), or NULL when out of memory.
-char *srt_output_destination(const char *path);
+/// True when `path` is "-" or names the file standard output is open on
+/// (/dev/stdout, /dev/fd/1, or the file it was redirected to): such an
+/// output is written to standard output in place, so a redirection with >>
+/// appends and nothing replaces the file under the shell.
+bool srt_output_is_stdout(const char *path);
+
+/// The file a staged write of `path` replaces, in `*dest` (to free()): for
+/// an existing symbolic link, the file it resolves to (every link followed,
+/// realpath(3)), so the temporary and the rename go there and the link
+/// stays; `path` itself otherwise, a dangling link included (it is replaced
+/// by the file, nothing is created where it points).
+/// Errors: SRT_INVALID_ARGUMENT naming `what` and `path` for a link whose
+/// target exists but cannot be named (a deleted file behind a /proc fd
+/// link, a target path past PATH_MAX); SRT_RESOURCE_EXHAUSTED.
+srt_status srt_output_destination(const char *what, const char *path, char **dest);
 
 /// Writes `len` bytes of `data` to `path` as its kind says (a new or regular
 /// file, or a link to one: "<file>.tmp" beside srt_output_destination's
-/// file, fsync, rename over it; a character device: in place; "-": standard
-/// output, flushed), so a crash never leaves half a file. `what` names the
-/// output in messages.
-/// Errors: those of srt_output_kind_of and srt_output_check_name; SRT_IO
-/// naming `what`, the file and the OS error (the temporary is removed);
-/// SRT_RESOURCE_EXHAUSTED when out of memory.
+/// file, fsync, rename over it; a character device: in place; "-" or the
+/// file standard output is open on: standard output, flushed), so a crash
+/// never leaves half a file. `what` names the output in messages.
+/// Errors: those of srt_output_kind_of, srt_output_check_name and
+/// srt_output_destination; SRT_IO naming `what`, the file and the OS error
+/// (the temporary is removed); SRT_RESOURCE_EXHAUSTED when out of memory.
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len);
 
 #endif // SHARDRT_OUTPUT_H
