@@ -66,6 +66,16 @@ srt_status srt_output_check_name(const char *what, const char *path, size_t suff
   return NULL;
 }
 
+srt_status srt_output_check_seekable(const char *what, const char *path) {
+  struct stat st;
+  if (srt_output_is_stdout(path) && !(fstat(STDOUT_FILENO, &st) == 0 && S_ISCHR(st.st_mode)))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s '%s' is standard output, which cannot take this file (it is "
+                     "rewritten in place or replaced as a whole): give a file",
+                     what, path);
+  return NULL;
+}
+
 srt_status srt_output_destination(const char *what, const char *path, char **dest) {
   struct stat st;
   *dest = NULL;

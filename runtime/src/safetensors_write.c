@@ -146,7 +146,9 @@ srt_status srt_safetensors_writer_begin(const char *path,
   if (!w)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
   // A link is written through: the file it resolves to is replaced.
-  srt_status d = srt_output_destination("safetensors output", path, &w->path);
+  srt_status d = srt_output_check_seekable("safetensors output", path);
+  if (!d)
+    d = srt_output_destination("safetensors output", path, &w->path);
   if (d) {
     destroy(w, 0);
     return d;

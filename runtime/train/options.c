@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "shardrt/checkpoint.h"
 #include "shardrt/output.h"
@@ -151,19 +152,34 @@ static srt_status parse_size(const char *flag, const char *v, int64_t *out) {
                    "gigabits)", flag, v);
 }
 
+// What a save appends to the --save name: "<save>.optim-<step, up to 16
+// digits>-<n>.tmp", and "-step<n>" with --keep-last.
+static size_t save_suffix_bytes(const train_options *o) {
+  return strlen(".optim--999.tmp") + 16 + (o->keep_last > 0 ? strlen("-step") + 18 : 0);
+}
+
 // A checkpoint path that is a symbolic link stands for the file it resolves
 // to: the optimizer files and step-numbered saves go beside that file, so a
 // checkpoint saved through a link loads through the link or the file alike.
-// `*path` then points into `file` (4096 bytes).
-static srt_status resolve_checkpoint(const char *flag, const char **path, char file[4096]) {
-  if (!*path)
+// `*path` then points into `file` (4096 bytes), whose name must take
+// `suffix_bytes` more (srt_output_check_name). A folder (--load of an
+// export) is left as given: its files are read inside it.
+static srt_status resolve_checkpoint(const char *flag, const char **path, char file[4096],
+                                     size_t suffix_bytes) {
+  struct stat st;
+  if (!*path || (stat(*path, &st) == 0 && S_ISDIR(st.st_mode))) // a --load DIR reads inside
     return NULL;
   char *dest;
   SRT_RETURN_IF_ERROR(srt_output_destination(flag, *path, &dest));
   size_t n = strlen(dest);
-  if (n < 4096)
+  srt_status s = NULL;
+  if (strcmp(dest, *path) && suffix_bytes)
+    s = srt_output_check_name(flag, dest, suffix_bytes);
+  if (!s && n < 4096)
     memcpy(file, dest, n + 1);
   free(dest);
+  if (s)
+    return s;
   if (n >= 4096)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s '%s': the file it links to has a path of %zu bytes, past %d", flag,
@@ -357,9 +373,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   // A save writes "<save>.optim-<step, up to 16 digits>-<n>.tmp" beside
   // it, a dump "<dump>.tmp": names that must fit before any step runs.
   if (o->save)
-    SRT_RETURN_IF_ERROR(srt_output_check_name(
-        "--save", o->save,
-        strlen(".optim--999.tmp") + 16 + (o->keep_last > 0 ? strlen("-step") + 18 : 0)));
+    SRT_RETURN_IF_ERROR(srt_output_check_name("--save", o->save, save_suffix_bytes(o)));
   if (o->dump)
     SRT_RETURN_IF_ERROR(srt_output_check_name("--dump", o->dump, strlen(".tmp")));
   if (!o->export_dir && (o->export_dtype != SRT_DTYPE_COUNT || o->max_shard_bytes != INT64_C(5000000000)))
@@ -440,8 +454,6 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                      (o->load && (!strcmp(o->metrics, o->load) || srt_same_file(o->metrics, o->load)))))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--metrics '%s' is a checkpoint of this run: choose "
                      "another file", o->metrics);
-  SRT_RETURN_IF_ERROR(resolve_checkpoint("--load", &o->load, o->load_file));
-  SRT_RETURN_IF_ERROR(resolve_checkpoint("--save", &o->save, o->save_file));
   // A checkpoint is a file (with its optimizer file beside it), never a
   // device; a dump may go to one (/dev/null).
   srt_output_kind kind;
@@ -452,5 +464,9 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                      "file beside it",
                      o->save);
   SRT_RETURN_IF_ERROR(o->dump ? srt_output_kind_of("--dump", o->dump, &kind) : NULL);
-  return NULL;
+  SRT_RETURN_IF_ERROR(o->save ? srt_output_check_seekable("--save", o->save) : NULL);
+  SRT_RETURN_IF_ERROR(o->dump ? srt_output_check_seekable("--dump", o->dump) : NULL);
+  // Links last, so that the messages above name the user's path.
+  SRT_RETURN_IF_ERROR(resolve_checkpoint("--load", &o->load, o->load_file, 0));
+  return resolve_checkpoint("--save", &o->save, o->save_file, save_suffix_bytes(o));
 }

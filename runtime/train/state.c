@@ -15,6 +15,7 @@
 
 #include "shardrt/checkpoint.h"
 #include "shardrt/collectives.h"
+#include "shardrt/output.h"
 #include "shardrt/safetensors.h"
 #include "train_internal.h"
 
@@ -34,6 +35,20 @@ static char *concat(const char *a, const char *b) {
 static const char *base_of(const char *path) {
   const char *slash = strrchr(path, '/');
   return slash ? slash + 1 : path;
+}
+
+// Whether `optim` is an optimizer file of checkpoint `path`:
+// "<name>.optim-..." in the same folder, however either path is spelled
+// (a --load through a link is absolute, a --save may be relative).
+static bool is_own_optim(const char *path, const char *optim) {
+  const char *pb = base_of(path), *ob = base_of(optim);
+  size_t n = strlen(pb);
+  if (strncmp(ob, pb, n) != 0 || strncmp(ob + n, ".optim-", 7) != 0)
+    return false;
+  char pd[PATH_MAX_LEN], od[PATH_MAX_LEN]; // the folders: "." for a bare name
+  snprintf(pd, sizeof pd, "%.*s", pb > path ? (int)(pb - path) : 1, pb > path ? path : ".");
+  snprintf(od, sizeof od, "%.*s", ob > optim ? (int)(ob - optim) : 1, ob > optim ? optim : ".");
+  return srt_same_file(pd, od);
 }
 
 // The optimizer tensors: for each parameter, "<name>.exp_avg" and
@@ -199,10 +214,8 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   // referenced. One that belongs to another checkpoint (the one a run was
   // --load'ed from) stays: that checkpoint must remain resumable.
   if (!s) {
-    char own[PATH_MAX_LEN];
-    snprintf(own, sizeof own, "%s.optim-", path);
     if (srt_context_rank(ctx) == 0 && prev_optim[0] && strcmp(prev_optim, optim) != 0 &&
-        strncmp(prev_optim, own, strlen(own)) == 0)
+        is_own_optim(path, prev_optim))
       remove(prev_optim);
     snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
   }

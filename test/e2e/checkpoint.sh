@@ -249,6 +249,19 @@ for ck in links/model.safetensors linked/model.safetensors; do
     || { cat "$W/links2.log"; fail "--load $ck after a --save through the link"; }
 done
 [ ! -e "$W/links/model.safetensors.optim-00000001-0" ] || fail "optimizer file beside the link"
+# Resuming through the link into the file itself replaces the old optimizer
+# file (one spelling absolute, the other relative: still the same folder).
+run 1 "$W/q_tp1" --data "$TOK" --steps 2 "${TRAIN[@]}" --load "$W/links/model.safetensors" \
+  --save "$W/linked/model.safetensors" >"$W/links3.log" 2>&1 || { cat "$W/links3.log"; fail "resume in place through the link"; }
+[ "$(ls "$W"/linked/model.safetensors.optim-* | wc -l)" = 1 ] \
+  || fail "resume in place through a link left the old optimizer file: $(ls "$W"/linked)"
+# A safetensors output is rewritten in place (its checksums): --dump to
+# standard output redirected to a file is refused before any step, the
+# file kept.
+echo "a log line" >"$W/dump.log"
+expect_error "--dump to stdout" "--dump '/dev/stdout' is standard output" -- \
+  bash -c "$(printf '%q ' "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --dump /dev/stdout) >> $(printf '%q' "$W/dump.log")"
+[ "$(cat "$W/dump.log")" = "a log line" ] || fail "--dump to stdout changed the file it was redirected to"
 echo "ok: --save through a symbolic link keeps the link and writes beside its file"
 # A diverging run (lr 1e30: every step after the first has a non-finite
 # gradient norm, so it changes nothing) stops after --max-skipped steps in a

@@ -26,6 +26,7 @@
 #include "diagnostics.h"
 #include "args.h"
 #include "output.h"
+#include "shardrt/output.h"
 #include "source.h"
 #include "emit.h"
 #include "graph.h"
@@ -380,6 +381,13 @@ static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
 static int run(const options *o) {
   if (!tool_check_output("shard-compile", o->output, o->config))
     return 1;
+  // Only --emit=mlir is printed here; LLVM and the linker write the others.
+  srt_status so = strcmp(o->emit, "mlir") ? srt_output_check_seekable("-o", o->output) : NULL;
+  if (so) {
+    fprintf(stderr, "shard-compile: %s (--emit=mlir prints there)\n", srt_status_message(so));
+    srt_status_free(so);
+    return 1;
+  }
   double t0 = tool_now_ms();
   char err[2048];
   import_config cfg;

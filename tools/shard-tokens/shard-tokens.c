@@ -481,6 +481,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "shard-tokens: output '%s' is the token file: give another file\n", o.out);
     goto done;
   }
+  if (srt_same_file(o.tokenizer, o.out)) {
+    fprintf(stderr, "shard-tokens: output '%s' is the tokenizer: give another file\n", o.out);
+    goto done;
+  }
   char *error = NULL;
   tok_tokenizer *t = tok_load(o.tokenizer, &error);
   if (!t) {

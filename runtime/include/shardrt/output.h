@@ -50,6 +50,14 @@ bool srt_same_file(const char *a, const char *b);
 /// appends and nothing replaces the file under the shell.
 bool srt_output_is_stdout(const char *path);
 
+/// Refuses `path` as the output of a file that is rewritten in place after
+/// its data (a safetensors file's checksums) or made by another program
+/// that replaces it (the linker) when it is standard output ("-",
+/// /dev/stdout) other than a character device: a pipe cannot seek and a
+/// redirected file must not be replaced under the shell. /dev/null and a
+/// terminal pass. Errors: SRT_INVALID_ARGUMENT naming `what` and `path`.
+srt_status srt_output_check_seekable(const char *what, const char *path);
+
 /// The file a staged write of `path` replaces, in `*dest` (to free()): for
 /// an existing symbolic link, the file it resolves to (every link followed,
 /// realpath(3)), so the temporary and the rename go there and the link

@@ -31,7 +31,10 @@ typedef struct srt_safetensors_writer srt_safetensors_writer;
 /// NULL) and every entry's dtype, shape and data_offsets, in entry order
 /// and contiguous, padded with spaces to a multiple of 8 bytes. One writer
 /// per path at a time. Errors: SRT_INVALID_ARGUMENT for a bad entry (naming
-/// it: dtype, rank, negative size, duplicate or reserved name); SRT_IO
+/// it: dtype, rank, negative size, duplicate or reserved name), for `path`
+/// naming standard output other than a character device
+/// (srt_output_check_seekable) or a link whose target cannot be named
+/// (srt_output_destination); SRT_IO
 /// naming the file and the OS error. On error *out is NULL and no temporary
 /// file is left.
 srt_status srt_safetensors_writer_begin(const char *path,
