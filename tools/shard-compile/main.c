@@ -381,10 +381,12 @@ static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
 static int run(const options *o) {
   if (!tool_check_output("shard-compile", o->output, o->config))
     return 1;
-  // Only --emit=mlir is printed here; LLVM and the linker write the others.
-  srt_status so = strcmp(o->emit, "mlir") ? srt_output_check_seekable("-o", o->output) : NULL;
+  // An executable is made by the linker, which replaces its file: never
+  // stdout (LLVM writes IR and objects to stdout itself, given "-").
+  srt_status so = !strcmp(o->emit, "exe") ? srt_output_check_seekable("-o", o->output) : NULL;
   if (so) {
-    fprintf(stderr, "shard-compile: %s (--emit=mlir prints there)\n", srt_status_message(so));
+    fprintf(stderr, "shard-compile: %s (--emit=mlir|llvm|obj print there)\n",
+            srt_status_message(so));
     srt_status_free(so);
     return 1;
   }
@@ -428,7 +430,7 @@ static int run(const options *o) {
     // An executable's object goes to a private temporary folder (never
     // beside an output that may be a device: no "/dev/null.o").
     char object[4096], dir[4096] = "";
-    snprintf(object, sizeof object, "%s", output.target);
+    snprintf(object, sizeof object, "%s", output.to_stdout ? "-" : output.target);
     bool have_dir = false;
     if (exe) {
       const char *tmpdir = getenv("TMPDIR");

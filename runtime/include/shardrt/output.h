@@ -52,7 +52,7 @@ bool srt_output_is_stdout(const char *path);
 
 /// Refuses `path` as the output of a file that is rewritten in place after
 /// its data (a safetensors file's checksums) or made by another program
-/// that replaces it (the linker) when it is standard output ("-",
+/// that replaces it (the linker making an executable) when it is standard output ("-",
 /// /dev/stdout) other than a character device: a pipe cannot seek and a
 /// redirected file must not be replaced under the shell. /dev/null and a
 /// terminal pass. Errors: SRT_INVALID_ARGUMENT naming `what` and `path`.
