@@ -381,11 +381,13 @@ static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
 static int run(const options *o) {
   if (!tool_check_output("shard-compile", o->output, o->config))
     return 1;
-  // An executable is made by the linker, which replaces its file: never
-  // stdout (LLVM writes IR and objects to stdout itself, given "-").
-  srt_status so = !strcmp(o->emit, "exe") ? srt_output_check_seekable("-o", o->output) : NULL;
+  // An executable is made by the linker, which replaces its file, and LLVM
+  // seeks in an object: neither goes to stdout (a pipe or a redirected
+  // file). LLVM writes IR to stdout itself, given "-".
+  bool binary = !strcmp(o->emit, "exe") || !strcmp(o->emit, "obj");
+  srt_status so = binary ? srt_output_check_seekable("-o", o->output) : NULL;
   if (so) {
-    fprintf(stderr, "shard-compile: %s (--emit=mlir|llvm|obj print there)\n",
+    fprintf(stderr, "shard-compile: %s (--emit=mlir|llvm print there)\n",
             srt_status_message(so));
     srt_status_free(so);
     return 1;
