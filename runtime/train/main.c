@@ -162,13 +162,17 @@ static srt_status check_program(const srt_program *p, const srt_mesh *mesh) {
 
 // `path` names a file that can be created or replaced: its directory (that
 // of the file a symbolic link resolves to) exists and is writable, and it
-// is not itself a directory.
+// is not itself a directory; or a writable character device (/dev/null),
+// which is written in place and needs no folder.
 static srt_status check_writable(const char *path, const char *flag) {
   struct stat st;
   if (!*path)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: empty path", flag);
-  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+  bool exists = stat(path, &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s' is a directory, not a file", flag, path);
+  if (exists && S_ISCHR(st.st_mode) && access(path, W_OK) == 0) // /dev/null: in place
+    return NULL;
   char dir[4096], *dest; // the temporary goes beside the file a link resolves to
   SRT_RETURN_IF_ERROR(srt_output_destination(flag, path, &dest));
   snprintf(dir, sizeof dir, "%s", dest);

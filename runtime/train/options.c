@@ -454,6 +454,14 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                      (o->load && (!strcmp(o->metrics, o->load) || srt_same_file(o->metrics, o->load)))))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--metrics '%s' is a checkpoint of this run: choose "
                      "another file", o->metrics);
+  if (o->metrics && o->dump && (!strcmp(o->metrics, o->dump) || srt_same_file(o->metrics, o->dump)))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--metrics '%s' is the --dump file: choose another "
+                     "file", o->metrics);
+  // "-" is no file name here: standard output carries the step log.
+  for (int i = 0; i < 3; ++i)
+    if (outputs[i] && !strcmp(outputs[i], "-"))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '-': give a file (standard output carries the "
+                       "step log)", output_flags[i]);
   // A checkpoint is a file (with its optimizer file beside it), never a
   // device; a dump may go to one (/dev/null).
   srt_output_kind kind;

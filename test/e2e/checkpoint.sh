@@ -219,6 +219,11 @@ cp "$TOK" "$W/tokens.copy" || fail "copy"
 expect_error "--save onto --data" "--save '$TOK' is the --data" -- \
   run 1 "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --save "$TOK"
 cmp "$TOK" "$W/tokens.copy" || fail "--save onto --data changed the token file"
+expect_error "--save -" "--save '-': give a file" -- \
+  run 1 "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --save -
+[ ! -e ./- ] && [ ! -e "$W/-" ] || fail "--save - made a file named -"
+expect_error "--metrics onto --dump" "--metrics '$W/m.jsonl' is the --dump file" -- \
+  run 1 "$W/q_tp1" --data "$TOK" --steps 1 "${TRAIN[@]}" --metrics "$W/m.jsonl" --dump "$W/m.jsonl"
 mkfifo "$W/dump.fifo" || fail "mkfifo"
 expect_error "--dump onto a FIFO" "--dump '$W/dump.fifo' is a FIFO" -- \
   timeout 60 "$MPI" --allow-run-as-root --oversubscribe -np 1 "$W/q_tp1" --data "$TOK" --steps 1 \

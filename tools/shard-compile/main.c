@@ -386,6 +386,9 @@ static int run(const options *o) {
   // file). LLVM writes IR to stdout itself, given "-".
   bool binary = !strcmp(o->emit, "exe") || !strcmp(o->emit, "obj");
   srt_status so = binary ? srt_output_check_seekable("-o", o->output) : NULL;
+  if (binary && !so && !strcmp(o->output, "-")) // the linker would make a file named "-"
+    so = SRT_ERROR(SRT_INVALID_ARGUMENT, "-o '-': an executable or object is a file: give its "
+                   "path");
   if (so) {
     fprintf(stderr, "shard-compile: %s (--emit=mlir|llvm print there)\n",
             srt_status_message(so));
