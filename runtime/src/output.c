@@ -108,29 +108,39 @@ static srt_status write_stdout(const char *what, const char *path, const void *d
                    strerror(errno));
 }
 
+srt_status srt_output_stage(const char *what, const char *path, bool *device, char **dest,
+                            char **tmp) {
+  *dest = *tmp = NULL;
+  srt_output_kind kind;
+  SRT_RETURN_IF_ERROR(srt_output_kind_of(what, path, &kind));
+  *device = kind == SRT_OUTPUT_DEVICE;
+  srt_status s = *device ? NULL : srt_output_destination(what, path, dest);
+  if (!s && !*device)
+    s = srt_output_check_name(what, *dest, strlen(".tmp"));
+  if (!s && *device && !(*dest = strdup(path)))
+    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
+  size_t n = s ? 0 : strlen(*dest) + 5;
+  if (!s && !(*tmp = malloc(n)))
+    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
+  if (s) {
+    free(*dest);
+    *dest = NULL;
+    return s;
+  }
+  snprintf(*tmp, n, *device ? "%s" : "%s.tmp", *dest);
+  return NULL;
+}
+
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len) {
   if (srt_output_is_stdout(path))
     return write_stdout(what, path, data, len);
-  // A new or regular file (or the one a link resolves to) is written to a
-  // temporary beside it and renamed over it; a character device (/dev/null)
-  // in place.
-  srt_output_kind kind;
-  SRT_RETURN_IF_ERROR(srt_output_kind_of(what, path, &kind));
-  bool device = kind == SRT_OUTPUT_DEVICE;
-  char *dest = NULL, *tmp = NULL;
-  srt_status s = srt_output_destination(what, path, &dest);
-  if (!s)
-    s = srt_output_check_name(what, dest, strlen(".tmp"));
-  size_t n = s ? 0 : strlen(dest) + 5;
-  if (!s && !(tmp = malloc(n)))
-    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
-  FILE *f = NULL;
-  if (!s) {
-    snprintf(tmp, n, device ? "%s" : "%s.tmp", dest);
-    if (!(f = fopen(tmp, "wb")))
-      s = SRT_ERROR(SRT_IO, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
-  }
-  if (s) {
+  bool device;
+  char *dest, *tmp;
+  SRT_RETURN_IF_ERROR(srt_output_stage(what, path, &device, &dest, &tmp));
+  srt_status s = NULL;
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    s = SRT_ERROR(SRT_IO, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
     free(tmp);
     free(dest);
     return s;

@@ -146,31 +146,19 @@ srt_status srt_safetensors_writer_begin(const char *path,
   if (!w)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
   // A link is written through: the file it resolves to is replaced.
+  bool device = false;
   srt_status d = srt_output_check_seekable("safetensors output", path);
   if (!d)
-    d = srt_output_destination("safetensors output", path, &w->path);
+    d = srt_output_stage("safetensors output", path, &device, &w->path, &w->tmp);
+  w->device = device;
+  w->bytes = d ? NULL : calloc(n_entries ? n_entries : 1, sizeof *w->bytes);
+  if (!d && !w->bytes)
+    d = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
   if (d) {
     destroy(w, 0);
     return d;
   }
-  w->tmp = malloc(strlen(w->path) + 5);
-  w->bytes = calloc(n_entries ? n_entries : 1, sizeof *w->bytes);
-  if (!w->tmp || !w->bytes) {
-    destroy(w, 0);
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
-  }
-  size_t plen = strlen(w->path);
-  memcpy(w->tmp, w->path, plen);
-  memcpy(w->tmp + plen, ".tmp", 5);
   w->n = n_entries;
-  srt_output_kind kind;
-  srt_status k = srt_output_kind_of("safetensors output", path, &kind);
-  if (k) {
-    destroy(w, 0);
-    return k;
-  }
-  if ((w->device = kind == SRT_OUTPUT_DEVICE))
-    memcpy(w->tmp, w->path, plen + 1); // written where it is
   char *header;
   srt_status s = build_header(w, entries, n_entries, metadata, n_metadata, w->bytes,
                               &header);

@@ -35,23 +35,21 @@ bool tool_output_begin(const char *tool, const char *path, tool_output *out) {
   out->path = path;
   out->staged = false;
   out->to_stdout = srt_output_is_stdout(path);
-  srt_output_kind kind = SRT_OUTPUT_FILE;
-  char *dest = NULL;
+  char *dest = NULL, *tmp = NULL;
+  bool device = true;
   if (!out->to_stdout) { // tool_check_output ran first: an error means the path changed since
-    srt_status s = srt_output_kind_of("output", path, &kind);
-    out->staged = !s && kind == SRT_OUTPUT_FILE;
-    if (!s && out->staged)
-      s = srt_output_destination("output", path, &dest);
+    srt_status s = srt_output_stage("output", path, &device, &dest, &tmp);
     if (s)
       return report(tool, s);
+    out->staged = !device;
   }
   int d = snprintf(out->dest, sizeof out->dest, "%s", dest ? dest : path);
-  int n = snprintf(out->target, sizeof out->target, out->staged ? "%s.tmp" : "%s", out->dest);
+  int n = snprintf(out->target, sizeof out->target, "%s", tmp ? tmp : path);
   free(dest);
+  free(tmp);
   if (d < 0 || (size_t)d >= sizeof out->dest || n < 0 || (size_t)n >= sizeof out->target) {
-    fprintf(stderr, "%s: output '%.200s': the file to write, '%.200s...', has a path too long "
-                    "(%zu bytes)\n",
-            tool, path, out->dest, strlen(out->dest) + (out->staged ? 4 : 0));
+    fprintf(stderr, "%s: output '%.200s...': the file to write has a path of %d bytes, too long\n",
+            tool, path, n > d ? n : d);
     return false;
   }
   return true;

@@ -68,14 +68,23 @@ srt_status srt_output_check_seekable(const char *what, const char *path);
 /// link, a target path past PATH_MAX); SRT_RESOURCE_EXHAUSTED.
 srt_status srt_output_destination(const char *what, const char *path, char **dest);
 
+/// Where a write of `path` (not standard output) goes: `*dest`, the file it
+/// replaces (srt_output_destination), and `*tmp`, the file to write now:
+/// "<dest>.tmp" beside it, to be renamed over `dest` once complete; for a
+/// character device both are `path` and `*device` is true (written in
+/// place). Both strings are to free(); NULL on error.
+/// Errors: those of srt_output_kind_of, srt_output_destination and
+/// srt_output_check_name (`dest` with ".tmp"); SRT_RESOURCE_EXHAUSTED.
+srt_status srt_output_stage(const char *what, const char *path, bool *device, char **dest,
+                            char **tmp);
+
 /// Writes `len` bytes of `data` to `path` as its kind says (a new or regular
 /// file, or a link to one: "<file>.tmp" beside srt_output_destination's
 /// file, fsync, rename over it; a character device: in place; "-" or the
 /// file standard output is open on: standard output, flushed), so a crash
 /// never leaves half a file. `what` names the output in messages.
-/// Errors: those of srt_output_kind_of, srt_output_check_name and
-/// srt_output_destination; SRT_IO naming `what`, the file and the OS error
-/// (the temporary is removed); SRT_RESOURCE_EXHAUSTED when out of memory.
+/// Errors: those of srt_output_stage; SRT_IO naming `what`, the file and
+/// the OS error (the temporary is removed).
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len);
 
 #endif // SHARDRT_OUTPUT_H
