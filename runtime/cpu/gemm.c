@@ -182,6 +182,7 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
         c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
     return NULL;
   }
+  srt_cpu_fix_threads(); // oneDNN's parts assume the whole team: threads.c
   bool primitive;
   dnnl_status_t s =
       try_matmul(&primitive, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -203,6 +203,16 @@ static void print_threads(const train_threads *t, const srt_backend *backend) {
     printf("; GEMM: %s", lib);
   }
   printf("\n");
+  if (t->threads < t->asked)
+    printf("train: note: %d thread%s asked, OpenMP grants %d%s: the kernels use %d\n", t->asked,
+           t->asked == 1 ? "" : "s", t->threads,
+           t->thread_limit < t->asked ? " (OMP_THREAD_LIMIT)" : "", t->threads);
+  if (t->was_dynamic)
+    printf("train: note: OMP_DYNAMIC turned off: the GEMMs need every team at its full "
+           "size\n");
+  if (t->had_no_level)
+    printf("train: note: OMP_MAX_ACTIVE_LEVELS=0 raised to 1: every parallel region would "
+           "run on one thread\n");
   int usable = t->bound > 0 ? t->bound : t->cores;
   if (t->threads > usable)
     printf("train: note: %d threads per rank on %d CPU%s it may use: they will take turns "

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include <ctype.h>
 #include <mpi.h>
+#include <omp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,10 @@ train_threads train_choose_threads(int64_t requested) {
     if (t.bound > 0 && t.bound < t.threads)
       t.threads = t.bound;
   }
-  srt_cpu_set_threads(t.threads);
+  t.asked = t.threads;
+  t.thread_limit = omp_get_thread_limit();
+  t.was_dynamic = omp_get_dynamic();
+  t.had_no_level = omp_get_max_active_levels() < 1;
+  t.threads = srt_cpu_set_threads(t.threads);
   return t;
 }

@@ -216,7 +216,11 @@ typedef struct train_options {
 
 /// The cpu kernels' threads of this rank and what they were chosen from.
 typedef struct train_threads {
-  int threads;     ///< threads each cpu kernel of this rank uses
+  int threads;     ///< threads each cpu kernel of this rank uses (what OpenMP grants)
+  int asked;       ///< the count chosen before OpenMP's limits (--threads, OMP_NUM_THREADS, cores)
+  int thread_limit; ///< OMP_THREAD_LIMIT's cap (omp_get_thread_limit)
+  bool was_dynamic; ///< OMP_DYNAMIC was on (srt_cpu_set_threads turns it off)
+  bool had_no_level; ///< OMP_MAX_ACTIVE_LEVELS was 0 (srt_cpu_set_threads raises it to 1)
   int cores;       ///< CPUs online on this node
   int local_ranks; ///< ranks of the job on this node (MPI_COMM_TYPE_SHARED)
   int bound;       ///< CPUs this rank may run on (affinity), -1 if unknown
@@ -226,8 +230,10 @@ typedef struct train_threads {
 /// Sets this rank's kernel threads (srt_cpu_set_threads): `requested` when
 /// > 0 (--threads), else OMP_NUM_THREADS's first count when set, else
 /// cores / local_ranks (at least 1) lowered to the CPUs the launcher bound
-/// the rank to. Collective over MPI_COMM_WORLD (the
-/// node split). Never fails: an unknown count falls back to 1 rank / 1 CPU.
+/// the rank to; then capped to the team OpenMP grants (OMP_THREAD_LIMIT),
+/// with OMP_DYNAMIC turned off (srt_cpu_set_threads). Collective over
+/// MPI_COMM_WORLD (the node split). Never fails: an unknown count falls back
+/// to 1 rank / 1 CPU.
 train_threads train_choose_threads(int64_t requested);
 
 /// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and

@@ -55,11 +55,24 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
 void srt_cpu_gemm_library(char *buf, size_t size);
 
 /// Sets the threads every cpu kernel (GEMMs included) uses from now on in this
-/// process: the OpenMP pool's size (omp_set_num_threads). threads < 1 means 1.
-/// Results of every kernel except the GEMMs are bit-identical for any count.
-void srt_cpu_set_threads(int threads);
+/// process, the OpenMP pool's size, to `threads` (< 1 means 1) or the team
+/// OpenMP grants, whichever is smaller, and returns that count. oneDNN assumes
+/// every parallel region gets omp_get_max_threads() threads, so this turns
+/// dynamic adjustment off (OMP_DYNAMIC), allows one active level when
+/// OMP_MAX_ACTIVE_LEVELS is 0, caps the count at OMP_THREAD_LIMIT and measures
+/// the team a region then gets. Call it from the thread that runs the kernels,
+/// outside any parallel region. Results of every kernel except the GEMMs are
+/// bit-identical for any count.
+int srt_cpu_set_threads(int threads);
 
-/// The threads the cpu kernels use (omp_get_max_threads).
+/// Fixes the pool as srt_cpu_set_threads(omp_get_max_threads()) would, once
+/// per process and only outside a parallel region, unless
+/// srt_cpu_set_threads already ran: the kernels call it so that a program
+/// that never sets the threads still gets the team every GEMM assumes.
+void srt_cpu_fix_threads(void);
+
+/// The threads the cpu kernels use (omp_get_max_threads, after
+/// srt_cpu_fix_threads).
 int srt_cpu_threads(void);
 
 //===----------------------------------------------------------------------===//
