@@ -160,21 +160,27 @@ int64_t srt_tokens_at(const srt_tokens *t, int64_t i) {
 
 srt_status srt_tokens_check_vocab(const srt_tokens *t, int64_t vocab) {
   enum { kChunk = 1 << 16 };
-  unsigned char buf[kChunk * 4];
-  for (int64_t i0 = 0; i0 < t->count; i0 += kChunk) {
+  // On the heap: 256 KiB on the stack overflowed a main thread whose stack
+  // limit was that small (ulimit -s 256) with a segmentation fault.
+  unsigned char *buf = malloc((size_t)kChunk * 4);
+  if (!buf)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", t->path);
+  srt_status s = NULL;
+  for (int64_t i0 = 0; !s && i0 < t->count; i0 += kChunk) {
     int64_t n = t->count - i0 < kChunk ? t->count - i0 : kChunk;
-    SRT_RETURN_IF_ERROR(read_at(t, buf, (size_t)(n * t->width), offset_of(t, i0)));
-    for (int64_t i = 0; i < n; ++i) {
+    s = read_at(t, buf, (size_t)(n * t->width), offset_of(t, i0));
+    for (int64_t i = 0; !s && i < n; ++i) {
       int64_t id = (int64_t)load_le(buf + i * t->width, t->width);
       if (id >= vocab)
-        return SRT_ERROR(SRT_OUT_OF_RANGE,
-                         "token file '%s': token %lld has id %lld, not below the model's "
-                         "vocabulary of %lld (file declares vocabulary %lld)",
-                         t->path, (long long)(i0 + i), (long long)id, (long long)vocab,
-                         (long long)t->vocab);
+        s = SRT_ERROR(SRT_OUT_OF_RANGE,
+                      "token file '%s': token %lld has id %lld, not below the model's "
+                      "vocabulary of %lld (file declares vocabulary %lld)",
+                      t->path, (long long)(i0 + i), (long long)id, (long long)vocab,
+                      (long long)t->vocab);
     }
   }
-  return NULL;
+  free(buf);
+  return s;
 }
 
 srt_status srt_tokens_batch(const srt_tokens *t, int64_t step, int64_t batch, int64_t seq,

@@ -296,6 +296,8 @@ int main(int argc, char **argv) {
   char prev_optim[4096] = "";
   train_input input = {0};
   int failed = any_failed(ctx, check_program(p, srt_context_mesh(ctx)));
+  if (!failed && !backend)
+    failed = any_failed(ctx, train_check_omp_stack());
   if (!failed)
     failed = any_failed(ctx, train_input_open(p, &input));
   // The device first: a machine without one is told so before minutes of

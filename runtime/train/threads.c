@@ -4,6 +4,7 @@
 // --threads N, override it.
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include <ctype.h>
+#include <inttypes.h>
 #include <mpi.h>
 #include <omp.h>
 #include <sched.h>
@@ -67,4 +68,56 @@ train_threads train_choose_threads(int64_t requested) {
   t.had_no_level = omp_get_max_active_levels() < 1;
   t.threads = srt_cpu_set_threads(t.threads);
   return t;
+}
+
+// OMP_STACKSIZE as OpenMP reads it ("<n>[B|K|M|G]", K without a unit, blanks
+// around), else GOMP_STACKSIZE (libgomp's older name, read when the first is
+// unset), in bytes; -1 when unset or unreadable (libgomp then warns and
+// keeps its default). *name gets the variable read.
+static int64_t omp_stack_env(const char **name) {
+  static const char *const names[] = {"OMP_STACKSIZE", "GOMP_STACKSIZE"};
+  for (int i = 0; i < 2; ++i) {
+    const char *v = getenv(names[i]);
+    if (!v)
+      continue;
+    *name = names[i];
+    char *end;
+    while (isspace((unsigned char)*v))
+      ++v;
+    if (!isdigit((unsigned char)*v))
+      return -1;
+    uintmax_t n = strtoumax(v, &end, 10);
+    while (isspace((unsigned char)*end))
+      ++end;
+    int shift = 10;
+    switch (toupper((unsigned char)*end)) {
+    case 'B': shift = 0; ++end; break;
+    case 'K': ++end; break;
+    case 'M': shift = 20; ++end; break;
+    case 'G': shift = 30; ++end; break;
+    default: break;
+    }
+    while (isspace((unsigned char)*end))
+      ++end;
+    if (*end || n > (UINTMAX_C(1) << 40))
+      return -1;
+    return (int64_t)(n << shift);
+  }
+  return -1;
+}
+
+srt_status train_check_omp_stack(void) {
+  // The kernels' and oneDNN's frames on an OpenMP worker thread: measured to
+  // crash below about 20 KiB (tiny models and the kernel tests); the floor
+  // leaves a margin of six.
+  enum { kMinStack = 128 << 10 };
+  const char *name = NULL;
+  int64_t bytes = omp_stack_env(&name);
+  if (bytes >= 0 && bytes < kMinStack)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s=%s gives each OpenMP thread %" PRId64 " bytes of stack; the cpu "
+                     "kernels need at least %d KiB (a smaller stack crashes them): raise it "
+                     "or unset it",
+                     name, getenv(name), bytes, kMinStack >> 10);
+  return NULL;
 }

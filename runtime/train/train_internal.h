@@ -236,6 +236,12 @@ typedef struct train_threads {
 /// to 1 rank / 1 CPU.
 train_threads train_choose_threads(int64_t requested);
 
+/// Refuses an OpenMP thread stack (OMP_STACKSIZE, else GOMP_STACKSIZE) below
+/// 128 KiB, which the cpu kernels would overflow (a segmentation fault).
+/// Errors: SRT_INVALID_ARGUMENT naming the variable, its value and the floor;
+/// NULL when unset, unreadable (OpenMP ignores it) or large enough.
+srt_status train_check_omp_stack(void);
+
 /// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and
 /// the value (a missing required flag, a malformed number, an unknown flag).
 srt_status train_parse_options(int argc, char **argv, train_options *o);

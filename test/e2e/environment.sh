@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The driver under process limits and environment settings a scheduler or an
+# HPC module sets (issue 39): each run must train exactly like a plain run or
+# be refused before step 1 with a message naming the setting.
+#   - a 288 KiB main-thread stack (ulimit -s; OpenMPI's singleton start needs
+#     about 200): a 256 KiB buffer on the stack crashed it (not under
+#     AddressSanitizer, whose frames are larger);
+#   - OMP_STACKSIZE below the kernels' floor: refused (it crashed);
+#   - OpenMP teams smaller than the threads asked: the same losses and norms
+#     as a plain run (garbage before; ctest's */omp_* run the wider tests).
+# usage: environment.sh BIN_DIR TEXT WORK_DIR
+set -u
+BIN=$1 TEXT=$2 W=$3 MPI=
+. "$(dirname "$0")/lib.sh"
+rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
+TR=("$BIN/train_tiny_dp1_tp1" --data "$W/t.tok" --steps 3 --lr 1e-2 --max-grad-norm 1)
+"$BIN/shard-tokens" "$TEXT" -o "$W/t.tok" >/dev/null || fail "shard-tokens"
+OMP_NUM_THREADS=2 "${TR[@]}" >"$W/plain.log" 2>&1 || { cat "$W/plain.log"; fail "plain run"; }
+[ "$(steps "$W/plain.log" | wc -l)" = 3 ] || { cat "$W/plain.log"; fail "plain run: not 3 steps"; }
+
+same() { # NAME: $W/NAME.log has the plain run's step lines exactly
+  steps "$W/$1.log" | cmp -s - <(steps "$W/plain.log") \
+    || { paste <(steps "$W/$1.log") <(steps "$W/plain.log"); fail "$1: steps differ from the plain run"; }
+  echo "ok: $1: the plain run's losses and norms"
+}
+if [ -z "${ASAN_OPTIONS:-}" ]; then
+  (ulimit -s 288 && OMP_NUM_THREADS=2 exec "${TR[@]}") >"$W/stack.log" 2>&1 \
+    || { cat "$W/stack.log"; fail "ulimit -s 288: exit status $?"; }
+  same stack
+fi
+for e in OMP_THREAD_LIMIT=1 OMP_DYNAMIC=true OMP_MAX_ACTIVE_LEVELS=0; do
+  env OMP_NUM_THREADS=2 "$e" "${TR[@]}" >"$W/$e.log" 2>&1 || { cat "$W/$e.log"; fail "$e run"; }
+  same "$e"
+  grep -q "^train: note: .*${e%%=*}" "$W/$e.log" || { cat "$W/$e.log"; fail "$e: no note"; }
+done
+expect_error "OMP_STACKSIZE=16K" "OMP_STACKSIZE=16K" "128 KiB" -- env OMP_STACKSIZE=16K "${TR[@]}"
+echo PASS
