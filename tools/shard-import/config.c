@@ -632,6 +632,36 @@ static bool parse_decoder_layers(parser *p) {
 // RoPE
 //===----------------------------------------------------------------------===//
 
+__attribute__((format(printf, 3, 4))) static void warn(parser *p, const char *key,
+                                                        const char *fmt, ...);
+
+// A RoPE object with neither rope_type nor type is default RoPE, as
+// transformers reads it; its other keys (a "factor" meant for linear or
+// llama3 scaling) change nothing: one warning naming them, in transformers'
+// words, and that they are ignored.
+static void warn_untyped_rope(parser *p, const json_t *o, const char *opath) {
+  if (json_object_get(o, "rope_type") || json_object_get(o, "type"))
+    return;
+  char keys[200] = "";
+  size_t n = 0;
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)o, key, v) {
+    if (!strcmp(key, "rope_theta"))
+      continue;
+    int w = snprintf(keys + n, sizeof keys - n, "%s'%s'", n ? ", " : "", key);
+    if (w < 0 || (size_t)w >= sizeof keys - n)
+      break;
+    n += (size_t)w;
+  }
+  if (n)
+    warn(p, opath,
+         "Unrecognized keys in '%s' for 'rope_type'='default': {%s}: '%s' names no "
+         "rope_type (or type), so it is default RoPE and these keys are ignored (a factor "
+         "is not applied); give \"rope_type\": \"linear\" or \"llama3\" to scale",
+         opath, keys, opath);
+}
+
 // One RoPE description in object `o` (at `opath`): rope_theta (default
 // `theta`), rope_type or the legacy `type`, and llama3's factors.
 static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
@@ -644,6 +674,7 @@ static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
   char where[160];
   snprintf(where, sizeof where, "%s%s%s", opath, opath[0] ? "." : "", "rope_type");
   if (!strcmp(type, "default")) {
+    warn_untyped_rope(p, o, opath);
     snprintf(r->type, sizeof r->type, "default");
     return true;
   }
@@ -782,8 +813,7 @@ static bool parse_mamba(parser *p) {
 // Keys the step ignores
 //===----------------------------------------------------------------------===//
 
-__attribute__((format(printf, 3, 4))) static void warn(parser *p, const char *key,
-                                                        const char *fmt, ...) {
+static void warn(parser *p, const char *key, const char *fmt, ...) {
   int line = 1, col = 1;
   import_config_locate(p->cfg, key, &line, &col);
   char msg[400];
