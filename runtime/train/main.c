@@ -31,7 +31,8 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Prints `s` as "train: ..." (with the rank when given) and frees it.
+// Prints `s` as "train: ..." (with the rank when given; -1: the message
+// is the job's, printed by rank 0 alone) and frees it.
 static void report(srt_status s, int rank) {
   if (rank >= 0)
     fprintf(stderr, "train: rank %d: %s\n", rank, srt_status_message(s));
@@ -41,7 +42,10 @@ static void report(srt_status s, int rank) {
   // take part in anything else, so no orderly shutdown can finish. End the
   // whole job (every rank, exit status 1).
   if (srt_status_code(s) == SRT_DEADLINE_EXCEEDED) {
-    fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", rank);
+    int world_rank = rank; // -1 above: the line that ends the job still names its rank
+    if (world_rank < 0)
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", world_rank);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
