@@ -15,6 +15,7 @@
 
 #include "config_class.h"
 #include "json_locate.h"
+#include "nn.h"
 #include "source.h"
 
 typedef struct parser {
@@ -177,8 +178,11 @@ static const json_t *lookup(parser *p, key_ref *k, const json_t *o,
 // sizes of ~16k), and small enough that shapes multiply without overflow.
 static const int64_t kMaxSize = INT64_C(1) << 24;
 
-// Layers beyond this are rejected: the graph would be built op by op.
-static const int64_t kMaxLayers = 100000;
+// Layers beyond this are rejected before the graph is built op by op: each
+// layer holds one parameter tensor at least, and a compiled step takes at
+// most NN_MAX_FUNC_ARGS arguments, two of them the input ids and labels
+// (the compiler's limit: one constant for both).
+static const int64_t kMaxLayers = NN_MAX_FUNC_ARGS - 2;
 
 static bool get_int(parser *p, const json_t *o, const char *opath,
                     const char *key, bool required, int64_t def, int64_t min,
@@ -423,9 +427,10 @@ static bool parse_sizes(parser *p) {
   if (!get_int(p, o, "", "max_position_embeddings", false, 1, 1, &max_positions))
     return false;
   if (c->layers > kMaxLayers)
-    return fail(p, "num_hidden_layers", "num_hidden_layers %lld is beyond any real "
-                                        "model (limit %lld)",
-                (long long)c->layers, (long long)kMaxLayers);
+    return fail(p, "num_hidden_layers", "num_hidden_layers %lld is more than a compiled step "
+                                        "takes (limit %lld: one parameter tensor per layer "
+                                        "at least, %d function arguments in all)",
+                (long long)c->layers, (long long)kMaxLayers, NN_MAX_FUNC_ARGS);
   if (c->heads % c->kv_heads != 0)
     return fail(p, "num_key_value_heads",
                 "num_attention_heads %lld is not a multiple of "
