@@ -310,6 +310,8 @@ int main(int argc, char **argv) {
     s = srt_tokens_open(o.eval_data, &eval_tokens);
     if (!s)
       s = srt_tokens_check_vocab(eval_tokens, p->vocab);
+    if (!s)
+      s = train_eval_check(p, eval_tokens, o.eval_data, o.eval_batches);
     failed = any_failed(ctx, s);
     int64_t need = o.eval_batches * p->batch * p->seq, have = failed ? 0 : srt_tokens_count(eval_tokens);
     if (!failed && rank == 0 && have < need)
@@ -408,10 +410,7 @@ int main(int argc, char **argv) {
            peak > 0 ? peak_source : "", peak > 0 ? ")" : ": MFU not shown)");
   FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it
   if (!failed) {
-    srt_status ms = NULL;
-    if (rank == 0 && o.metrics && !(metrics = fopen(o.metrics, "a")))
-      ms = SRT_ERROR(SRT_IO, "--metrics '%s': cannot open for appending: %s", o.metrics,
-                     strerror(errno));
+    srt_status ms = rank == 0 && o.metrics ? train_metrics_open(o.metrics, &metrics) : NULL;
     failed = any_failed(ctx, ms);
   }
   // --profile leaves out the first step when more follow: it pays one-time
