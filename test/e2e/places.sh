@@ -67,3 +67,24 @@ sed -n 3p "$W/m.jsonl" | grep -q '^{"step": 1, "loss": ' || { cat "$W/m.jsonl"; 
 grep -q "warning: '$W/m.jsonl' line 2: .*left out" "$W/plot.log" || { cat "$W/plot.log"; fail "no warning for the fragment"; }
 grep -q "2 steps from" "$W/plot.log" || { cat "$W/plot.log"; fail "shard-plot did not draw both steps"; }
 echo "ok: a torn metrics line is ended before the next run appends; shard-plot skips it"
+
+# 5. The tokenizer is the one beside the config at compile time, checked
+#    against the vocabulary (256 ids here) and compiled in: an export writes
+#    it even after the binary moved and another tokenizer.json replaced it.
+mkdir -p "$W/model" "$W/moved"
+cp "$CONFIGS/tiny-qwen2.json" "$W/model/config.json"
+printf '{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "b": 255}}, "added_tokens": [{"id": 255, "content": "<e>"}]}\n' \
+  >"$W/model/tokenizer.json"
+cp "$W/model/tokenizer.json" "$W/tokenizer.compiled"
+compile tok "$W/model/config.json" qwen2 --tp-size=1 || exit 1
+mv "$W/tok" "$W/moved/tok"
+printf '{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "z": 699}}}\n' >"$W/model/tokenizer.json"
+"$W/moved/tok" "${T[@]}" --export "$W/tok-export" >"$W/tok.log" 2>&1 || { cat "$W/tok.log"; fail "export"; }
+cmp -s "$W/tokenizer.compiled" "$W/tok-export/tokenizer.json" \
+  || fail "the export's tokenizer.json is not the one compiled in: $(cat "$W/tok-export/tokenizer.json" 2>&1)"
+# The 700-id tokenizer itself is refused by shard-compile with both numbers.
+expect_error "a 700-id tokenizer for a 256-id model" \
+  "tokenizer.json' (beside the config) holds token id 699, past the config's vocab_size 256" -- \
+  compile tok700 "$W/model/config.json" qwen2 --tp-size=1
+[ ! -e "$W/tok700" ] || fail "a refused compile wrote its output"
+echo "ok: the tokenizer compiled in is exported (binary moved, file replaced); a 700-id one is refused"
