@@ -108,6 +108,13 @@ MlirStringRef nn_attr_str(MlirOperation op, const char *name);
 /// Maximum tensor rank the helpers below handle.
 #define NN_MAX_RANK 8
 
+/// The most arguments the passes take in a function (nn-autodiff refuses
+/// more): the input ids, the labels and one per parameter tensor. The
+/// importer refuses a config whose model would pass it (more parameter
+/// tensors, or more layers: each holds one at least), so that a config too
+/// deep to compile is refused in milliseconds, not after minutes of passes.
+#define NN_MAX_FUNC_ARGS 4096
+
 /// A statically shaped ranked tensor type, unpacked.
 typedef struct nn_shape {
   int rank;

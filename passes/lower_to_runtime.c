@@ -1647,6 +1647,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     tp_program_desc d = {.model = model_path,
                          .config_json = nn_attr_str(module, "nn.config_json"),
                          .checkpoint_names = nn_attr_str(module, "nn.checkpoint_names"),
+                         .tokenizer_json = nn_attr_str(module, "nn.tokenizer_json"),
                          .mesh = r.mesh,
                          .batch = ids.dims[0] * r.mesh.size[0] * o[kOptAccumulate].i,
                          .accum = (int)o[kOptAccumulate].i,

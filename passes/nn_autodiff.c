@@ -261,8 +261,8 @@ static void rebuild_return(ad_run *r, MlirOperation func, MlirBlock body,
     mlirOperationStateAddOperands(&st, n, vals);
     mlirBlockAppendOwnedOperation(body, mlirOperationCreate(&st));
     mlirOperationDestroy(ret);
-    MlirType inputs[4096];
-    for (intptr_t i = 0; i < nargs && i < 4096; ++i)
+    MlirType inputs[NN_MAX_FUNC_ARGS];
+    for (intptr_t i = 0; i < nargs && i < NN_MAX_FUNC_ARGS; ++i)
       inputs[i] = type_of(mlirBlockGetArgument(body, i));
     mlirOperationSetAttributeByName(
         func, str("function_type"),
@@ -284,8 +284,11 @@ static MlirLogicalResult autodiff_func(MlirOperation func, tp_recompute_mode mod
     fail_at(&r, func, "the function has no func.return");
     return mlirLogicalResultFailure();
   }
-  if (mlirBlockGetNumArguments(body) > 4096) {
-    fail_at(&r, func, "more than 4096 arguments");
+  if (mlirBlockGetNumArguments(body) > NN_MAX_FUNC_ARGS) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "more than %d arguments (the input ids, the labels and one per "
+             "parameter tensor)", NN_MAX_FUNC_ARGS);
+    fail_at(&r, func, msg);
     return mlirLogicalResultFailure();
   }
   // Differentiating a graph twice would append a second backward.

@@ -142,6 +142,7 @@ static void program(aggregate *a, const tp_program_desc *d) {
   set_ptr(a, kProgram_model, "model_path");
   set_ptr(a, kProgram_config_json, "config_json");
   set_ptr(a, kProgram_checkpoint_names, "checkpoint_names");
+  set_ptr(a, kProgram_tokenizer_json, "tokenizer_json");
   set_i64(a, kProgram_dp, d->mesh.size[0]);
   set_i64(a, kProgram_tp, d->mesh.size[1]);
   set_i64(a, kProgram_batch, d->batch);
@@ -179,6 +180,7 @@ void tp_emit_program_table(lb_builder *b, const tp_program_desc *d) {
   lb_global_string(b, "config_json", d->config_json.data, d->config_json.length);
   lb_global_string(b, "checkpoint_names", d->checkpoint_names.data,
                    d->checkpoint_names.length);
+  lb_global_string(b, "tokenizer_json", d->tokenizer_json.data, d->tokenizer_json.length);
 
   // srt_param_info params[num_params] (one zero entry when there is none).
   int n = d->num_params > 0 ? d->num_params : 1;

@@ -38,6 +38,7 @@ typedef struct tp_program_desc {
   const char *model; // config.json path
   MlirStringRef config_json;      // its text
   MlirStringRef checkpoint_names; // shardrt/checkpoint_names.h text ("" for none)
+  MlirStringRef tokenizer_json;   // tokenizer.json compiled in ("" for none)
   tp_mesh mesh;
   int64_t batch, seq, vocab; // global (batch: of a whole step, every micro-batch)
   int accum;                 // micro-batches per step (gradient accumulation), >= 1

@@ -1,6 +1,7 @@
 // The single-process MPI of mpi_serial/mpi.h.
 #include "mpi.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +13,21 @@ static MPI_Comm g_next_comm = 3; // after NULL, WORLD, SELF
 
 // The number of processes the launcher started, from the variables that
 // mpirun (Open MPI, MPICH/Hydra, Slurm) and torchrun set; 1 when none is.
-static long launched_size(const char **var) {
+// The first variable set decides; its text goes to *value. -1 when that
+// text is not a positive decimal count ("abc", "2x", "0"): strtol would
+// read "abc" as 0 and the refusal would say "0 processes".
+static long launched_size(const char **var, const char **value) {
   static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS",
                                      "WORLD_SIZE"};
   for (size_t i = 0; i < sizeof vars / sizeof *vars; ++i) {
     const char *v = getenv(vars[i]);
     if (v && *v) {
       *var = vars[i];
-      return strtol(v, NULL, 10);
+      *value = v;
+      char *end;
+      errno = 0;
+      long n = v[0] >= '0' && v[0] <= '9' ? strtol(v, &end, 10) : -1;
+      return n > 0 && !*end && errno == 0 ? n : -1;
     }
   }
   return 1;
@@ -27,8 +35,15 @@ static long launched_size(const char **var) {
 
 int MPI_Init(int *argc, char ***argv) {
   (void)argc, (void)argv;
-  const char *var = NULL;
-  long size = launched_size(&var);
+  const char *var = NULL, *value = NULL;
+  long size = launched_size(&var, &value);
+  if (size < 0) { // a launcher's variable that names no count: say which, not "0"
+    fprintf(stderr,
+            "shardrt: %s='%s' is not a process count (a positive integer): unset it, or "
+            "set it to the number of processes launched\n",
+            var, value);
+    exit(1);
+  }
   if (size != 1) {
     // Each process would think it is rank 0 of 1: refuse rather than run N
     // copies of the same job.

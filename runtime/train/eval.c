@@ -5,6 +5,23 @@
 #include "shardrt/profile.h"
 #include "train_internal.h"
 
+srt_status train_eval_check(const srt_program *p, const srt_tokens *tokens, const char *path,
+                            int64_t batches) {
+  int64_t have = srt_tokens_count(tokens), per_batch = p->batch * p->seq;
+  int64_t limit = have / per_batch + (have % per_batch != 0); // batches starting in the file
+  if (limit < 1)
+    limit = 1;
+  if (batches <= limit)
+    return NULL;
+  return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                   "--eval-batches %lld: '%s' holds %lld tokens, where batches of %lld x %lld "
+                   "tokens start %lld times at most: batches past %lld would evaluate the same "
+                   "tokens again (adding time, not data); give --eval-batches %lld or fewer, or "
+                   "a larger --eval-data file",
+                   (long long)batches, path, (long long)have, (long long)p->batch,
+                   (long long)p->seq, (long long)limit, (long long)limit, (long long)limit);
+}
+
 srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_t batches,
                           srt_step_options options, double *mean_loss) {
   srt_context *ctx = ev->exec->ctx;

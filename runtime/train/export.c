@@ -184,6 +184,51 @@ static srt_status copy_file(const char *from, const char *to) {
   return s;
 }
 
+// Whether the file `path` holds exactly the `len` bytes of `text`.
+static bool same_bytes(const char *path, const char *text, size_t len) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return false;
+  bool same = true;
+  size_t i = 0;
+  for (int c; same && (c = fgetc(f)) != EOF; ++i)
+    same = i < len && (unsigned char)text[i] == (unsigned char)c;
+  fclose(f);
+  return same && i == len;
+}
+
+// <partial>/tokenizer.json from the program (srt_program.tokenizer_json).
+// A program compiled with none writes none (a tokenizer.json found beside
+// the config only now was never checked against the vocabulary: a warning
+// says it is left out). A --load folder's tokenizer.json that differs from
+// the compiled one is named in a warning; the compiled one is written.
+static srt_status write_tokenizer(const srt_program *p, const char *load_dir,
+                                  const char *partial) {
+  const char *text = p->tokenizer_json ? p->tokenizer_json : "";
+  size_t len = strlen(text);
+  char from[PATH_LEN], to[PATH_LEN];
+  struct stat st;
+  if (!len) {
+    const char *slash = p->model ? strrchr(p->model, '/') : NULL;
+    if (slash && snprintf(from, sizeof from, "%.*s/tokenizer.json", (int)(slash - p->model),
+                          p->model) < (int)sizeof from &&
+        stat(from, &st) == 0)
+      fprintf(stderr, "train: warning: export: '%s' was not beside the config when this "
+              "program was compiled (nothing checked it against the model's vocabulary): "
+              "left out of the export; recompile to include it\n", from);
+    return NULL;
+  }
+  if (load_dir && snprintf(from, sizeof from, "%s%s", load_dir[0] ? load_dir : "./",
+                           "tokenizer.json") < (int)sizeof from &&
+      stat(from, &st) == 0 && !same_bytes(from, text, len))
+    fprintf(stderr, "train: warning: export: '%s' differs from the tokenizer.json compiled "
+            "into this program (from beside '%s'): the compiled one is written\n", from,
+            p->model ? p->model : "the config");
+  return join(to, partial, "tokenizer.json")
+             ? write_file(to, text, len)
+             : SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
+}
+
 // transformers' name of a weights dtype.
 static const char *torch_name(srt_dtype d) {
   return d == SRT_BF16 ? "bfloat16" : d == SRT_F16 ? "float16" : "float32";
@@ -394,8 +439,12 @@ static srt_status finish(const srt_program *p, const train_options *o, const tra
     config_dir[slash - p->model + 1] = 0;
   }
   const char *dirs[2] = {in->src ? srt_checkpoint_source_dir(in->src) : NULL, config_dir};
+  // tokenizer.json: the one compiled in (checked against the vocabulary
+  // then), never whatever lies beside the config now.
+  if (!s)
+    s = write_tokenizer(p, dirs[0], partial);
   for (size_t i = 0; !s && i < sizeof kCopied / sizeof *kCopied; ++i)
-    for (int d = 0; d < 2; ++d) {
+    for (int d = 0; d < 2 && strcmp(kCopied[i], "tokenizer.json"); ++d) {
       struct stat st;
       if (!dirs[d] || snprintf(from, sizeof from, "%s%s", dirs[d][0] ? dirs[d] : "./",
                                kCopied[i]) >= (int)sizeof from ||

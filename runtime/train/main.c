@@ -31,7 +31,8 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Prints `s` as "train: ..." (with the rank when given) and frees it.
+// Prints `s` as "train: ..." (with the rank when given; -1: the message
+// is the job's, printed by rank 0 alone) and frees it.
 static void report(srt_status s, int rank) {
   if (rank >= 0)
     fprintf(stderr, "train: rank %d: %s\n", rank, srt_status_message(s));
@@ -41,7 +42,10 @@ static void report(srt_status s, int rank) {
   // take part in anything else, so no orderly shutdown can finish. End the
   // whole job (every rank, exit status 1).
   if (srt_status_code(s) == SRT_DEADLINE_EXCEEDED) {
-    fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", rank);
+    int world_rank = rank; // -1 above: the line that ends the job still names its rank
+    if (world_rank < 0)
+      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", world_rank);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -318,6 +322,8 @@ int main(int argc, char **argv) {
     s = srt_tokens_open(o.eval_data, &eval_tokens);
     if (!s)
       s = srt_tokens_check_vocab(eval_tokens, p->vocab);
+    if (!s)
+      s = train_eval_check(p, eval_tokens, o.eval_data, o.eval_batches);
     failed = any_failed(ctx, s);
     int64_t need = o.eval_batches * p->batch * p->seq, have = failed ? 0 : srt_tokens_count(eval_tokens);
     if (!failed && rank == 0 && have < need)
@@ -416,10 +422,7 @@ int main(int argc, char **argv) {
            peak > 0 ? peak_source : "", peak > 0 ? ")" : ": MFU not shown)");
   FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it
   if (!failed) {
-    srt_status ms = NULL;
-    if (rank == 0 && o.metrics && !(metrics = fopen(o.metrics, "a")))
-      ms = SRT_ERROR(SRT_IO, "--metrics '%s': cannot open for appending: %s", o.metrics,
-                     strerror(errno));
+    srt_status ms = rank == 0 && o.metrics ? train_metrics_open(o.metrics, &metrics) : NULL;
     failed = any_failed(ctx, ms);
   }
   // --profile leaves out the first step when more follow: it pays one-time

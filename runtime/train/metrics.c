@@ -1,13 +1,16 @@
 // Training metrics: the model FLOPs of a step (torchtitan's count), the
 // peak (the CPU's GEMM rate measured at start, a GPU's datasheet), MFU, the console line of each step and
 // the --metrics JSONL record.
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "shardrt/kernels.h"
 #include "train_internal.h"
@@ -188,6 +191,35 @@ static void number(FILE *f, const char *key, double v) {
     fprintf(f, ", \"%s\": %.9g", key, v);
   else
     fprintf(f, ", \"%s\": null", key);
+}
+
+// Whether the regular file `f` (opened for reading too) is non-empty and
+// ends without a newline. Anything else (a device, a pipe, a file it
+// cannot read) does not.
+static bool ends_mid_line(FILE *f) {
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
+    return false;
+  char last;
+  return pread(fileno(f), &last, 1, st.st_size - 1) == 1 && last != '\n';
+}
+
+srt_status train_metrics_open(const char *path, FILE **out) {
+  // "a+" to read the last byte; "a" alone for a file that may not be read.
+  FILE *f = fopen(path, "a+");
+  if (!f && errno == EACCES)
+    f = fopen(path, "a");
+  if (!f)
+    return SRT_ERROR(SRT_IO, "--metrics '%s': cannot open for appending: %s", path,
+                     strerror(errno));
+  if (ends_mid_line(f) && (fputc('\n', f) == EOF || fflush(f) != 0)) {
+    int err = errno;
+    fclose(f);
+    return SRT_ERROR(SRT_IO, "--metrics '%s': cannot end its cut-off last line: %s", path,
+                     strerror(err));
+  }
+  *out = f;
+  return NULL;
 }
 
 int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss) {

@@ -474,6 +474,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
   SRT_RETURN_IF_ERROR(o->dump ? srt_output_kind_of("--dump", o->dump, &kind) : NULL);
   SRT_RETURN_IF_ERROR(o->save ? srt_output_check_seekable("--save", o->save) : NULL);
   SRT_RETURN_IF_ERROR(o->dump ? srt_output_check_seekable("--dump", o->dump) : NULL);
+  SRT_RETURN_IF_ERROR(train_check_places(o));
   // Links last, so that the messages above name the user's path.
   SRT_RETURN_IF_ERROR(resolve_checkpoint("--load", &o->load, o->load_file, 0));
   return resolve_checkpoint("--save", &o->save, o->save_file, save_suffix_bytes(o));

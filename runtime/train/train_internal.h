@@ -168,6 +168,13 @@ void train_print_step(const train_step_metrics *m);
 /// and flushes it. Returns 0, or -1 on a write error.
 int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss);
 
+/// Opens --metrics `path` for appending (created when absent) into *out. A
+/// file whose last line was cut off (no final newline: a full disk, a kill
+/// mid-write) first gets a newline, so that this run's first record starts a
+/// line of its own instead of being glued to the fragment. Returns an
+/// SRT_IO error naming the path when it cannot be opened or written.
+srt_status train_metrics_open(const char *path, FILE **out);
+
 /// The checkpoint path of step `step` under --keep-last: `save` with
 /// "-step%08d" before its ".safetensors" (or at its end). Returns 0, or -1
 /// when it does not fit in `size`.
@@ -213,6 +220,23 @@ typedef struct train_options {
   srt_dtype export_dtype; ///< --export-dtype f32|bf16|f16 (SRT_DTYPE_COUNT: the input's)
   int64_t max_shard_bytes; ///< --max-shard-size SIZE (5 GB: 5 * 10^9 bytes)
 } train_options;
+
+/// Refuses --eval-batches `batches` (the file `path`, opened as `tokens`)
+/// when it is more than the batches that start inside the file,
+/// ceil(tokens / (batch x seq)) (at least 1): from there on the windows wrap
+/// and every batch re-reads tokens already evaluated, so that a huge count
+/// only costs time (1e9 never finishes). SRT_INVALID_ARGUMENT naming the
+/// count, the file's tokens and the limit.
+srt_status train_eval_check(const srt_program *p, const srt_tokens *tokens, const char *path,
+                            int64_t batches);
+
+/// Checks where the files of `o` lie, before any step: with the working
+/// directory removed (getcwd: ENOENT), no path may be relative (it names
+/// nothing: the outputs would fail after training); --metrics, --save and
+/// --dump may not lie inside the --export folder or its staging folder
+/// (each export replaces the folder whole). Returns SRT_FAILED_PRECONDITION
+/// or SRT_INVALID_ARGUMENT naming the flag and both paths.
+srt_status train_check_places(const train_options *o);
 
 /// The cpu kernels' threads of this rank and what they were chosen from.
 typedef struct train_threads {

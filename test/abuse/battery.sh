@@ -414,6 +414,26 @@ for v in 16K " 16 k " 64000B 0; do
 done
 case_ "GOMP_STACKSIZE|128 KiB" -- env GOMP_STACKSIZE=8 "${TR_OK[@]}"
 
+# Issue 39 items 5, 6 and 7 family: refused before step 1 (or before any
+# compiling), naming the problem: outputs inside the --export folder, a
+# removed working directory, --eval-batches past the eval file (it never
+# finished), a config deeper than a compiled step takes (compiled for
+# minutes), a tokenizer of more ids than the model. (PMI_SIZE=abc concerns
+# the serial runtime of shard-compiled one-rank programs, which
+# train_tiny_dp1_tp1 does not link: test/shard-compile/serial.test.)
+# Its files lie outside $F (whose snapshot is already taken).
+I39=$T/issue39 && mkdir -p "$I39/tok700" || die "mkdir $I39"
+sed 's/"num_hidden_layers": 2,/"num_hidden_layers": 100000,/' "$F/config.json" >"$I39/deep.json"
+grep -q '"num_hidden_layers": 100000,' "$I39/deep.json" || die "deep config"
+cp "$F/config.json" "$I39/tok700/config.json" || die "tok700 config"
+printf '{"model": {"type": "BPE", "vocab": {"a": 0, "z": 699}}}\n' >"$I39/tok700/tokenizer.json"
+case_ "lies inside the --export folder" -- "${TR_OK[@]}" --export "$O/e" --metrics "$O/e/m.jsonl"
+case_ "lies inside the --export folder" -- "${TR_OK[@]}" --export "$O/e" --save "$O/e/model.safetensors"
+case_ "working directory" -- bash -c 'mkdir -p "$1/gone" && cd "$1/gone" && rmdir "$1/gone" && shift && exec "$@"' _ "$O" "${TR_OK[@]}" --save ck.safetensors
+case_ "--eval-batches 1000000000" -- "${TR_OK[@]}" --eval-data "$F/data.tokens" --eval-batches 1000000000
+case_ "num_hidden_layers 100000" -- "$SC" "$I39/deep.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
+case_ "token id 699" -- "$SC" "$I39/tok700/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 -o "$O/train"
+
 #===------------------------------------------------------------------===#
 # Run
 #===------------------------------------------------------------------===#

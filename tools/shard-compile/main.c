@@ -33,6 +33,7 @@
 #include "nn.h"
 #include "pass.h"
 #include "pipeline.h"
+#include "tokenizer.h"
 #include "weights.h"
 
 typedef struct options {
@@ -362,7 +363,8 @@ static bool write_module(MlirOperation module, const tool_output *output) {
 // config.json) and the checkpoint name layouts of its architecture, as
 // module attributes that lower-to-runtime puts in the program table.
 static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
-                                    const import_config *cfg) {
+                                    const import_config *cfg, const char *tokenizer,
+                                    size_t tokenizer_len) {
   const char *names = cfg->arch->checkpoint_names ? cfg->arch->checkpoint_names : "";
   // The config's absolute path: an export finds the tokenizer files beside
   // it wherever the program runs.
@@ -376,6 +378,12 @@ static void record_checkpoint_facts(MlirContext ctx, MlirOperation module,
       mlirStringAttrGet(ctx, mlirStringRefCreate(cfg->text, cfg->text_len)));
   mlirOperationSetAttributeByName(module, mlirStringRefCreateFromCString("nn.checkpoint_names"),
                                   mlirStringAttrGet(ctx, mlirStringRefCreateFromCString(names)));
+  // The tokenizer.json beside the config, as checked now: an export writes
+  // these bytes, not whatever lies beside the config when it runs.
+  if (tokenizer)
+    mlirOperationSetAttributeByName(
+        module, mlirStringRefCreateFromCString("nn.tokenizer_json"),
+        mlirStringAttrGet(ctx, mlirStringRefCreate(tokenizer, tokenizer_len)));
 }
 
 static int run(const options *o) {
@@ -404,6 +412,14 @@ static int run(const options *o) {
   }
   if (cfg.warnings) // keys the compiled step ignores
     fputs(cfg.warnings, stderr);
+  char *tokenizer = NULL;
+  size_t tokenizer_len = 0;
+  if (!compile_tokenizer_read(cfg.path, cfg.vocab, &tokenizer, &tokenizer_len, err,
+                              sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    import_config_free(&cfg);
+    return 1;
+  }
   MlirContext ctx = nn_context_create();
   tool_diagnostics diag = {0};
   tool_diagnostics_attach(ctx, &diag);
@@ -422,7 +438,8 @@ static int run(const options *o) {
   double t1 = tool_now_ms();
   MlirOperation module = ok ? mlirModuleGetOperation(model.module) : (MlirOperation){NULL};
   if (ok) // what the training binary's checkpoints and exports need (program.h)
-    record_checkpoint_facts(ctx, module, &cfg);
+    record_checkpoint_facts(ctx, module, &cfg, tokenizer, tokenizer_len);
+  free(tokenizer); // the attribute holds its own copy
   bool mlir_only = !strcmp(o->emit, "mlir");
   ok = ok && compile(ctx, module, o, !mlir_only);
   double t2 = tool_now_ms();

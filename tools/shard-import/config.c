@@ -15,6 +15,7 @@
 
 #include "config_class.h"
 #include "json_locate.h"
+#include "nn.h"
 #include "source.h"
 
 typedef struct parser {
@@ -177,8 +178,11 @@ static const json_t *lookup(parser *p, key_ref *k, const json_t *o,
 // sizes of ~16k), and small enough that shapes multiply without overflow.
 static const int64_t kMaxSize = INT64_C(1) << 24;
 
-// Layers beyond this are rejected: the graph would be built op by op.
-static const int64_t kMaxLayers = 100000;
+// Layers beyond this are rejected before the graph is built op by op: each
+// layer holds one parameter tensor at least, and a compiled step takes at
+// most NN_MAX_FUNC_ARGS arguments, two of them the input ids and labels
+// (the compiler's limit: one constant for both).
+static const int64_t kMaxLayers = NN_MAX_FUNC_ARGS - 2;
 
 static bool get_int(parser *p, const json_t *o, const char *opath,
                     const char *key, bool required, int64_t def, int64_t min,
@@ -423,9 +427,10 @@ static bool parse_sizes(parser *p) {
   if (!get_int(p, o, "", "max_position_embeddings", false, 1, 1, &max_positions))
     return false;
   if (c->layers > kMaxLayers)
-    return fail(p, "num_hidden_layers", "num_hidden_layers %lld is beyond any real "
-                                        "model (limit %lld)",
-                (long long)c->layers, (long long)kMaxLayers);
+    return fail(p, "num_hidden_layers", "num_hidden_layers %lld is more than a compiled step "
+                                        "takes (limit %lld: one parameter tensor per layer "
+                                        "at least, %d function arguments in all)",
+                (long long)c->layers, (long long)kMaxLayers, NN_MAX_FUNC_ARGS);
   if (c->heads % c->kv_heads != 0)
     return fail(p, "num_key_value_heads",
                 "num_attention_heads %lld is not a multiple of "
@@ -632,6 +637,36 @@ static bool parse_decoder_layers(parser *p) {
 // RoPE
 //===----------------------------------------------------------------------===//
 
+__attribute__((format(printf, 3, 4))) static void warn(parser *p, const char *key,
+                                                        const char *fmt, ...);
+
+// A RoPE object with neither rope_type nor type is default RoPE, as
+// transformers reads it; its other keys (a "factor" meant for linear or
+// llama3 scaling) change nothing: one warning naming them, in transformers'
+// words, and that they are ignored.
+static void warn_untyped_rope(parser *p, const json_t *o, const char *opath) {
+  if (json_object_get(o, "rope_type") || json_object_get(o, "type"))
+    return;
+  char keys[200] = "";
+  size_t n = 0;
+  const char *key;
+  const json_t *v;
+  json_object_foreach((json_t *)o, key, v) {
+    if (!strcmp(key, "rope_theta"))
+      continue;
+    int w = snprintf(keys + n, sizeof keys - n, "%s'%s'", n ? ", " : "", key);
+    if (w < 0 || (size_t)w >= sizeof keys - n)
+      break;
+    n += (size_t)w;
+  }
+  if (n)
+    warn(p, opath,
+         "Unrecognized keys in '%s' for 'rope_type'='default': {%s}: '%s' names no "
+         "rope_type (or type), so it is default RoPE and these keys are ignored (a factor "
+         "is not applied); give \"rope_type\": \"linear\" or \"llama3\" to scale",
+         opath, keys, opath);
+}
+
 // One RoPE description in object `o` (at `opath`): rope_theta (default
 // `theta`), rope_type or the legacy `type`, and llama3's factors.
 static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
@@ -644,6 +679,7 @@ static bool parse_rope_spec(parser *p, const json_t *o, const char *opath,
   char where[160];
   snprintf(where, sizeof where, "%s%s%s", opath, opath[0] ? "." : "", "rope_type");
   if (!strcmp(type, "default")) {
+    warn_untyped_rope(p, o, opath);
     snprintf(r->type, sizeof r->type, "default");
     return true;
   }
@@ -782,8 +818,7 @@ static bool parse_mamba(parser *p) {
 // Keys the step ignores
 //===----------------------------------------------------------------------===//
 
-__attribute__((format(printf, 3, 4))) static void warn(parser *p, const char *key,
-                                                        const char *fmt, ...) {
+static void warn(parser *p, const char *key, const char *fmt, ...) {
   int line = 1, col = 1;
   import_config_locate(p->cfg, key, &line, &col);
   char msg[400];

@@ -256,6 +256,20 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
     import_model_free(out);
     return false;
   }
+  // The compiler's limit (nn-autodiff), checked here in milliseconds: its
+  // passes would take minutes over such a graph before refusing it.
+  if (out->num_params > NN_MAX_FUNC_ARGS - 2) {
+    int line = 1, col = 1;
+    import_config_locate(cfg, "num_hidden_layers", &line, &col);
+    snprintf(err, errlen,
+             "%s:%d:%d: error: num_hidden_layers %lld give %d parameter tensors, more than a "
+             "compiled step takes (limit %d: %d function arguments, less the input ids and "
+             "labels)",
+             cfg->path, line, col, (long long)cfg->layers, out->num_params,
+             NN_MAX_FUNC_ARGS - 2, NN_MAX_FUNC_ARGS);
+    import_model_free(out);
+    return false;
+  }
   return true;
 }
 

@@ -28,7 +28,11 @@ static double field(json_t *o, const char *key) {
 }
 
 // Reads every line of `path`; a later line of the same step (a resumed run
-// that repeated it) replaces the earlier one. Returns -1 with a message.
+// that repeated it) replaces the earlier one. A line that is no record (a
+// fragment cut off by a full disk or a kill, with the next run's record
+// after it) is left out with a warning naming the file and the line: the
+// rest of the run still draws. Returns -1 with a message when no line is a
+// record.
 static int read_metrics(const char *path, series *s) {
   FILE *f = fopen(path, "r");
   if (!f) {
@@ -39,6 +43,7 @@ static int read_metrics(const char *path, series *s) {
   size_t cap = 0, no = 0;
   ssize_t len;
   int rc = 0;
+  size_t bad = 0;
   while (!rc && (len = getline(&line, &cap, f)) >= 0) {
     ++no;
     if (strspn(line, " \t\r\n") == (size_t)len)
@@ -49,9 +54,9 @@ static int read_metrics(const char *path, series *s) {
     if (!o && line[len - 1] != '\n') { // a last line cut off (a crash mid-append)
       fprintf(stderr, "shard-plot: warning: '%s' line %zu is incomplete: left out\n", path, no);
     } else if (!json_is_object(o) || !isfinite(q.step)) {
-      fprintf(stderr, "shard-plot: '%s' line %zu: %s\n", path, no,
+      fprintf(stderr, "shard-plot: warning: '%s' line %zu: %s: left out\n", path, no,
               o ? "an object with a numeric \"step\" is needed" : je.text);
-      rc = -1;
+      ++bad;
     } else {
       size_t k = s->n;
       while (k > 0 && s->p[k - 1].step >= q.step) // keep the steps in order
@@ -80,7 +85,11 @@ static int read_metrics(const char *path, series *s) {
   free(line);
   fclose(f);
   if (!rc && !s->n) {
-    fprintf(stderr, "shard-plot: '%s' has no steps\n", path);
+    if (bad)
+      fprintf(stderr, "shard-plot: '%s' has no steps: none of its %zu non-empty line%s is a "
+              "record\n", path, bad, bad == 1 ? "" : "s");
+    else
+      fprintf(stderr, "shard-plot: '%s' has no steps\n", path);
     rc = -1;
   }
   size_t finite = 0;

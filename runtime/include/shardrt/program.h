@@ -17,7 +17,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 8
+#define SRT_PROGRAM_ABI 9
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -121,6 +121,8 @@ typedef enum srt_param_init {
   F(STR, model)                      /* config.json path it was compiled from */        \
   F(STR, config_json)                /* that file's text, as compiled (exports) */       \
   F(STR, checkpoint_names)           /* layouts, carried modules: checkpoint_names.h */ \
+  F(STR, tokenizer_json)             /* tokenizer.json beside the config when compiled, */ \
+                                     /* checked against vocab ("": none) */              \
   F(I64, dp) F(I64, tp)              /* mesh it was partitioned for */                   \
   F(I64, batch) F(I64, seq)          /* global batch and sequence length */              \
   F(I64, local_batch)                /* batch / dp / grad_accum_steps */                 \

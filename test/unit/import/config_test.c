@@ -333,8 +333,15 @@ static void impossible_sizes(void **state) {
   expect_error(edit("vocab_size", "  \"vocab_size\": 4294967296,", buf, sizeof buf),
                "t.json:4:3: error: key 'vocab_size' is 4294967296, beyond any real model",
                NULL);
-  expect_error(edit("num_hidden_layers", "  \"num_hidden_layers\": 200000,", buf, sizeof buf),
-               "t.json:7:3: error: num_hidden_layers 200000 is beyond any real model", NULL);
+  // More layers than the compiler takes function arguments (NN_MAX_FUNC_ARGS):
+  // refused at import, not after minutes of passes.
+  expect_error(edit("num_hidden_layers", "  \"num_hidden_layers\": 100000,", buf, sizeof buf),
+               "t.json:7:3: error: num_hidden_layers 100000 is more than a compiled step takes "
+               "(limit 4094: one parameter tensor per layer at least, 4096 function arguments "
+               "in all)", NULL);
+  expect_error(edit("num_hidden_layers", "  \"num_hidden_layers\": 4095,", buf, sizeof buf),
+               "t.json:7:3: error: num_hidden_layers 4095 is more than a compiled step takes",
+               NULL);
 }
 
 static void rope_errors(void **state) {
