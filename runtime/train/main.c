@@ -328,16 +328,8 @@ int main(int argc, char **argv) {
     if (target)
       failed = any_failed(ctx, check_writable(target, i ? "--dump" : "--save"));
   }
-  // The checkpoint path (with its step-numbered saves and their optimizer
-  // files) and the export folder are this job's until it ends: a second
-  // job writing them would interleave its files with ours.
-  int save_lock = -1, export_lock = -1;
-  if (!failed && o.save)
-    failed = any_failed(ctx, train_lock(ctx, "--save", o.save, false, &save_lock));
-  if (!failed && o.export_dir) // its parent folder first: the lock goes there
-    failed = any_failed(ctx, train_export_check(ctx, o.export_dir));
   if (!failed && o.export_dir)
-    failed = any_failed(ctx, train_lock(ctx, "--export", o.export_dir, true, &export_lock));
+    failed = any_failed(ctx, train_export_check(ctx, o.export_dir));
   // A fresh start (or a checkpoint that recorded none) is a new run.
   if (!failed && !state.run_id[0])
     failed = any_failed(ctx, train_run_id_mint(ctx, state.run_id));
@@ -414,6 +406,16 @@ int main(int argc, char **argv) {
     printf("train: %.4g model FLOPs per token (6 N + attention + Mamba2 scans); peak %s%.4g TFLOP/s%s%s%s\n",
            flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12, peak > 0 ? " (" : "",
            peak > 0 ? peak_source : "", peak > 0 ? ")" : ": MFU not shown)");
+  // The checkpoint path (with its step-numbered saves and their optimizer
+  // files) and the export folder are this job's until it ends: a second
+  // job writing them would interleave its files with ours. Taken after
+  // the other pre-flight checks (a run refused by them makes no lock file),
+  // before anything is written.
+  int save_lock = -1, export_lock = -1;
+  if (!failed && o.save)
+    failed = any_failed(ctx, train_lock(ctx, "--save", o.save, false, &save_lock));
+  if (!failed && o.export_dir) // after train_export_check: the lock goes in its parent
+    failed = any_failed(ctx, train_lock(ctx, "--export", o.export_dir, true, &export_lock));
   FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it
   if (!failed) {
     srt_status ms = NULL;
