@@ -3,6 +3,7 @@
 #include "shardrt/output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -108,6 +109,47 @@ static srt_status write_stdout(const char *what, const char *path, const void *d
                    strerror(errno));
 }
 
+// The process's umask, without changing it for a moment (other threads may
+// create files meanwhile): /proc/self/status has it since Linux 4.7; only
+// without it is it read by setting it back at once.
+static mode_t current_umask(void) {
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  unsigned mask = 0;
+  bool found = false;
+  while (f && !found && fgets(line, sizeof line, f))
+    found = sscanf(line, "Umask: %o", &mask) == 1;
+  if (f)
+    fclose(f);
+  if (found)
+    return (mode_t)mask;
+  mode_t m = umask(022);
+  umask(m);
+  return m;
+}
+
+srt_status srt_output_temp(const char *what, const char *dest, char **tmp) {
+  size_t n = strlen(dest) + sizeof SRT_OUTPUT_TEMP_SUFFIX;
+  if (!(*tmp = malloc(n)))
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, dest);
+  snprintf(*tmp, n, "%s" SRT_OUTPUT_TEMP_SUFFIX, dest);
+  int fd = mkstemp(*tmp); // O_CREAT | O_EXCL: a name no other writer holds
+  // mkstemp makes it 0600; a plain create makes 0666 less the umask, which
+  // is what the file renamed over `dest` has always had.
+  int err = fd < 0 ? errno : fchmod(fd, 0666 & ~current_umask()) != 0 ? errno : 0;
+  if (fd >= 0 && close(fd) != 0 && !err)
+    err = errno;
+  if (!err)
+    return NULL;
+  srt_status s = SRT_ERROR(SRT_IO, "%s '%s': cannot create a temporary '%s': %s", what, dest,
+                           *tmp, strerror(err));
+  if (fd >= 0)
+    unlink(*tmp);
+  free(*tmp);
+  *tmp = NULL;
+  return s;
+}
+
 srt_status srt_output_stage(const char *what, const char *path, bool *device, char **dest,
                             char **tmp) {
   *dest = *tmp = NULL;
@@ -116,19 +158,17 @@ srt_status srt_output_stage(const char *what, const char *path, bool *device, ch
   *device = kind == SRT_OUTPUT_DEVICE;
   srt_status s = *device ? NULL : srt_output_destination(what, path, dest);
   if (!s && !*device)
-    s = srt_output_check_name(what, *dest, strlen(".tmp"));
-  if (!s && *device && !(*dest = strdup(path)))
-    s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
-  size_t n = s ? 0 : strlen(*dest) + 5;
-  if (!s && !(*tmp = malloc(n)))
+    s = srt_output_check_name(what, *dest, strlen(SRT_OUTPUT_TEMP_SUFFIX));
+  if (!s && !*device)
+    s = srt_output_temp(what, *dest, tmp);
+  if (!s && *device && (!(*dest = strdup(path)) || !(*tmp = strdup(path))))
     s = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s '%s': out of memory", what, path);
   if (s) {
     free(*dest);
-    *dest = NULL;
-    return s;
+    free(*tmp);
+    *dest = *tmp = NULL;
   }
-  snprintf(*tmp, n, *device ? "%s" : "%s.tmp", *dest);
-  return NULL;
+  return s;
 }
 
 srt_status srt_write_file(const char *what, const char *path, const void *data, size_t len) {
@@ -138,9 +178,11 @@ srt_status srt_write_file(const char *what, const char *path, const void *data, 
   char *dest, *tmp;
   SRT_RETURN_IF_ERROR(srt_output_stage(what, path, &device, &dest, &tmp));
   srt_status s = NULL;
-  FILE *f = fopen(tmp, "wb");
+  FILE *f = fopen(tmp, "wb"); // our own temporary (or the device): truncated
   if (!f) {
     s = SRT_ERROR(SRT_IO, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
+    if (!device)
+      unlink(tmp);
     free(tmp);
     free(dest);
     return s;
@@ -158,7 +200,7 @@ srt_status srt_write_file(const char *what, const char *path, const void *data, 
   if (!ok) {
     s = SRT_ERROR(SRT_IO, "%s '%s': write failed: %s", what, path, strerror(err));
     if (!device)
-      remove(tmp);
+      unlink(tmp);
   }
   free(tmp);
   free(dest);

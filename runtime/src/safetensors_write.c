@@ -20,7 +20,7 @@
 struct srt_safetensors_writer {
   FILE *f;
   char *path;     // final path
-  char *tmp;      // path + ".tmp"
+  char *tmp;      // our own temporary beside it (srt_output_temp)
   size_t n;       // entries
   size_t next;    // next entry to put
   size_t *bytes;  // bytes of each entry
@@ -155,7 +155,7 @@ srt_status srt_safetensors_writer_begin(const char *path,
   if (!d && !w->bytes)
     d = SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "safetensors write: out of memory");
   if (d) {
-    destroy(w, 0);
+    destroy(w, 1); // the temporary, when one was made
     return d;
   }
   w->n = n_entries;
@@ -163,7 +163,7 @@ srt_status srt_safetensors_writer_begin(const char *path,
   srt_status s = build_header(w, entries, n_entries, metadata, n_metadata, w->bytes,
                               &header);
   if (s) {
-    destroy(w, 0);
+    destroy(w, 1);
     return s;
   }
   // Pad with spaces so the data section starts 8-byte aligned.
@@ -181,7 +181,7 @@ srt_status srt_safetensors_writer_begin(const char *path,
   }
   free(header);
   if (s) {
-    destroy(w, w->f != NULL);
+    destroy(w, 1);
     return s;
   }
   *out = w;

@@ -15,6 +15,7 @@
 
 #include "shardrt/checkpoint_source.h"
 #include "shardrt/collectives.h"
+#include "shardrt/output.h"
 #include "train_internal.h"
 
 enum { PATH_LEN = 4096 };
@@ -52,8 +53,9 @@ static bool export_file(const char *name) {
   for (size_t i = 0; i < sizeof kCopied / sizeof *kCopied; ++i)
     if (!strcmp(name, kCopied[i]))
       return true;
-  size_t n = strlen(name); // a writer's temporary file
-  return n > 4 && !strcmp(name + n - 4, ".tmp");
+  // A writer's temporary file ("<name>.tmp.XXXXXX", srt_output_temp).
+  size_t n = strlen(name), t = strlen(SRT_OUTPUT_TEMP_SUFFIX);
+  return n > t && !strncmp(name + n - t, ".tmp.", 5);
 }
 
 // Removes the export files of `dir`, then `dir` if it is empty (a folder
@@ -513,22 +515,24 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
   const char *wmeta[] = {"shardrt.step",        step_s,     "shardrt.adam_step", adam_s,
                          "shardrt.optimizer",   kOptimizer, "shardrt.model",
-                         p->model ? p->model : "", "shardrt.lr_schedule", state->lr_schedule};
+                         p->model ? p->model : "", "shardrt.lr_schedule", state->lr_schedule,
+                         "shardrt.run",         state->run_id};
   for (size_t k = 0; k < count && !s; ++k) {
     shard_name(name, sizeof name, k, count);
     if (!join(path, partial, name))
       s = SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
     else
       s = srt_checkpoint_save_items(ctx, path, w.items + first[k], first[k + 1] - first[k], wmeta,
-                                  5);
+                                  6);
   }
   if (!s) {
     const char *ometa[] = {"shardrt.step",    step_s,
                            "shardrt.adam_step", adam_s,
                            "shardrt.weights", count > 1 ? SRT_HF_INDEX_NAME : SRT_HF_WEIGHTS_NAME,
                            "shardrt.model",   p->model ? p->model : "",
-                           "shardrt.lr_schedule", state->lr_schedule};
-    s = join(path, partial, kOptimizer) ? train_save_moments(ctx, p, arena, path, ometa, 5)
+                           "shardrt.lr_schedule", state->lr_schedule,
+                           "shardrt.run",     state->run_id};
+    s = join(path, partial, kOptimizer) ? train_save_moments(ctx, p, arena, path, ometa, 6)
                                         : SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
   }
   if (!s) {

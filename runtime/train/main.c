@@ -348,6 +348,9 @@ int main(int argc, char **argv) {
   }
   if (!failed && o.export_dir)
     failed = any_failed(ctx, train_export_check(ctx, o.export_dir));
+  // A fresh start (or a checkpoint that recorded none) is a new run.
+  if (!failed && !state.run_id[0])
+    failed = any_failed(ctx, train_run_id_mint(ctx, state.run_id));
   if (!failed && o.dump && state.step >= o.steps) // identical on every rank
     failed = any_failed(ctx, SRT_ERROR(SRT_INVALID_ARGUMENT,
                                        "--dump '%s': no step to run (loaded at step %lld, "
@@ -410,6 +413,7 @@ int main(int argc, char **argv) {
     failed = 1;
   }
   int64_t skipped = 0, skipped_in_a_row = 0;
+  bool told_foreign = false; // --keep-last's note on another run's files
   // MFU: the model's FLOPs over every rank's peak.
   double flops_per_token = train_flops_per_token(p), peak = 0, run_seconds = 0;
   int64_t state_at_start = state.step;
@@ -420,6 +424,16 @@ int main(int argc, char **argv) {
     printf("train: %.4g model FLOPs per token (6 N + attention + Mamba2 scans); peak %s%.4g TFLOP/s%s%s%s\n",
            flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12, peak > 0 ? " (" : "",
            peak > 0 ? peak_source : "", peak > 0 ? ")" : ": MFU not shown)");
+  // The checkpoint path (with its step-numbered saves and their optimizer
+  // files) and the export folder are this job's until it ends: a second
+  // job writing them would interleave its files with ours. Taken after
+  // the other pre-flight checks (a run refused by them makes no lock file),
+  // before anything is written.
+  int save_lock = -1, export_lock = -1;
+  if (!failed && o.save)
+    failed = any_failed(ctx, train_lock(ctx, "--save", o.save, false, &save_lock));
+  if (!failed && o.export_dir) // after train_export_check: the lock goes in its parent
+    failed = any_failed(ctx, train_lock(ctx, "--export", o.export_dir, true, &export_lock));
   FILE *metrics = NULL; // rank 0's; appended to, so a resumed run continues it
   if (!failed) {
     srt_status ms = rank == 0 && o.metrics ? train_metrics_open(o.metrics, &metrics) : NULL;
@@ -558,9 +572,17 @@ int main(int argc, char **argv) {
       int bad = collective_outcome(
           train_save(ctx, p, arena, target, &state, &input, prev_optim), rank, done);
       failed |= bad;
-      if (!bad && o.keep_last > 0 && rank == 0 && train_rotate(o.save, o.keep_last, o.load, step))
+      int foreign = 0;
+      if (!bad && o.keep_last > 0 && rank == 0 &&
+          train_rotate(o.save, o.keep_last, o.load, step, state.run_id, &foreign))
         printf("train: kept the %lld newest checkpoints of '%s'\n", (long long)o.keep_last,
                o.save);
+      if (foreign && !told_foreign) { // once: the files stay as long as the run does
+        printf("train: note: --keep-last leaves %d step file%s of '%s' that another run "
+               "saved (not run %s)\n",
+               foreign, foreign == 1 ? "" : "s", o.save, state.run_id);
+        told_foreign = true;
+      }
     }
   }
   if (!failed && rank == 0 && skipped)
@@ -585,6 +607,8 @@ int main(int argc, char **argv) {
   srt_status d = srt_context_destroy(ctx);
   if (d)
     report(d, rank);
+  train_unlock(save_lock);
+  train_unlock(export_lock);
   MPI_Finalize();
   return failed || d ? 1 : 0;
 }

@@ -153,9 +153,10 @@ static srt_status parse_size(const char *flag, const char *v, int64_t *out) {
 }
 
 // What a save appends to the --save name: "<save>.optim-<step, up to 16
-// digits>-<n>.tmp", and "-step<n>" with --keep-last.
+// digits>-<n>.tmp.XXXXXX" (its temporary), and "-step<n>" with --keep-last.
 static size_t save_suffix_bytes(const train_options *o) {
-  return strlen(".optim--999.tmp") + 16 + (o->keep_last > 0 ? strlen("-step") + 18 : 0);
+  return strlen(".optim--999" SRT_OUTPUT_TEMP_SUFFIX) + 16 +
+         (o->keep_last > 0 ? strlen("-step") + 18 : 0);
 }
 
 // A checkpoint path that is a symbolic link stands for the file it resolves
@@ -370,12 +371,14 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        "%s: a path of %zu bytes is longer than the system allows (PATH_MAX %d)",
                        paths[k][0], strlen(p), PATH_MAX);
   }
-  // A save writes "<save>.optim-<step, up to 16 digits>-<n>.tmp" beside
-  // it, a dump "<dump>.tmp": names that must fit before any step runs.
+  // A save writes "<save>.optim-<step, up to 16 digits>-<n>.tmp.XXXXXX"
+  // beside it, a dump "<dump>.tmp.XXXXXX": names that must fit before any
+  // step runs.
   if (o->save)
     SRT_RETURN_IF_ERROR(srt_output_check_name("--save", o->save, save_suffix_bytes(o)));
   if (o->dump)
-    SRT_RETURN_IF_ERROR(srt_output_check_name("--dump", o->dump, strlen(".tmp")));
+    SRT_RETURN_IF_ERROR(
+        srt_output_check_name("--dump", o->dump, strlen(SRT_OUTPUT_TEMP_SUFFIX)));
   if (!o->export_dir && (o->export_dtype != SRT_DTYPE_COUNT || o->max_shard_bytes != INT64_C(5000000000)))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export-dtype and --max-shard-size need --export DIR");
   if (o->export_dir) {
@@ -386,7 +389,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
                        "'.' or '..')", o->export_dir);
     // "<DIR>.partial" beside it, holding the longest file an export writes.
     SRT_RETURN_IF_ERROR(srt_output_check_name("--export", o->export_dir, strlen(".partial")));
-    size_t longest = strlen(".partial/model-00001-of-00001.safetensors.tmp");
+    size_t longest = strlen(".partial/model-00001-of-00001.safetensors" SRT_OUTPUT_TEMP_SUFFIX);
     if (strlen(o->export_dir) + longest >= PATH_MAX)
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "--export: a path of %zu bytes leaves no room for "
                        "the %zu of the files written in it (PATH_MAX %d)",

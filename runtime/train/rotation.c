@@ -1,9 +1,11 @@
 // --keep-last K: each save of a run goes to its own step-numbered file
 // (model.safetensors -> model-step00000100.safetensors) and, after a
 // successful save, only the K newest of them up to the step just saved stay
-// (so the new one always does), with their optimizer files; files of later
-// steps (another run's) are left alone, and the checkpoint the run was
-// loaded from is never removed, as
+// (so the new one always does), with their optimizer files. Only this run's
+// files are judged: those whose weights record its run id ("shardrt.run");
+// files of another run with the same stem (another id, none, or unreadable)
+// and of later steps are left alone and not counted, and the checkpoint the
+// run was loaded from is never removed, as
 // torchtitan's keep_latest_k and Megatron's checkpoint retention keep the
 // newest ones.
 #include <dirent.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "shardrt/output.h"
+#include "shardrt/safetensors.h"
 #include "train_internal.h"
 
 static const char kExt[] = ".safetensors";
@@ -75,11 +78,25 @@ static void remove_checkpoint(const char *dir, const char *path) {
   remove(path);
 }
 
-int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t step) {
+// Whether the checkpoint `path` records run id `run_id` (its header only).
+static bool of_run(const char *path, const char *run_id) {
+  srt_safetensors *f = NULL;
+  srt_status s = srt_safetensors_open(path, &f);
+  const char *run = s ? NULL : srt_safetensors_metadata(f, "shardrt.run");
+  bool ours = run && !strcmp(run, run_id);
+  srt_status_free(s);
+  srt_safetensors_close(f);
+  return ours;
+}
+
+int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t step,
+                 const char *run_id, int *foreign) {
   char dir[4096];
   const char *stem, *ext;
   size_t stem_len;
   split(save, dir, sizeof dir, &stem, &stem_len, &ext);
+  if (foreign)
+    *foreign = 0;
   DIR *d = opendir(dir);
   if (!d)
     return 0;
@@ -89,6 +106,12 @@ int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t ste
     int64_t s = step_of(e->d_name, stem, stem_len, ext);
     if (s < 0 || s > step) // a later step belongs to another run: not ours to judge
       continue;
+    char path[8192];
+    if (train_step_path(save, s, path, sizeof path) || !of_run(path, run_id)) {
+      if (foreign)
+        ++*foreign;
+      continue;
+    }
     if (n == cap) {
       int64_t *g = realloc(steps, (cap = cap ? 2 * cap : 16) * sizeof *g);
       if (!g)
@@ -98,7 +121,8 @@ int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t ste
     steps[n++] = s;
   }
   closedir(d);
-  qsort(steps, n, sizeof *steps, newest_first);
+  if (n)
+    qsort(steps, n, sizeof *steps, newest_first);
   int removed = 0;
   for (size_t i = (size_t)keep; i < n; ++i) {
     char path[8192];

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "shardrt/checkpoint.h"
@@ -176,39 +177,59 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                      "saving, '%s' is left as it was (lower --lr?)",
                      p->params[bad].name, (long long)state->step, path);
   char optim[PATH_MAX_LEN], step_s[32], adam_s[32];
-  // The optimizer file gets a name no earlier save used: the first free
-  // `<path>.optim-<step>-<n>` (rank 0 looks, everyone follows). A save that
-  // fails before its commit point then never overwrites the optimizer file
-  // the current checkpoint names.
-  for (int32_t attempt = 0;; ++attempt) {
+  bool root = srt_context_rank(ctx) == 0;
+  // The optimizer file gets a name no earlier save used: rank 0 creates
+  // the first free `<path>.optim-<step>-<n>` exclusively (O_EXCL: another
+  // writer cannot pick the same name between the look and the create) as
+  // an empty placeholder that the write renames over; everyone follows. A
+  // save that fails before its commit point then never overwrites the
+  // optimizer file the current checkpoint names.
+  int32_t attempt = 0, err = 0;
+  for (; root && attempt <= 1000; ++attempt) {
     if (snprintf(optim, sizeof optim, "%s.optim-%08" PRId64 "-%d", path, state->step,
-                 attempt) >=
-        (int)sizeof optim)
-      return SRT_ERROR(SRT_OUT_OF_RANGE, "checkpoint: path '%s' is too long", path);
-    int32_t taken = srt_context_rank(ctx) == 0 && access(optim, F_OK) == 0;
-    SRT_RETURN_IF_ERROR(
-        srt_broadcast(srt_context_group(ctx, SRT_GROUP_WORLD), &taken, 1, SRT_I32, 0));
-    if (!taken)
+                 attempt) >= (int)sizeof optim) {
+      err = ENAMETOOLONG;
       break;
-    if (attempt >= 1000)
-      return SRT_ERROR(SRT_IO, "checkpoint: 1000 optimizer files '%s.optim-%08" PRId64
-                       "-*' exist already: remove old ones", path, state->step);
+    }
+    int fd = open(optim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      close(fd);
+      break;
+    }
+    if (errno != EEXIST) {
+      err = errno;
+      break;
+    }
   }
+  int32_t pick[2] = {attempt, err};
+  SRT_RETURN_IF_ERROR(srt_broadcast(srt_context_group(ctx, SRT_GROUP_WORLD), pick, 2, SRT_I32, 0));
+  if (pick[1] || pick[0] > 1000)
+    return pick[1] == ENAMETOOLONG
+               ? SRT_ERROR(SRT_OUT_OF_RANGE, "checkpoint: path '%s' is too long", path)
+           : pick[1] ? SRT_ERROR(SRT_IO, "checkpoint: cannot create '%s.optim-%08" PRId64 "-%d': %s",
+                                 path, state->step, pick[0], strerror(pick[1]))
+                     : SRT_ERROR(SRT_IO, "checkpoint: 1000 optimizer files '%s.optim-%08" PRId64
+                                 "-*' exist already: remove old ones", path, state->step);
+  snprintf(optim, sizeof optim, "%s.optim-%08" PRId64 "-%d", path, state->step, pick[0]);
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
   // 1. The optimizer state, under a name of its own (the previous one stays).
   const char *meta[] = {"shardrt.step",        step_s,           "shardrt.adam_step",
                         adam_s,                "shardrt.weights", base_of(path),
                         "shardrt.model",       p->model ? p->model : "",
-                        "shardrt.lr_schedule", state->lr_schedule};
-  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 5);
+                        "shardrt.lr_schedule", state->lr_schedule,
+                        "shardrt.run",         state->run_id};
+  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 6);
+  if (s && root)
+    unlink(optim); // the placeholder, or an optimizer file no weights name
   // 2. The weights, whose metadata names the optimizer file: the commit point.
   if (!s) {
     const char *wmeta[] = {"shardrt.step",        step_s, "shardrt.adam_step",
                            adam_s,                "shardrt.optimizer", base_of(optim),
                            "shardrt.model",       p->model ? p->model : "",
-                           "shardrt.lr_schedule", state->lr_schedule};
-    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta, 5);
+                           "shardrt.lr_schedule", state->lr_schedule,
+                           "shardrt.run",         state->run_id};
+    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta, 6);
   }
   // 3. The previous optimizer file of THIS checkpoint path is no longer
   // referenced. One that belongs to another checkpoint (the one a run was
@@ -361,6 +382,19 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               path, steps ? "step" : "adam_step",
                               (long long)(steps ? step : adam), optim, (long long)theirs);
   }
+  // One checkpoint is one run's: weights and optimizer state of two runs at
+  // the same step (a file copied beside another run's) are not a resume.
+  const char *run = srt_safetensors_metadata(srt_checkpoint_source_first(in->src), "shardrt.run");
+  const char *orun = srt_safetensors_metadata(o, "shardrt.run");
+  if ((run || orun) && (!run || !orun || strcmp(run, orun))) {
+    s = SRT_ERROR(SRT_DATA_LOSS,
+                  "checkpoint '%s' is of run '%.64s' but its optimizer file '%s' is of run "
+                  "'%.64s': the two files are not one checkpoint (another run's optimizer "
+                  "file at the same step?)",
+                  path, run ? run : "(none recorded)", optim, orun ? orun : "(none recorded)");
+    srt_safetensors_close(o);
+    return s;
+  }
   int32_t n = p->num_params;
   srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);
   char **names = calloc((size_t)(2 * n + 1), sizeof *names);
@@ -381,6 +415,8 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
     const char *schedule =
         srt_safetensors_metadata(srt_checkpoint_source_first(in->src), "shardrt.lr_schedule");
     snprintf(state->lr_schedule, sizeof state->lr_schedule, "%s", schedule ? schedule : "");
+    if (run && train_run_id_valid(run)) // kept: the resumed run is the same run
+      snprintf(state->run_id, sizeof state->run_id, "%s", run);
     snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
   }
   return s;

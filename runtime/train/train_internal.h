@@ -182,10 +182,13 @@ int train_step_path(const char *save, int64_t step, char *out, size_t size);
 
 /// After the save of step `step`: removes all but the `keep` newest
 /// step-numbered checkpoints of `save` (train_step_path names) at steps <=
-/// `step`, with their optimizer files, never `loaded` (the --load path);
-/// later steps' files (another run's) stay. Returns how many were removed.
-/// Rank 0 only.
-int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t step);
+/// `step` whose weights record run id `run_id` ("shardrt.run"), with their
+/// optimizer files, never `loaded` (the --load path). Files of another run
+/// (another id, none, or unreadable) and of later steps stay and are not
+/// counted; `*foreign` (may be NULL) receives how many step files of
+/// another run were left. Returns how many were removed. Rank 0 only.
+int train_rotate(const char *save, int64_t keep, const char *loaded, int64_t step,
+                 const char *run_id, int *foreign);
 
 /// What the command line asks for.
 typedef struct train_options {
@@ -284,12 +287,48 @@ srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *a
                               uint64_t seed);
 
 /// Where a resumed run starts.
+/// Hex digits of a run id (128 random bits).
+#define TRAIN_RUN_ID_LEN 32
+
+/// Whether `id` is a run id: TRAIN_RUN_ID_LEN digits of [0-9a-f].
+bool train_run_id_valid(const char *id);
+
+/// Draws a new run id (rank 0, getrandom) and gives it to every rank, into
+/// `id`. Collective. Errors: SRT_IO when rank 0 cannot draw one; those of
+/// srt_broadcast.
+srt_status train_run_id_mint(srt_context *ctx, char id[TRAIN_RUN_ID_LEN + 1]);
+
+/// Makes output `path` of flag `flag` (--save: a file, the lock beside the
+/// file a link resolves to; --export: a folder, `folder` true) this job's
+/// until exit: rank 0 takes an exclusive flock(2) on "<path>.lock" (created
+/// if needed, left in place) without waiting and writes "pid P on host H"
+/// into it; the kernel drops the lock when the process ends, however it
+/// ends, so a job that died blocks nobody. A character device (--save
+/// /dev/null) takes no lock. `*fd` receives the lock's descriptor on rank 0
+/// (-1 elsewhere or without a lock), for train_unlock. Collective: every
+/// rank returns an error when rank 0's failed. Errors:
+/// SRT_FAILED_PRECONDITION naming the flag, the path, the holder's pid and
+/// host and the lock file when another job holds it; SRT_IO when the lock
+/// file cannot be opened or written; those of srt_output_kind_of and
+/// srt_output_destination.
+srt_status train_lock(srt_context *ctx, const char *flag, const char *path, bool folder,
+                      int *fd);
+
+/// Releases a lock of train_lock (fd -1: nothing).
+void train_unlock(int fd);
+
 typedef struct train_state {
   int64_t step;      ///< steps done (the next step is step + 1)
   int64_t adam_step; ///< AdamW updates done (skipped steps do not count)
   /// The lr schedule (train_lr_describe) the state was trained with, as its
   /// checkpoint records it ("shardrt.lr_schedule"); empty when unknown.
   char lr_schedule[256];
+  /// The run's identity ("shardrt.run": TRAIN_RUN_ID_LEN lower-case hex
+  /// digits), drawn at a fresh start and kept through resumes; written into
+  /// the weights and the optimizer file of every save and export, so that a
+  /// load pairs only files of one run and --keep-last removes only this
+  /// run's saves. Empty until train_run_id_mint or a checkpoint sets it.
+  char run_id[TRAIN_RUN_ID_LEN + 1];
 } train_state;
 
 /// The checkpoint a run was loaded from, kept open for the whole run: saves

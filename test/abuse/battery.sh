@@ -434,6 +434,29 @@ case_ "--eval-batches 1000000000" -- "${TR_OK[@]}" --eval-data "$F/data.tokens" 
 case_ "num_hidden_layers 100000" -- "$SC" "$I39/deep.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
 case_ "token id 699" -- "$SC" "$I39/tok700/config.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 -o "$O/train"
 
+# Concurrency family (issue 39, items 2 and 3): a --save path and an
+# --export folder whose lock another job holds (a background flock(1) on
+# "<path>.lock"), and a checkpoint whose optimizer file is another run's
+# at the same step (copied under the name the weights give).
+mkdir -p "$F/held" "$F/ck2" "$F/mix"
+: >"$F/held/model.safetensors.lock" && : >"$F/held/hf.lock"
+flock -n "$F/held/model.safetensors.lock" sleep 100000 </dev/null >/dev/null 2>&1 &
+HOLDERS=($!)
+flock -n "$F/held/hf.lock" sleep 100000 </dev/null >/dev/null 2>&1 &
+HOLDERS+=($!)
+trap 'kill "${HOLDERS[@]}" 2>/dev/null; rm -rf "$T"' EXIT
+ASAN_OPTIONS=detect_leaks=0 "$TR" --data "$F/data.tokens" --steps 2 --lr 1e-3 --max-grad-norm 1 \
+  --seed 2 --save "$F/ck2/model.safetensors" >/dev/null || die "train --save (second run)"
+cp "$F/ck/model.safetensors" "$F/mix/" &&
+  cp "$F/ck2/model.safetensors.optim-00000002-0" "$F/mix/model.safetensors.optim-00000002-0" \
+  || die "mixed checkpoint"
+sleep 0.2 # the holders have their locks
+BEFORE=$(snapshot)
+case_ "belongs to another job" -- "${TR_OK[@]}" --save "$F/held/model.safetensors"
+case_ "belongs to another job" -- "${TR_OK[@]}" --save "$F/held/model.safetensors" --keep-last 2
+case_ "belongs to another job" -- "${TR_OK[@]}" --export "$F/held/hf"
+case_ "not one checkpoint" -- "$TR" --data "$F/data.tokens" --steps 3 --lr 1e-3 --max-grad-norm 1 --load "$F/mix/model.safetensors"
+
 #===------------------------------------------------------------------===#
 # Run
 #===------------------------------------------------------------------===#

@@ -8,7 +8,8 @@
 #      another mesh (tp1) within 1e-5;
 #   2. a save killed with SIGKILL while it writes the optimizer file, or the
 #      weights file, leaves the previous checkpoint byte-identical and
-#      loadable. Deterministic: the file's temporary path is a FIFO that we
+#      loadable. Deterministic: the file's temporary (named at random by
+#      mkstemp) is made a FIFO by the fifo_temp shim (LD_PRELOAD), which we
 #      open but stop reading after 4 KiB, so the writing rank is blocked
 #      inside the save (the file does not fit in the pipe buffer) when it is
 #      killed;
@@ -66,20 +67,25 @@ awk -v r="$r" 'BEGIN{split(r, a, " "); exit !(a[1] == 2 && a[2] <= 1e-5 && a[3] 
 echo "ok: the tp2+SP checkpoint resumes on tp1 (steps, max rel loss, grad norm: $r)"
 
 # 2. SIGKILL during a save. A save writes the optimizer file
-# (model.safetensors.optim-00000005-0, via its .tmp), then the weights file
-# (via model.safetensors.tmp), whose metadata names the optimizer file: the
-# commit point. Kill the writing rank inside each of the two writes.
-# kill_during_write TMP_NAME HEADER_KEY: TMP_NAME (in $W/killed) is made a
-# FIFO; the rank that opens it is SIGKILLed once it has written 4 KiB, which
+# (model.safetensors.optim-00000005-0, via a temporary .tmp.XXXXXX), then
+# the weights file (via model.safetensors.tmp.XXXXXX), whose metadata names
+# the optimizer file: the commit point. Kill the writing rank inside each of
+# the two writes.
+# kill_during_write TMP_PREFIX HEADER_KEY: the temporary TMP_PREFIX"fifo00"
+# (in $W/killed) is made a FIFO, and the fifo_temp shim has mkstemp pick it
+# for a template starting with TMP_PREFIX; the rank that opens it is
+# SIGKILLed once it has written 4 KiB, which
 # must contain HEADER_KEY (so it is the file we meant); then the step-3
 # checkpoint must be byte-identical and resume to the straight run's steps.
 kill_during_write() {
-  local tmp=$1 key=$2 writer= pid
+  local tmp=${1}fifo00 key=$2 writer= pid
   rm -rf "$W/killed" && mkdir -p "$W/killed" && cp "$W"/step3/model.safetensors* "$W/killed/" \
     || fail "copy"
   mkfifo "$W/killed/$tmp" || fail "mkfifo"
   exec 3<>"$W/killed/$tmp"   # read-write: the writer's open does not block
-  run 2 "$W/q_tp2sp" --data "$TOK" --steps 5 "${TRAIN[@]}" --load "$W/killed/model.safetensors" \
+  LD_PRELOAD="$BIN/libfifo_temp.so" SHARD_TEST_FIFO_TEMP=$1 \
+    "$MPI" --allow-run-as-root --oversubscribe -x LD_PRELOAD -x SHARD_TEST_FIFO_TEMP -np 2 \
+    "$W/q_tp2sp" --data "$TOK" --steps 5 "${TRAIN[@]}" --load "$W/killed/model.safetensors" \
     --save "$W/killed/model.safetensors" >"$W/killed.log" 2>&1 &
   local mpirun_pid=$!
   # the rank blocks in the save: the file (>300 KiB) does not fit in the pipe.
@@ -105,8 +111,8 @@ kill_during_write() {
     || fail "$tmp: after the kill, steps 4-5 differ"
   echo "ok: rank $writer killed in the middle of writing $tmp ($(ls "$W/killed" | tr '\n' ' ')); the step-3 checkpoint is intact and resumes exactly"
 }
-kill_during_write model.safetensors.optim-00000005-0.tmp shardrt.weights
-kill_during_write model.safetensors.tmp shardrt.optimizer
+kill_during_write model.safetensors.optim-00000005-0.tmp. shardrt.weights
+kill_during_write model.safetensors.tmp. shardrt.optimizer
 
 # 3. refusals.
 expect_error "world size 1 for dp1 x tp2" "world size 1" "dp (1) x tp (2)" -- \

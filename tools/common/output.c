@@ -27,7 +27,7 @@ bool tool_check_output(const char *tool, const char *path, const char *input) {
   srt_output_kind kind;
   srt_status s = srt_output_kind_of("output", path, &kind);
   if (!s)
-    s = srt_output_check_name("output", path, strlen(".tmp"));
+    s = srt_output_check_name("output", path, strlen(SRT_OUTPUT_TEMP_SUFFIX));
   return s ? report(tool, s) : true;
 }
 
@@ -45,9 +45,13 @@ bool tool_output_begin(const char *tool, const char *path, tool_output *out) {
   }
   int d = snprintf(out->dest, sizeof out->dest, "%s", dest ? dest : path);
   int n = snprintf(out->target, sizeof out->target, "%s", tmp ? tmp : path);
+  bool fits = d >= 0 && (size_t)d < sizeof out->dest && n >= 0 && (size_t)n < sizeof out->target;
+  if (!fits && out->staged)
+    unlink(tmp); // srt_output_stage created it
   free(dest);
   free(tmp);
-  if (d < 0 || (size_t)d >= sizeof out->dest || n < 0 || (size_t)n >= sizeof out->target) {
+  if (!fits) {
+    out->staged = false;
     fprintf(stderr, "%s: output '%.200s...': the file to write has a path of %d bytes, too long\n",
             tool, path, n > d ? n : d);
     return false;

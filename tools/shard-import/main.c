@@ -198,7 +198,7 @@ static bool write_graph(const options *o, MlirModule module) {
   if (!out) {
     fprintf(stderr, "shard-import: cannot write '%s': %s\n", o->output,
             strerror(errno));
-    return false;
+    return tool_output_finish("shard-import", &output, false); // removes the temporary
   }
   MlirOpPrintingFlags flags = mlirOpPrintingFlagsCreate();
   if (o->locations)

@@ -317,8 +317,10 @@ static int run(const options *o) {
   FILE *out = NULL;
   if (tool_output_begin("shard-opt", o->output, &output)) {
     out = output.to_stdout ? stdout : fopen(output.target, "w");
-    if (!out)
+    if (!out) {
       fprintf(stderr, "shard-opt: cannot write '%s': %s\n", o->output, strerror(errno));
+      tool_output_finish("shard-opt", &output, false); // removes the temporary
+    }
   }
   if (!out) {
     mlirContextDestroy(ctx);

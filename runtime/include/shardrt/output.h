@@ -16,6 +16,10 @@
 
 #include "shardrt/status.h"
 
+/// What a staged write appends to the file it replaces: mkstemp(3) fills
+/// the X's, so two writers of one path never share a temporary.
+#define SRT_OUTPUT_TEMP_SUFFIX ".tmp.XXXXXX"
+
 /// How `path` is written.
 typedef enum srt_output_kind {
   SRT_OUTPUT_FILE,   ///< new or a regular file: temporary + rename (+ fsync)
@@ -31,8 +35,8 @@ srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kin
 
 /// Checks that the files written for output `path` fit the system's name
 /// limits: `path` itself and the names made by appending up to
-/// `suffix_bytes` to it (a temporary "<path>.tmp", a checkpoint's optimizer
-/// file "<path>.optim-<step>-<n>.tmp"). Errors: SRT_INVALID_ARGUMENT naming
+/// `suffix_bytes` to it (a temporary "<path>.tmp.XXXXXX", a checkpoint's
+/// optimizer file "<path>.optim-<step>-<n>.tmp.XXXXXX"). Errors: SRT_INVALID_ARGUMENT naming
 /// `what` and the lengths, when the last component would exceed NAME_MAX
 /// (255) or the whole path PATH_MAX (4096) - checked before any work, so a
 /// run does not fail only when it saves.
@@ -68,18 +72,28 @@ srt_status srt_output_check_seekable(const char *what, const char *path);
 /// link, a target path past PATH_MAX); SRT_RESOURCE_EXHAUSTED.
 srt_status srt_output_destination(const char *what, const char *path, char **dest);
 
+/// Creates an empty temporary for a write of `dest` beside it, exclusively
+/// (mkstemp: "<dest>.tmp.XXXXXX", a name no other process holds, so two
+/// jobs writing one path never write into each other's file), with the
+/// mode bits a plain create gives (0666 less the umask), and returns its
+/// name in `*tmp` (to free(); NULL on error). Errors: SRT_IO naming `what`,
+/// the temporary and the OS error (nothing is left); SRT_RESOURCE_EXHAUSTED.
+srt_status srt_output_temp(const char *what, const char *dest, char **tmp);
+
 /// Where a write of `path` (not standard output) goes: `*dest`, the file it
 /// replaces (srt_output_destination), and `*tmp`, the file to write now:
-/// "<dest>.tmp" beside it, to be renamed over `dest` once complete; for a
-/// character device both are `path` and `*device` is true (written in
-/// place). Both strings are to free(); NULL on error.
-/// Errors: those of srt_output_kind_of, srt_output_destination and
-/// srt_output_check_name (`dest` with ".tmp"); SRT_RESOURCE_EXHAUSTED.
+/// a new empty temporary beside it (srt_output_temp), to be renamed over
+/// `dest` once complete or unlinked by the caller on failure; for a
+/// character device both are `path`, nothing is created and `*device` is
+/// true (written in place). Both strings are to free(); NULL on error.
+/// Errors: those of srt_output_kind_of, srt_output_destination,
+/// srt_output_check_name (`dest` with SRT_OUTPUT_TEMP_SUFFIX) and
+/// srt_output_temp; SRT_RESOURCE_EXHAUSTED.
 srt_status srt_output_stage(const char *what, const char *path, bool *device, char **dest,
                             char **tmp);
 
 /// Writes `len` bytes of `data` to `path` as its kind says (a new or regular
-/// file, or a link to one: "<file>.tmp" beside srt_output_destination's
+/// file, or a link to one: a unique "<file>.tmp.XXXXXX" beside srt_output_destination's
 /// file, fsync, rename over it; a character device: in place; "-" or the
 /// file standard output is open on: standard output, flushed), so a crash
 /// never leaves half a file. `what` names the output in messages.

@@ -1,4 +1,5 @@
-// Writing safetensors files atomically: the bytes go to "<path>.tmp", are
+// Writing safetensors files atomically: the bytes go to a temporary of
+// their own beside the file ("<path>.tmp.XXXXXX", srt_output_temp), are
 // flushed and fsync'ed, then renamed over <path> and the directory is
 // fsync'ed — so a crash at any moment leaves either the previous file or
 // the new one at <path>, never a torn one. (Reading: safetensors.h.)
@@ -25,12 +26,13 @@ typedef struct srt_safetensors_entry {
 /// in entry order, so a caller can produce one tensor at a time).
 typedef struct srt_safetensors_writer srt_safetensors_writer;
 
-/// Creates "<path>.tmp" (truncating a stale one a crash left behind) and
-/// writes the header: the JSON object with `__metadata__` (from
+/// Creates a unique temporary "<path>.tmp.XXXXXX" (two writers of one path
+/// never share it; one a crash left behind is not reused) and writes the
+/// header: the JSON object with `__metadata__` (from
 /// `metadata`, alternating keys and values, `n_metadata` pairs; may be
 /// NULL) and every entry's dtype, shape and data_offsets, in entry order
-/// and contiguous, padded with spaces to a multiple of 8 bytes. One writer
-/// per path at a time. Errors: SRT_INVALID_ARGUMENT for a bad entry (naming
+/// and contiguous, padded with spaces to a multiple of 8 bytes. Writers of
+/// one path at a time each rename a whole file of their own over it. Errors: SRT_INVALID_ARGUMENT for a bad entry (naming
 /// it: dtype, rank, negative size, duplicate or reserved name), for `path`
 /// naming standard output other than a character device
 /// (srt_output_check_seekable) or a link whose target cannot be named

@@ -142,15 +142,17 @@ echo "ok: --metrics writes the console's values, one line per step, appended on 
 mkdir -p "$T/rot"
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 8 "${COMMON[@]}" --save-every 2 \
   --keep-last 2 --save "$T/rot/r.safetensors" >"$T/rot.log" || fail "rotation run"
-kept=$(cd "$T/rot" && ls | grep -v optim | tr '\n' ' ')
+kept=$(cd "$T/rot" && ls | grep -v -e optim -e '\.lock$' | tr '\n' ' ')
 [ "$kept" = "r-step00000006.safetensors r-step00000008.safetensors " ] || fail "kept: $kept"
+# The run's lock on the --save stem stays beside it, naming the last holder.
+grep -qE '^pid [0-9]+ on host ' "$T/rot/r.safetensors.lock" || fail "no lock file beside --save"
 [ "$(ls "$T/rot" | grep -c optim)" = 2 ] || fail "optimizer files: $(ls "$T/rot")"
 # A later step's file (an abandoned run's) is neither counted nor removed.
 echo other >"$T/rot/r-step00000099.safetensors"
 run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 12 "${COMMON[@]}" --save-every 2 \
   --keep-last 1 --save "$T/rot/r.safetensors" --load "$T/rot/r-step00000006.safetensors" \
   >"$T/rot2.log" || fail "rotation resume"
-kept=$(cd "$T/rot" && ls | grep -v optim | tr '\n' ' ')
+kept=$(cd "$T/rot" && ls | grep -v -e optim -e '\.lock$' | tr '\n' ' ')
 [ "$kept" = "r-step00000006.safetensors r-step00000012.safetensors r-step00000099.safetensors " ] \
   || fail "after resume kept: $kept"
 diff <(losses "$T/rot.log" | sed -n 7,8p) <(losses "$T/rot2.log" | head -2) \
