@@ -44,15 +44,19 @@ race() {
     sleep 0.1
   done
   if [ -z "$loser" ]; then # both went on: let them finish, then fail
-    cat "$W/a.fifo" >/dev/null & cat "$W/b.fifo" >/dev/null &
+    cat "$W/a.fifo" >/dev/null 2>&1 </dev/null & cat "$W/b.fifo" >/dev/null 2>&1 </dev/null &
     wait "$pid_a" "$pid_b"
     cat "$W/a.log" "$W/b.log"
     fail "$flag: two jobs at once, neither was refused"
   fi
   winner=$([ "$loser" = a ] && echo b || echo a)
-  cat "$W/$winner.fifo" >/dev/null &   # lets the winner go on
+  # lets the winner go on; no descriptor of the test's output kept, and
+  # ended whatever happens (a reader left blocked kept ctest waiting)
+  cat "$W/$winner.fifo" >/dev/null 2>&1 </dev/null &
+  local reader=$!
   eval "wait \$pid_$loser" && fail "$flag: the refused job exited 0"
   eval "wait \$pid_$winner" || { cat "$W/$winner.log"; fail "$flag: the job holding the lock failed"; }
+  kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null
   local holder
   holder=$(grep -o 'pid [0-9]* on host [^ ;)]*' "$W/$loser.log") || { cat "$W/$loser.log"; fail "$flag: the refusal names no holder"; }
   grep -qF -- "$holder" "$path.lock" || fail "$flag: the refusal names '$holder', the lock file says $(cat "$path.lock")"
