@@ -430,7 +430,7 @@ if [ -n "$MPI39" ]; then
   G39=("${A39[@]}"); G39[7]=2
   case_ "on --max-grad-norm" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${G39[@]}"
   case_ "on command line" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" --help
-  case_ "on --lr" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${A39[@]:0:5}" abc "${A39[@]:6}"
+  case_ "--lr: 'abc' is not a number" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${A39[@]:0:5}" abc "${A39[@]:6}"
   case_ "on program mesh" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$BIN/train_tiny_dp2_tp1" "${A39[@]}"
 fi
 
