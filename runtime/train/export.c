@@ -513,17 +513,21 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
   char step_s[32], adam_s[32], path[PATH_LEN], name[64];
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
+  char batch_s[32], seq_s[32]; // the data windows: a resume checks them
+  snprintf(batch_s, sizeof batch_s, "%" PRId64, p->batch);
+  snprintf(seq_s, sizeof seq_s, "%" PRId64, p->seq);
   const char *wmeta[] = {"shardrt.step",        step_s,     "shardrt.adam_step", adam_s,
                          "shardrt.optimizer",   kOptimizer, "shardrt.model",
                          p->model ? p->model : "", "shardrt.lr_schedule", state->lr_schedule,
-                         "shardrt.run",         state->run_id};
+                         "shardrt.run",         state->run_id,
+                         "shardrt.batch", batch_s, "shardrt.seq", seq_s};
   for (size_t k = 0; k < count && !s; ++k) {
     shard_name(name, sizeof name, k, count);
     if (!join(path, partial, name))
       s = SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
     else
       s = srt_checkpoint_save_items(ctx, path, w.items + first[k], first[k + 1] - first[k], wmeta,
-                                  6);
+                                  (int)(sizeof wmeta / sizeof *wmeta / 2));
   }
   if (!s) {
     const char *ometa[] = {"shardrt.step",    step_s,

@@ -77,3 +77,107 @@ srt_status train_lr_check(const train_lr_schedule *s) {
                      s->decay_fraction);
   return NULL;
 }
+
+srt_status train_lr_parse_description(const char *text, train_lr_schedule *out) {
+  train_lr_schedule s = *out;
+  char kind[16];
+  int used = 0;
+  bool ok = sscanf(text, "%15s%n", kind, &used) == 1;
+  srt_status ks = ok ? train_lr_schedule_parse(kind, &s.kind) : NULL;
+  ok = ok && !ks;
+  srt_status_free(ks);
+  for (const char *c = text + used; ok && *c;) {
+    char key[32];
+    double v;
+    int n = 0;
+    ok = sscanf(c, " %31[a-z_]=%lf%n", key, &v, &n) == 2 && n > 0;
+    if (!ok)
+      break;
+    if (!strcmp(key, "lr"))
+      s.lr = v;
+    else if (!strcmp(key, "warmup"))
+      s.warmup = (int64_t)v;
+    else if (!strcmp(key, "min_lr"))
+      s.min_lr = v;
+    else if (!strcmp(key, "decay_steps"))
+      s.decay_steps = (int64_t)v;
+    else if (!strcmp(key, "decay_fraction"))
+      s.decay_fraction = v;
+    else
+      ok = false;
+    c += n;
+  }
+  if (!ok)
+    return SRT_ERROR(SRT_DATA_LOSS, "shardrt.lr_schedule '%s' is not an lr schedule", text);
+  *out = s;
+  return NULL;
+}
+
+// Schedule flag k (the bit 1 << k: kind, lr, warmup, min_lr, decay_steps,
+// decay_fraction) of `s`, as train_lr_describe writes it.
+static void flag_text(const train_lr_schedule *s, int k, char *buf, size_t size) {
+  switch (k) {
+  case 0: snprintf(buf, size, "%s", kNames[s->kind]); break;
+  case 1: snprintf(buf, size, "%.9g", s->lr); break;
+  case 2: snprintf(buf, size, "%lld", (long long)s->warmup); break;
+  case 3: snprintf(buf, size, "%.9g", s->min_lr); break;
+  case 4: snprintf(buf, size, "%lld", (long long)s->decay_steps); break;
+  default: snprintf(buf, size, "%.9g", s->decay_fraction); break;
+  }
+}
+
+// Flag k of `s` set to that of `r`.
+static void take_flag(train_lr_schedule *s, const train_lr_schedule *r, int k) {
+  switch (k) {
+  case 0: s->kind = r->kind; break;
+  case 1: s->lr = r->lr; break;
+  case 2: s->warmup = r->warmup; break;
+  case 3: s->min_lr = r->min_lr; break;
+  case 4: s->decay_steps = r->decay_steps; break;
+  default: s->decay_fraction = r->decay_fraction; break;
+  }
+}
+
+srt_status train_lr_resume(train_lr_schedule *s, unsigned given, const char *recorded,
+                           const char *ckpt, char *taken, size_t size) {
+  static const char *const kFlags[] = {"--lr-schedule", "--lr",            "--warmup-steps",
+                                       "--min-lr",      "--lr-decay-steps", "--decay-fraction"};
+  train_lr_schedule r = {.kind = TRAIN_LR_CONSTANT, .decay_steps = -1, .decay_fraction = 0.1};
+  SRT_RETURN_IF_ERROR(train_lr_parse_description(recorded, &r));
+  taken[0] = 0;
+  for (int k = 0; k < 6; ++k) {
+    // A constant schedule records no decay; only wsd its fraction.
+    bool defined = k < 3 || (r.kind != TRAIN_LR_CONSTANT && k < 5) || r.kind == TRAIN_LR_WSD;
+    if (!defined)
+      continue;
+    char mine[64], theirs[64];
+    flag_text(&r, k, theirs, sizeof theirs);
+    if (given & (1u << k)) {
+      flag_text(s, k, mine, sizeof mine);
+      if (strcmp(mine, theirs))
+        return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                         "'%s' was trained with %s %s (its schedule '%s'), this run gives %s "
+                         "%s: leave the flag out to continue the recorded schedule, or pass "
+                         "--override-lr-schedule to train on with the flags given",
+                         ckpt, kFlags[k], theirs, recorded, kFlags[k], mine);
+      continue;
+    }
+    take_flag(s, &r, k);
+    size_t n = strlen(taken);
+    snprintf(taken + n, size - n, "%s%s", n ? ", " : "", kFlags[k]);
+  }
+  return NULL;
+}
+
+srt_status train_lr_finish(train_lr_schedule *s, unsigned given, int64_t steps) {
+  if (s->decay_steps < 0)
+    s->decay_steps = steps;
+  if (s->kind == TRAIN_LR_CONSTANT &&
+      (s->min_lr != 0 || ((given & TRAIN_GIVEN_DECAY_STEPS) && s->decay_steps != steps)))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "--min-lr and --lr-decay-steps need a decaying --lr-schedule (linear, "
+                     "cosine or wsd)");
+  if (s->kind != TRAIN_LR_WSD && s->decay_fraction != 0.1)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--decay-fraction needs --lr-schedule wsd");
+  return train_lr_check(s);
+}

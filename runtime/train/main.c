@@ -251,14 +251,25 @@ int main(int argc, char **argv) {
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   train_options o;
+  bool help = false;
   for (int i = 1; i < argc; ++i)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      if (world_rank == 0)
-        printf("%s", train_usage());
-      MPI_Finalize();
-      return 0;
-    }
-  srt_status s = train_parse_options(argc, argv, &o);
+    help |= !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h");
+  srt_status s = help ? NULL : train_parse_options(argc, argv, &o);
+  // Before anything else: every rank runs the same program with the same
+  // options (an MPMD launch or per-rank flags may differ), so that errors
+  // below are alike everywhere and no collective gets buffers of other sizes.
+  if (train_agree(p, s || help ? NULL : &o,
+                  help ? "--help" : s ? srt_status_message(s) : "parsed")) {
+    srt_status_free(s);
+    MPI_Finalize();
+    return 1;
+  }
+  if (help) {
+    if (world_rank == 0)
+      printf("%s", train_usage());
+    MPI_Finalize();
+    return 0;
+  }
   if (s) { // identical on every rank: print once
     if (world_rank == 0)
       fprintf(stderr, "train: %s\n%s", srt_status_message(s), train_usage());
@@ -340,6 +351,21 @@ int main(int argc, char **argv) {
                : train_init_weights(ctx, p, arena, o.seed);
     failed = any_failed(ctx, s);
   }
+  // Step k reads the k-th window of batch x seq tokens: a resume by a
+  // program of another global batch or sequence length would read other
+  // tokens than the saving run's next steps (another mesh of the same
+  // batch and seq reads the same ones).
+  if (!failed && o.load && o.data && state.step > 0 && state.batch > 0 &&
+      (state.batch != p->batch || state.seq != p->seq))
+    failed = any_failed(
+        ctx, SRT_ERROR(SRT_FAILED_PRECONDITION,
+                       "'%s' was saved by a program of global batch %lld x seq %lld, this one "
+                       "is compiled for batch %lld x seq %lld: the data windows of steps %lld "
+                       "on would shift; recompile with shard-compile --batch %lld --seq %lld "
+                       "(any dp x tp mesh)",
+                       o.load, (long long)state.batch, (long long)state.seq,
+                       (long long)p->batch, (long long)p->seq, (long long)state.step + 1,
+                       (long long)state.batch, (long long)state.seq));
   // Where --save and --dump will write must be writable before any step runs.
   for (int i = 0; !failed && i < 2; ++i) {
     const char *target = i ? o.dump : o.save;
@@ -375,28 +401,49 @@ int main(int argc, char **argv) {
       printf("train: loaded '%s' at step %lld\n", o.load, (long long)state.step);
     else if (o.load) // a Hugging Face checkpoint: weights, a fresh optimizer
       printf("train: loaded the weights of '%s'; training starts at step 1\n", o.load);
+    // A bf16 or f16 export (--export-dtype) holds rounded master weights:
+    // a resume from it is not the saving run's exact state.
+    if (o.load && input.dtype != SRT_F32)
+      printf("train: note: the fp32 master weights are rounded from the %s tensors of '%s'; "
+             "%s\n", srt_dtype_name(input.dtype), o.load,
+             state.step > 0 ? "its optimizer state was found (AdamW moments and step)"
+                            : "no optimizer state was found (AdamW starts afresh)");
     fflush(stdout);
   }
-  // A resumed run continues the decaying schedule its checkpoint was trained
-  // with: two decaying schedules must be the same one. A constant lr on
-  // either side is a choice, not a schedule to keep (lowering --lr after a
-  // divergence, or decaying from a constant-lr checkpoint).
-  char schedule[sizeof state.lr_schedule];
-  train_lr_describe(&o.schedule, schedule, sizeof schedule);
-  bool decaying = o.schedule.kind != TRAIN_LR_CONSTANT &&
-                  strncmp(state.lr_schedule, "constant ", 9) != 0;
-  if (!failed && o.load && state.step > 0 && state.lr_schedule[0] && decaying &&
-      strcmp(state.lr_schedule, schedule)) {
-    if (rank == 0)
-      fprintf(stderr,
-              "train: '%s' was trained with the lr schedule '%s', this run asks for '%s': "
-              "give the same --lr, --lr-schedule, --warmup-steps, --min-lr, --lr-decay-steps "
-              "(the original --steps) and --decay-fraction to continue it\n",
-              o.load, state.lr_schedule, schedule);
-    failed = 1;
+  // A resumed run continues the schedule its checkpoint was trained with:
+  // flags left out take the recorded values, a flag given with another
+  // value is refused (Megatron-LM's check of the scheduler's values), unless
+  // --override-lr-schedule (Megatron's --override-opt_param-scheduler).
+  // Checkpoints without a record (older ones, Hugging Face weights) take
+  // the flags as given.
+  char taken[128] = "", schedule[sizeof state.lr_schedule];
+  bool resumed = o.load && state.step > 0 && state.lr_schedule[0];
+  if (!failed) {
+    s = resumed && !o.override_lr_schedule
+            ? train_lr_resume(&o.schedule, o.schedule_given, state.lr_schedule, o.load, taken,
+                              sizeof taken)
+            : NULL;
+    // Every record holds an lr: only a run without one may lack --lr.
+    if (!s && !(o.schedule_given & TRAIN_GIVEN_LR) && !(resumed && !o.override_lr_schedule))
+      s = resumed ? SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr F is required with "
+                              "--override-lr-schedule (the flags as given rule)")
+                  : SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr F is required ('%s' records no lr "
+                              "schedule to continue)", o.load);
+    if (!s)
+      s = train_lr_finish(&o.schedule, o.schedule_given, o.steps);
+    o.lr = (float)o.schedule.lr;
+    failed = any_failed(ctx, s);
   }
+  train_lr_describe(&o.schedule, schedule, sizeof schedule);
+  if (!failed && rank == 0 && taken[0])
+    printf("train: lr schedule continued from '%s': %s (%s not given: the recorded "
+           "values)\n", o.load, schedule, taken);
+  else if (!failed && rank == 0 && resumed && o.override_lr_schedule &&
+           strcmp(state.lr_schedule, schedule))
+    printf("train: --override-lr-schedule: '%s' recorded '%s', this run follows '%s'\n",
+           o.load, state.lr_schedule, schedule);
   memcpy(state.lr_schedule, schedule, sizeof schedule);
-  if (!failed && rank == 0 && o.schedule.kind != TRAIN_LR_CONSTANT)
+  if (!failed && rank == 0 && o.schedule.kind != TRAIN_LR_CONSTANT && !taken[0])
     printf("train: lr schedule %s\n", schedule);
   if (!failed && rank == 0 && o.schedule.warmup > o.steps)
     fprintf(stderr,

@@ -22,6 +22,7 @@ const char *train_usage(void) {
          "         [--timeout SECONDS] [--threads N] [--profile]\n"
          "         [--lr-schedule constant|linear|cosine|wsd] [--warmup-steps N]\n"
          "         [--min-lr F] [--lr-decay-steps N] [--decay-fraction F]\n"
+         "         [--override-lr-schedule]\n"
          "         [--eval-data TOKENS] [--eval-every N] [--eval-batches K]\n"
          "         [--metrics FILE.jsonl] [--keep-last K]\n"
          "         [--export DIR] [--export-dtype f32|bf16|f16] [--max-shard-size SIZE]\n"
@@ -33,8 +34,10 @@ const char *train_usage(void) {
          "    warmup to --lr over --warmup-steps (0), then constant (the default), or\n"
          "    linear / cosine to --min-lr (0) at step --lr-decay-steps (default --steps),\n"
          "    or wsd: stable, then linear to --min-lr over the last --decay-fraction\n"
-         "    (0.1) of the steps after the warmup. A checkpoint records the schedule; a\n"
-         "    resumed run must continue the same one (docs/runtime.md).\n"
+         "    (0.1) of the steps after the warmup. A checkpoint records the schedule: a\n"
+         "    resumed run takes the recorded value of every schedule flag not given\n"
+         "    (--lr too), and one given with another value is refused unless\n"
+         "    --override-lr-schedule (then the flags given, and the defaults, rule).\n"
          "  --eval-data TOKENS: held-out tokens; every --eval-every N steps (default:\n"
          "    only after the last) the mean loss and perplexity of the program over\n"
          "    their first --eval-batches K (4) batches, forward only.\n"
@@ -219,13 +222,13 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     if (f[0] != '-')
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "unexpected argument '%s'%s%s (flags take their value as the next "
-                       "argument; --profile takes none)",
+                       "argument; --profile and --override-lr-schedule take none)",
                        f, i > 1 ? " after " : "", i > 1 ? argv[i - 1] : "");
     if (!strncmp(f, "--", 2) && strchr(f, '='))
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "'%s': give the value as the next argument ('%.*s %s')", f,
                        (int)(strchr(f, '=') - f), f, strchr(f, '=') + 1);
-    bool valueless = !strcmp(f, "--profile");
+    bool valueless = !strcmp(f, "--profile") || !strcmp(f, "--override-lr-schedule");
     if (!valueless && i + 1 >= argc)
       return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: missing value (or unknown flag)", f);
     const char *v = valueless ? NULL : argv[i + 1];
@@ -238,7 +241,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     seen[nseen][0] = f;
     seen[nseen++][1] = v;
     if (valueless) {
-      o->profile = true;
+      *(!strcmp(f, "--profile") ? &o->profile : &o->override_lr_schedule) = true;
       continue;
     }
     ++i;
@@ -252,6 +255,7 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     } else if (!strcmp(f, "--lr")) {
       SRT_RETURN_IF_ERROR(parse_float(f, v, &o->lr));
       SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.lr)); // the schedule in float64
+      o->schedule_given |= TRAIN_GIVEN_LR;
     } else if (!strcmp(f, "--metrics")) {
       o->metrics = v;
     } else if (!strcmp(f, "--eval-data")) {
@@ -262,14 +266,19 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->eval_batches));
     } else if (!strcmp(f, "--lr-schedule")) {
       SRT_RETURN_IF_ERROR(train_lr_schedule_parse(v, &o->schedule.kind));
+      o->schedule_given |= TRAIN_GIVEN_KIND;
     } else if (!strcmp(f, "--warmup-steps")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 0, &o->schedule.warmup));
+      o->schedule_given |= TRAIN_GIVEN_WARMUP;
     } else if (!strcmp(f, "--lr-decay-steps")) {
       SRT_RETURN_IF_ERROR(parse_int(f, v, 1, &o->schedule.decay_steps));
+      o->schedule_given |= TRAIN_GIVEN_DECAY_STEPS;
     } else if (!strcmp(f, "--min-lr")) {
       SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.min_lr));
+      o->schedule_given |= TRAIN_GIVEN_MIN_LR;
     } else if (!strcmp(f, "--decay-fraction")) {
       SRT_RETURN_IF_ERROR(parse_double(f, v, &o->schedule.decay_fraction));
+      o->schedule_given |= TRAIN_GIVEN_DECAY_FRACTION;
     } else if (!strcmp(f, "--betas")) {
       const char *comma = strchr(v, ',');
       if (!comma)
@@ -412,24 +421,23 @@ srt_status train_parse_options(int argc, char **argv, train_options *o) {
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--data TOKENS (or --batch-file FILE) is required");
   if (o->steps < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--steps K is required");
-  if (isnan(o->lr))
+  // A resume may take --lr from its checkpoint (train_lr_resume): then it
+  // is required only once the checkpoint turns out to record none.
+  if (isnan(o->lr) && !o->load)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr F is required");
+  if (o->override_lr_schedule && !o->load)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--override-lr-schedule needs --load CKPT (it "
+                     "overrides the schedule a checkpoint recorded)");
   if (isnan(o->max_grad_norm))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--max-grad-norm F is required (<= 0: no clipping)");
   // The ranges AdamW is defined on (nn-optimizer refuses the same): eps 0
   // divides 0 by 0 for gradients that are exactly zero.
   if (o->lr < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--lr must be >= 0, got %g", (double)o->lr);
-  if (o->schedule.decay_steps < 0)
-    o->schedule.decay_steps = o->steps;
-  if (o->schedule.kind == TRAIN_LR_CONSTANT &&
-      (o->schedule.min_lr != 0 || o->schedule.decay_steps != o->steps))
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "--min-lr and --lr-decay-steps need a decaying --lr-schedule (linear, "
-                     "cosine or wsd)");
-  if (o->schedule.kind != TRAIN_LR_WSD && o->schedule.decay_fraction != 0.1)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "--decay-fraction needs --lr-schedule wsd");
-  SRT_RETURN_IF_ERROR(train_lr_check(&o->schedule));
+  // With --load the schedule is completed and checked once the checkpoint's
+  // record is merged in (main.c).
+  if (!o->load)
+    SRT_RETURN_IF_ERROR(train_lr_finish(&o->schedule, o->schedule_given, o->steps));
   if (!(o->eps > 0))
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "--eps must be > 0, got %g", (double)o->eps);
   if (o->weight_decay < 0)

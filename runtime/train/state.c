@@ -176,7 +176,7 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                      "checkpoint: parameter '%s' has non-finite values at step %lld: not "
                      "saving, '%s' is left as it was (lower --lr?)",
                      p->params[bad].name, (long long)state->step, path);
-  char optim[PATH_MAX_LEN], step_s[32], adam_s[32];
+  char optim[PATH_MAX_LEN], step_s[32], adam_s[32], batch_s[32], seq_s[32];
   bool root = srt_context_rank(ctx) == 0;
   // The optimizer file gets a name no earlier save used: rank 0 creates
   // the first free `<path>.optim-<step>-<n>` exclusively (O_EXCL: another
@@ -213,6 +213,8 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
   snprintf(optim, sizeof optim, "%s.optim-%08" PRId64 "-%d", path, state->step, pick[0]);
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
+  snprintf(batch_s, sizeof batch_s, "%" PRId64, p->batch);
+  snprintf(seq_s, sizeof seq_s, "%" PRId64, p->seq);
   // 1. The optimizer state, under a name of its own (the previous one stays).
   const char *meta[] = {"shardrt.step",        step_s,           "shardrt.adam_step",
                         adam_s,                "shardrt.weights", base_of(path),
@@ -228,8 +230,11 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                            adam_s,                "shardrt.optimizer", base_of(optim),
                            "shardrt.model",       p->model ? p->model : "",
                            "shardrt.lr_schedule", state->lr_schedule,
-                           "shardrt.run",         state->run_id};
-    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta, 6);
+                           "shardrt.run",         state->run_id,
+                           "shardrt.batch",       batch_s, // the data windows: a resume checks
+                           "shardrt.seq",         seq_s};
+    s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta,
+                           (int)(sizeof wmeta / sizeof *wmeta / 2));
   }
   // 3. The previous optimizer file of THIS checkpoint path is no longer
   // referenced. One that belongs to another checkpoint (the one a run was
@@ -340,6 +345,13 @@ void train_input_close(train_input *in) {
   in->carried = NULL;
 }
 
+int64_t train_meta_int(const srt_safetensors *f, const char *key) {
+  const char *v = srt_safetensors_metadata(f, key);
+  char *end = NULL;
+  long long x = v && isdigit((unsigned char)*v) ? strtoll(v, &end, 10) : -1;
+  return end && !*end && x > 0 ? (int64_t)x : -1;
+}
+
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, train_state *state, train_input *in,
                       char *prev_optim) {
@@ -417,6 +429,8 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
     snprintf(state->lr_schedule, sizeof state->lr_schedule, "%s", schedule ? schedule : "");
     if (run && train_run_id_valid(run)) // kept: the resumed run is the same run
       snprintf(state->run_id, sizeof state->run_id, "%s", run);
+    state->batch = train_meta_int(srt_checkpoint_source_first(in->src), "shardrt.batch");
+    state->seq = train_meta_int(srt_checkpoint_source_first(in->src), "shardrt.seq");
     snprintf(prev_optim, PATH_MAX_LEN, "%s", optim);
   }
   return s;

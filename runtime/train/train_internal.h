@@ -62,6 +62,40 @@ int64_t train_lr_wsd_decay_steps(const train_lr_schedule *s);
 /// checked to continue the same schedule.
 void train_lr_describe(const train_lr_schedule *s, char *buf, size_t size);
 
+/// The flags of a schedule (train_options.schedule_given bits, in the
+/// order a resume compares them).
+enum {
+  TRAIN_GIVEN_KIND = 1,           ///< --lr-schedule
+  TRAIN_GIVEN_LR = 2,             ///< --lr
+  TRAIN_GIVEN_WARMUP = 4,         ///< --warmup-steps
+  TRAIN_GIVEN_MIN_LR = 8,         ///< --min-lr
+  TRAIN_GIVEN_DECAY_STEPS = 16,   ///< --lr-decay-steps
+  TRAIN_GIVEN_DECAY_FRACTION = 32 ///< --decay-fraction
+};
+
+/// Parses a train_lr_describe text (a checkpoint's shardrt.lr_schedule)
+/// into *out (fields it does not hold keep out's values). Errors:
+/// SRT_DATA_LOSS naming the text when it is not such a description.
+srt_status train_lr_parse_description(const char *text, train_lr_schedule *out);
+
+/// A resume continues the schedule its checkpoint recorded (`recorded`, a
+/// train_lr_describe text of checkpoint `ckpt`): each schedule flag not in
+/// `given` (TRAIN_GIVEN_* bits) takes the recorded value, appended to
+/// `taken` (of `size` bytes, "--lr-schedule, --lr, ..."; "" if none); a
+/// flag given with another value than the recorded one is an error.
+/// Fields the recorded kind does not define (min_lr, decay_steps of a
+/// constant schedule) are left as given. Errors: SRT_FAILED_PRECONDITION
+/// naming the flag, the recorded value and the given one;
+/// train_lr_parse_description's.
+srt_status train_lr_resume(train_lr_schedule *s, unsigned given, const char *recorded,
+                           const char *ckpt, char *taken, size_t size);
+
+/// Completes a schedule once its flags and any recorded values are known:
+/// decay_steps defaults to `steps`; then the checks of train_lr_check and
+/// that min_lr, decay_steps (given) and decay_fraction belong to the kind.
+/// Errors: SRT_INVALID_ARGUMENT naming the flag and value.
+srt_status train_lr_finish(train_lr_schedule *s, unsigned given, int64_t steps);
+
 /// Errors: SRT_INVALID_ARGUMENT for min_lr outside [0, lr], a negative
 /// warmup, a decay that ends within the warmup, a decay fraction outside
 /// (0, 1].
@@ -196,6 +230,8 @@ typedef struct train_options {
   int64_t steps;         ///< last step to run (--steps), required, >= 1
   float lr;              ///< --lr, required: the schedule's peak
   train_lr_schedule schedule; ///< --lr-schedule and its flags (lr filled from --lr)
+  unsigned schedule_given;    ///< TRAIN_GIVEN_* bits: the schedule flags on the command line
+  bool override_lr_schedule;  ///< --override-lr-schedule: a resume takes the flags, not the record
   float beta1, beta2;    ///< --betas B1,B2 (0.9, 0.999)
   float eps;             ///< --eps (1e-8)
   float weight_decay;    ///< --weight-decay (0.01, torch's AdamW default)
@@ -273,6 +309,21 @@ srt_status train_check_omp_stack(void);
 /// the value (a missing required flag, a malformed number, an unknown flag).
 srt_status train_parse_options(int argc, char **argv, train_options *o);
 
+/// Checks that every rank of MPI_COMM_WORLD runs the same program with the
+/// same options, before any collective whose size depends on either:
+/// every rank builds a fixed-size record (a digest and a short text for
+/// the program's ABI, config, mesh, batch, parameter table, memory plan,
+/// checkpoint names and backend, and for each option that must agree; not
+/// --threads, --log-every, --metrics, --profile), rank 0's is broadcast,
+/// and the lowest rank that differs on the first differing item prints
+/// "train: rank R disagrees with rank 0 on ITEM: V0 on rank 0, VR on rank
+/// R" (for the config, the first key that differs). `o` is NULL when the
+/// options did not parse; `command_line` ("parsed", "--help" or the parse
+/// error) must agree too. Collective (plain MPI calls, no deadline: every
+/// rank reaches it right after parsing). Returns 0 when all agree (and
+/// always on one rank), 1 on every rank otherwise.
+int train_agree(const srt_program *p, const train_options *o, const char *command_line);
+
 /// The usage text.
 const char *train_usage(void);
 
@@ -329,6 +380,9 @@ typedef struct train_state {
   /// load pairs only files of one run and --keep-last removes only this
   /// run's saves. Empty until train_run_id_mint or a checkpoint sets it.
   char run_id[TRAIN_RUN_ID_LEN + 1];
+  /// The global batch and sequence length of the program that saved it
+  /// ("shardrt.batch", "shardrt.seq"): its data windows; -1 when unknown.
+  int64_t batch, seq;
 } train_state;
 
 /// The checkpoint a run was loaded from, kept open for the whole run: saves
@@ -346,6 +400,9 @@ typedef struct train_input {
 /// Parses the program's checkpoint_names into a fresh *in (nothing loaded).
 /// Errors: as srt_checkpoint_names_parse.
 srt_status train_input_open(const srt_program *p, train_input *in);
+
+/// Metadata `key` of `f` as a positive integer, or -1 when absent or not one.
+int64_t train_meta_int(const srt_safetensors *f, const char *key);
 
 /// Closes the input checkpoint (in stays usable as "nothing loaded").
 void train_input_close(train_input *in);

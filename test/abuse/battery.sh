@@ -457,6 +457,33 @@ case_ "belongs to another job" -- "${TR_OK[@]}" --save "$F/held/model.safetensor
 case_ "belongs to another job" -- "${TR_OK[@]}" --export "$F/held/hf"
 case_ "not one checkpoint" -- "$TR" --data "$F/data.tokens" --steps 3 --lr 1e-3 --max-grad-norm 1 --load "$F/mix/model.safetensors"
 
+# Issue 39 items 3 and 4 (resume-with-other-flags family, MPMD family).
+# The step-2 checkpoint $F/ck records 'constant lr=0.001 warmup=0': a resume
+# giving other schedule values is refused naming both, unless
+# --override-lr-schedule. MPMD launches (two ranks of the tp2 / dp2 test
+# programs) with per-rank flags or other programs are refused by the ranks'
+# agreement before step 1.
+CK39=$F/ck/model.safetensors
+TR39=("$TR" --data "$F/data.tokens" --steps 4 --max-grad-norm 1 --load "$CK39")
+case_ "--lr 0.001" -- "${TR39[@]}" --lr 5e-1
+case_ "--lr-schedule constant" -- "${TR39[@]}" --lr-schedule cosine
+case_ "--warmup-steps 0" -- "${TR39[@]}" --warmup-steps 3
+case_ "--lr F is required with --override-lr-schedule" -- "${TR39[@]}" --override-lr-schedule
+case_ "--override-lr-schedule needs --load" -- "${TR_OK[@]}" --override-lr-schedule
+MPI39=$(command -v mpiexec || true)
+if [ -n "$MPI39" ]; then
+  MP39=("$MPI39" --allow-run-as-root --oversubscribe -np 1)
+  A39=(--data "$F/data.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1 --threads 1)
+  T2=$BIN/train_tiny_dp1_tp2
+  case_ "on --lr: 0.001 on rank 0, 0.002 on rank 1" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${A39[@]/1e-3/2e-3}"
+  case_ "on --seed" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${A39[@]}" --seed 3
+  G39=("${A39[@]}"); G39[7]=2
+  case_ "on --max-grad-norm" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${G39[@]}"
+  case_ "on command line" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" --help
+  case_ "--lr: 'abc' is not a number" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$T2" "${A39[@]:0:5}" abc "${A39[@]:6}"
+  case_ "on program mesh" -- "${MP39[@]}" "$T2" "${A39[@]}" : -np 1 "$BIN/train_tiny_dp2_tp1" "${A39[@]}"
+fi
+
 #===------------------------------------------------------------------===#
 # Run
 #===------------------------------------------------------------------===#

@@ -280,7 +280,7 @@ echo "ok: --save through a symbolic link keeps the link and writes beside its fi
 # to overwrite, stays byte-identical. The default is 5.
 mkdir -p "$W/diverge" && cp "$W"/step3/model.safetensors* "$W/diverge/" || fail "copy"
 expect_error "diverging run" "3 steps in a row skipped" "the last at step 7" "stopping without saving" -- \
-  run 2 "$W/q_tp2sp" --data "$TOK" --steps 20 --lr 1e30 --max-grad-norm 1 --max-skipped 3 \
+  run 2 "$W/q_tp2sp" --data "$TOK" --steps 20 --lr 1e30 --max-grad-norm 1 --max-skipped 3 --override-lr-schedule \
   --load "$W/diverge/model.safetensors" --save "$W/diverge/model.safetensors"
 cmp "$W/diverge/model.safetensors" "$W/step3/model.safetensors" \
   || fail "the diverging run overwrote the checkpoint"

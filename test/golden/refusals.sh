@@ -81,7 +81,7 @@ cp "$W/ckpt.safetensors" "$W/keep.safetensors"
 cp "$W/ckpt.safetensors" "$W/before.safetensors"
 expect_error non-finite-save "has non-finite values at step 2: not saving" -- \
   run 1 "$W/plain" --batch-file "$G/batch.safetensors" --steps 2 --max-grad-norm 0 --lr 3.4e38 \
-    --weight-decay 1 --load "$W/ckpt.safetensors" --save "$W/keep.safetensors"
+    --weight-decay 1 --override-lr-schedule --load "$W/ckpt.safetensors" --save "$W/keep.safetensors"
 cmp -s "$W/keep.safetensors" "$W/before.safetensors" || fail "the refused save changed the checkpoint"
 echo "ok: the refused save left the previous checkpoint byte-identical"
 echo PASS
