@@ -19,10 +19,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-build}
 steps=${STEPS:-8}
-# The real Hugging Face configs: ../shared/models beside the checkout, else
-# the copies bundled in examples/.
-models=$root/../shared/models
-[ -f "$models/llama-3.2-1b.json" ] || models=$root/examples
+# The real Hugging Face configs, copied into examples/models.
+models=$root/examples/models
 "$root/scripts/build.sh" "$dir" -DSHARD_CUDA=ON >/dev/null
 bin=$root/$dir/bin
 devices=$("$bin/cuda_devices")

@@ -24,8 +24,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/build/gpu-bundle}
-models=$root/../shared/models
-[ -f "$models/llama-3.2-1b.json" ] || models=$root/examples
+models=$root/examples/models
 if [ -n "${2:-}" ]; then
   bin=$2/bin
 else

@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
 runs=${2:-20}
 tool=$build/bin/shard-import
-config=$here/../shared/models/llama-3.1-70b.json
+config=$here/examples/models/llama-3.1-70b.json
 [[ -x $tool ]] || { echo "bench/import.sh: no $tool (build first)" >&2; exit 1; }
 
 out=$(mktemp)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The memory table of docs/runtime.md: what one GPU holds (shard-compile
 # --memory-report, the static memory plan; nothing runs) for the real configs
-# of ../shared/models on the cuda backend at seq 4096, one sequence per dp
+# of examples/models on the cuda backend at seq 4096, one sequence per dp
 # rank, with FSDP (the default over dp) and with --dp-replicate, without and
 # with --activation-checkpointing; then, in a second table, the same with
 # checkpointing and --cpu-offload (the GPU's side and the pinned host memory
@@ -11,7 +11,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$root/build}/bin
-models=$root/../shared/models
+models=$root/examples/models
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -9,7 +9,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
 runs=${2:-9}
-config=$here/../shared/models/llama-3.1-70b.json
+config=$here/examples/models/llama-3.1-70b.json
 for tool in shard-import shard-opt; do
   [[ -x $build/bin/$tool ]] || { echo "bench/shard_opt.sh: no $build/bin/$tool (build first)" >&2; exit 1; }
 done

@@ -12,8 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh" build >/dev/null
 bin=$root/build/bin
-config=$root/../shared/models/qwen2.5-0.5b.json
-[[ -f $config ]] || config=$root/examples/qwen2.5-0.5b.json
+config=$root/examples/models/qwen2.5-0.5b.json
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -15,7 +15,7 @@
 #include "config.h"
 
 #ifndef SHARD_MODELS_DIR
-#error "SHARD_MODELS_DIR must name ../shared/models"
+#error "SHARD_MODELS_DIR must name examples/models"
 #endif
 
 static void load(const char *name, import_config *cfg) {
