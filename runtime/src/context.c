@@ -1,5 +1,6 @@
 // srt_context: MPI start-up, the dp x tp mesh and its communicators, created
-// once; the arena and the collective scratch; clean shutdown.
+// once; the arena and the collective scratch; releasing them (the teardown
+// that first drains the collectives in flight is teardown.c's).
 #include "context_internal.h"
 
 #include <stdbool.h>
@@ -102,29 +103,14 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   return NULL;
 }
 
-// Seconds a teardown waits for collectives in flight when the context has
-// no deadline (--timeout 0).
-enum { kTeardownGrace = 60 };
-
-// Frees what `ctx` holds; returns the first MPI error. Collectives still
-// in flight (a step that failed between a start and its wait) are waited
-// for first, against the deadline (or kTeardownGrace without one): MPI may
-// still write their buffers. If one cannot complete, the arena and the
-// staging buffers are left allocated rather than freed under MPI's feet.
-static srt_status release(srt_context *ctx) {
-  srt_status first = NULL;
-  bool stuck = false;
-  if (ctx->timeout_s <= 0) // no deadline: a grace period, not a hang
-    ctx->timeout_s = kTeardownGrace;
-  for (int i = 0; i < SRT_MAX_PENDING && !stuck; ++i) // one deadline at most
-    if ((first = srt_collective_wait(ctx, i)) != NULL)
-      stuck = true;
+srt_status srt_context_release(srt_context *ctx, srt_status stuck) {
   if (stuck) {
     free(ctx->scratch);
     free(ctx->op_scratch);
     free(ctx);
-    return first; // MPI is left as it is: the caller ends the job
+    return stuck; // MPI is left as it is: the caller ends the job
   }
+  srt_status first = NULL;
   for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
     srt_group *g = &ctx->groups[k];
     if (g->side != MPI_COMM_NULL)
@@ -186,15 +172,11 @@ srt_status srt_context_create(const srt_context_options *options,
   if (s) {
     // Release communicators (and MPI, if we started it: the process is left
     // as it was, except that MPI cannot be initialised again).
-    srt_status_free(release(ctx));
+    srt_status_free(srt_context_release(ctx, NULL));
     return s;
   }
   *out = ctx;
   return NULL;
-}
-
-srt_status srt_context_destroy(srt_context *ctx) {
-  return ctx ? release(ctx) : NULL;
 }
 
 const srt_mesh *srt_context_mesh(const srt_context *ctx) { return &ctx->mesh; }

@@ -4,8 +4,8 @@
 #ifndef SHARDRT_CONTEXT_INTERNAL_H
 #define SHARDRT_CONTEXT_INTERNAL_H
 
-#include "shardrt/collectives.h"
 #include "shardrt/context.h"
+#include "shardrt/types.h"
 
 struct srt_group {
   MPI_Comm comm;       // MPI_COMM_NULL until created
@@ -18,7 +18,9 @@ struct srt_group {
 };
 
 // A collective in flight (srt_*_start, collectives.h): its request and
-// group; group NULL is a free slot.
+// group; group NULL is a free slot. Owned by collectives.c, its only reader
+// and writer; the context holds the table by value (no allocation on a step)
+// and frees the staging buffers; teardown.c drains it before that.
 typedef struct srt_pending {
   MPI_Request req;
   srt_group *group;
@@ -75,6 +77,13 @@ srt_status srt_mpi_error(int rc, const char *call, const srt_group *group,
 /// A scratch buffer of at least `bytes` bytes owned by the group's context
 /// (64-byte aligned, contents undefined; valid until the next call).
 srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out);
+
+/// Frees what `ctx` holds and `ctx`; returns the first MPI error. `stuck`
+/// is the error of a collective in flight that could not complete (see
+/// teardown.c), or NULL: with one, MPI may still write the arena and the
+/// staging buffers, so they are left allocated, MPI is left as it is and
+/// `stuck` is returned (owned by the caller).
+srt_status srt_context_release(srt_context *ctx, srt_status stuck);
 
 /// The ops' scratch buffer (see srt_context.op_scratch): at least `bytes`
 /// bytes, 64-byte aligned, contents undefined, valid until the next call.
