@@ -1,11 +1,9 @@
 // The CUDA backend's per-rank state: opening the GPU (device, streams,
 // cuBLASLt and cuDNN handles, the device arena, the parameter table of the
-// multi-tensor kernels), one NCCL communicator per mesh axis, and closing.
+// multi-tensor kernels), one NCCL communicator per mesh axis, and freeing
+// them. The backend object that owns a device's lifetime (and that of what
+// hangs off it: the cuDNN plans, the offload copies) is backend.c's.
 #include "device.h"
-#include "peak.h"
-
-#include "cudnn_attention.h"
-#include "offload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,12 +252,9 @@ static srt_status open_comms(srt_cuda_device *d) {
   return NULL;
 }
 
-static srt_status close_device(void *device) {
-  srt_cuda_device *d = device;
+void srt_cuda_device_free(srt_cuda_device *d) {
   if (!d)
-    return NULL;
-  // The wait aborts the communicators if the last collectives never end.
-  srt_status first = d->compute ? srt_cuda_wait(d, d->compute, "closing the device") : NULL;
+    return;
   for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
     if (d->has_comms[axis])
       ncclCommDestroy(d->comms[axis]);
@@ -271,7 +266,6 @@ static srt_status close_device(void *device) {
   }
   if (d->lt)
     cublasLtDestroy(d->lt);
-  srt_cudnn_attention_release(d);
   if (d->cudnn)
     cudnnDestroy(d->cudnn);
   cudaFree(d->lt_workspace);
@@ -296,11 +290,10 @@ static srt_status close_device(void *device) {
   if (d->comm)
     cudaStreamDestroy(d->comm);
   free(d);
-  return first;
 }
 
-static srt_status open_device(srt_context *ctx, const srt_program *p, void **device,
-                              uint8_t **arena) {
+srt_status srt_cuda_device_open(srt_context *ctx, const srt_program *p, srt_cuda_device **out) {
+  *out = NULL;
   srt_cuda_device *d = calloc(1, sizeof *d);
   if (!d)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "cuda backend: no memory for the device state");
@@ -320,96 +313,13 @@ static srt_status open_device(srt_context *ctx, const srt_program *p, void **dev
   if (!s)
     s = open_comms(d);
   if (s) {
-    srt_status_free(close_device(d));
+    // Nothing ran on the device yet (no cuDNN plan was made): wait, free.
+    if (d->compute)
+      srt_status_free(srt_cuda_wait(d, d->compute, "closing the device"));
+    srt_cuda_device_free(d);
     return s;
   }
-  *device = d;
-  *arena = d->arena;
+  *out = d;
   return NULL;
 }
 
-// Whether [offset, offset + bytes) overlaps a parameter's master weights.
-static bool touches_params(const srt_program *p, int64_t offset, int64_t bytes) {
-  for (int32_t i = 0; i < p->num_params; ++i) {
-    const srt_param_info *pi = &p->params[i];
-    int64_t numel = 1;
-    for (int k = 0; k < pi->rank; ++k)
-      numel *= pi->local_shape[k];
-    if (pi->offset < offset + bytes && offset < pi->offset + 4 * numel)
-      return true;
-  }
-  return false;
-}
-
-// The device's part of [offset, offset + bytes): without its host-only
-// prefix (--cpu-offload). Errors: a range outside the arena.
-static srt_status device_part(const srt_cuda_device *d, const char *dir, int64_t *offset,
-                              int64_t *bytes) {
-  if (!d || *offset < 0 || *bytes < 0 || *offset + *bytes > d->arena_bytes)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "cuda backend: copy of [%lld, %lld) to the %s "
-                     "lies outside the arena",
-                     (long long)*offset, (long long)(*offset + *bytes), dir);
-  int64_t end = *offset + *bytes;
-  if (*offset < d->offload)
-    *offset = d->offload;
-  *bytes = end > *offset ? end - *offset : 0;
-  return NULL;
-}
-
-// With offload: the bf16 copies from the host's weights, then to the device.
-static srt_status refresh_from_host(srt_cuda_device *d, const srt_program *p,
-                                    const uint8_t *host) {
-  if (host != d->host)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "cuda backend: with --cpu-offload the weights are copied from the "
-                     "context's arena, the host copy the device was opened with");
-  // The last step's copies of the bf16 weights may still read them.
-  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the copies before refreshing the weights"));
-  srt_cuda_offload_refresh(p, d->host);
-  return srt_cuda_offload_copy(d, p, SRT_OFFLOAD_COPIES_TO_DEVICE);
-}
-
-static srt_status to_device(void *device, const srt_program *p, const uint8_t *host,
-                            int64_t offset, int64_t bytes) {
-  srt_cuda_device *d = device;
-  bool params = touches_params(p, offset, bytes);
-  SRT_RETURN_IF_ERROR(device_part(d, "device", &offset, &bytes));
-  if (params && d->offload)
-    SRT_RETURN_IF_ERROR(refresh_from_host(d, p, host));
-  // On the compute stream, after the work that may still read the buffers
-  // (the last step's inputs), and waited for: `host` is pageable.
-  if (bytes)
-    SRT_CUDA_CHECK(cudaMemcpyAsync(d->arena + offset, host + offset, (size_t)bytes,
-                                   cudaMemcpyHostToDevice, d->compute));
-  SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the copy to the device"));
-  if (params && !d->offload) {
-    SRT_RETURN_IF_ERROR(srt_cuda_launched(
-        srt_cuda_refresh_compute(d->slots, d->num_slots, d->total_numel, d->compute),
-        "srt_cuda_refresh_compute", __FILE__, __LINE__));
-    SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "refreshing the bf16 weights"));
-  }
-  return NULL;
-}
-
-// With offload the host's weights and moments are the only ones: nothing
-// of the prefix is copied back.
-static srt_status to_host(void *device, const srt_program *p, uint8_t *host, int64_t offset,
-                          int64_t bytes) {
-  (void)p;
-  srt_cuda_device *d = device;
-  SRT_RETURN_IF_ERROR(device_part(d, "host", &offset, &bytes));
-  if (bytes)
-    SRT_CUDA_CHECK(cudaMemcpyAsync(host + offset, d->arena + offset, (size_t)bytes,
-                                   cudaMemcpyDeviceToHost, d->compute));
-  return srt_cuda_wait(d, d->compute, "the copy to the host");
-}
-
-const srt_backend srt_cuda_backend = {
-    .name = "cuda",
-    .ops = &srt_cuda_ops,
-    .open = open_device,
-    .to_device = to_device,
-    .to_host = to_host,
-    .close = close_device,
-    .peak_flops = srt_cuda_peak_flops,
-};

@@ -1,6 +1,7 @@
 // The CUDA backend's per-rank state (srt_exec.device): the GPU, its streams,
 // the library handles and the NCCL communicators, all created once by
-// srt_cuda_backend.open and freed by close. Internal to runtime/cuda.
+// srt_cuda_device_open and freed by srt_cuda_device_free (backend.c, the
+// backend object, calls them). Internal to runtime/cuda.
 #ifndef SHARDRT_CUDA_DEVICE_H
 #define SHARDRT_CUDA_DEVICE_H
 
@@ -92,6 +93,20 @@ typedef struct srt_cuda_device {
   int8_t checked_ok[16][2]; // [forward, backward]: 0 unchecked, 1 agrees, -1 disabled
   int num_checked;
 } srt_cuda_device;
+
+/// Opens this rank's GPU for program `p` on `ctx`: device, streams, handles,
+/// the arena (p->arena_bytes less the host-only offload prefix, zeroed), the
+/// parameter slots, then, once every rank agreed that its local part
+/// worked, one NCCL communicator per mesh axis. Errors: no device, out of
+/// device or pinned memory, a CUDA/cuBLASLt/cuDNN/NCCL failure, another
+/// rank's failure; nothing is left allocated then. The caller frees `*out`
+/// with srt_cuda_device_free after waiting for its streams.
+srt_status srt_cuda_device_open(srt_context *ctx, const srt_program *p, srt_cuda_device **out);
+
+/// Frees everything of `d` that device.c made (communicators, handles,
+/// buffers, streams) and `d`; NULL does nothing. The caller has waited for
+/// the streams and released what others hang off `d` (the cuDNN plans).
+void srt_cuda_device_free(srt_cuda_device *d);
 
 /// The staging buffer of slot `slot` (a bucket's packed data), at least
 /// `bytes`, grown as srt_cuda_scratch is (after the streams are idle).
