@@ -63,10 +63,6 @@ typedef struct tp_rule {
   void (*rewrite)(struct tp_part *p, MlirOperation op);
 } tp_rule;
 
-/// The rule of `op` (which depends on its operand ranks and attributes), or
-/// false if `op` has none (not an nn op).
-bool tp_rule_of(MlirOperation op, tp_rule *rule);
-
 /// What a rule decides for one op: the placement every operand must have
 /// and the placement of every result, per mesh axis.
 typedef struct tp_decision {

@@ -26,6 +26,7 @@
 #include "shardrt/types.h"
 #include "ptr_map.h"
 #include "shard_ops.h"
+#include "rule_table.h"
 #include "sharding_rules.h"
 
 static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
