@@ -29,7 +29,7 @@
 #include "shardrt/output.h"
 #include "source.h"
 #include "emit.h"
-#include "graph.h"
+#include "model.h"
 #include "nn.h"
 #include "pass.h"
 #include "pipeline.h"

@@ -1,7 +1,7 @@
 // The transformer decoder stack of Llama, Qwen2, Qwen3 and Gemma3: rotary
 // tables, then per layer attention and a gated MLP around residual adds,
 // with the differences between architectures taken from import_arch traits.
-#include "graph.h"
+#include "decoder.h"
 
 #include <string.h>
 

@@ -1,9 +1,8 @@
-// The graph skeleton shared by every architecture: the forward function and
-// its parameter arguments, op locations, the embedding, the final norm, the
-// (possibly tied) lm_head and the loss.
+// The helpers every architecture builds with: parameter arguments, op
+// locations, linear layers and norms (model.c puts the skeleton around a
+// family's layers).
 #include "graph.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,8 +41,7 @@ const char *graph_name(char *buf, const char *fmt, ...) {
 // Locations and parameters
 //===----------------------------------------------------------------------===//
 
-// The file location of config key `key`, cached per key.
-static MlirLocation key_location(import_graph *g, const char *key) {
+MlirLocation graph_location(import_graph *g, const char *key) {
   for (int i = 0; i < g->num_locs; ++i)
     if (g->locs[i].key == key || !strcmp(g->locs[i].key, key))
       return g->locs[i].loc;
@@ -60,7 +58,7 @@ static MlirLocation key_location(import_graph *g, const char *key) {
 }
 
 void graph_at(import_graph *g, const char *module, const char *key) {
-  g->b.loc = mlirLocationNameGet(g->ctx, str(module), key_location(g, key));
+  g->b.loc = mlirLocationNameGet(g->ctx, str(module), graph_location(g, key));
 }
 
 MlirValue graph_param(import_graph *g, import_param_kind kind, int rank,
@@ -111,173 +109,4 @@ MlirValue graph_rms_norm(import_graph *g, const char *module, MlirValue x,
       graph_param(g, IMPORT_PARAM_NORM, 1, (int64_t[]){size}, "%s.weight", module);
   return nn_build_rms_norm(&g->b, module, x, w, g->cfg->eps,
                            g->cfg->arch->norm_offset, head_dim);
-}
-
-//===----------------------------------------------------------------------===//
-// The function
-//===----------------------------------------------------------------------===//
-
-// Rounds `x` to the nearest bfloat16 (ties to even), as torch does when it
-// makes a bf16 tensor of Gemma's embedding scale.
-static double round_to_bf16(double x) {
-  float f = (float)x;
-  uint32_t bits;
-  memcpy(&bits, &f, sizeof bits);
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  bits &= 0xffff0000u;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static MlirNamedAttribute named(MlirContext ctx, const char *name, MlirAttribute a) {
-  return mlirNamedAttributeGet(mlirIdentifierGet(ctx, str(name)), a);
-}
-
-// Wraps the finished body into func.func @forward inside a new module.
-static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
-                              const MlirType *results) {
-  MlirContext ctx = g->ctx;
-  MlirLocation loc = key_location(g, "architectures");
-  intptr_t nargs = mlirBlockGetNumArguments(body);
-  MlirType *inputs = malloc((size_t)nargs * sizeof *inputs);
-  MlirAttribute *arg_attrs = malloc((size_t)nargs * sizeof *arg_attrs);
-  if (!inputs || !arg_attrs) {
-    free(inputs);
-    free(arg_attrs);
-    mlirBlockDestroy(body);
-    return (MlirModule){NULL};
-  }
-  MlirIdentifier param_id = mlirIdentifierGet(ctx, str(NN_PARAM_ATTR));
-  for (intptr_t i = 0; i < nargs; ++i) {
-    inputs[i] = mlirValueGetType(mlirBlockGetArgument(body, i));
-    if (i < 2) {
-      arg_attrs[i] = mlirDictionaryAttrGet(ctx, 0, NULL);
-    } else {
-      MlirNamedAttribute p = mlirNamedAttributeGet(
-          param_id, mlirStringAttrGet(ctx, str(g->model->params[i - 2].name)));
-      arg_attrs[i] = mlirDictionaryAttrGet(ctx, 1, &p);
-    }
-  }
-  MlirType fn_type = mlirFunctionTypeGet(ctx, nargs, inputs, nresults, results);
-  MlirNamedAttribute attrs[3] = {
-      named(ctx, "sym_name", mlirStringAttrGet(ctx, str("forward"))),
-      named(ctx, "function_type", mlirTypeAttrGet(fn_type)),
-      named(ctx, "arg_attrs", mlirArrayAttrGet(ctx, nargs, arg_attrs)),
-  };
-  free(inputs);
-  free(arg_attrs);
-
-  MlirRegion region = mlirRegionCreate();
-  mlirRegionAppendOwnedBlock(region, body);
-  MlirOperationState state = mlirOperationStateGet(str("func.func"), loc);
-  mlirOperationStateAddAttributes(&state, 3, attrs);
-  mlirOperationStateAddOwnedRegions(&state, 1, &region);
-  MlirOperation fn = mlirOperationCreate(&state);
-
-  MlirModule module = mlirModuleCreateEmpty(loc);
-  mlirBlockAppendOwnedOperation(mlirModuleGetBody(module), fn);
-  // The (text) config's model_type: tp-plan's 'hf' plan is chosen by it.
-  mlirOperationSetAttributeByName(
-      mlirModuleGetOperation(module), str("nn.model_type"),
-      mlirStringAttrGet(ctx, str(g->cfg->arch->model_type)));
-  // What a compiled training binary needs to know about its model.
-  mlirOperationSetAttributeByName(mlirModuleGetOperation(module), str("nn.config_path"),
-                                  mlirStringAttrGet(ctx, str(g->cfg->path)));
-  mlirOperationSetAttributeByName(
-      mlirModuleGetOperation(module), str("nn.initializer_range"),
-      mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx), g->cfg->initializer_range));
-  return module;
-}
-
-bool import_model_build(MlirContext ctx, const import_config *cfg,
-                        const import_options *opts, import_model *out,
-                        char *err, size_t errlen) {
-  *out = (import_model){.tied_to = -1};
-  import_graph g = {.cfg = cfg, .opts = opts, .ctx = ctx, .model = out};
-  g.element = opts->bf16 ? mlirBF16TypeGet(ctx) : mlirF32TypeGet(ctx);
-  MlirType ids_type = nn_tensor_type(ctx, 2, (int64_t[]){opts->batch, opts->seq},
-                                     mlirIntegerTypeGet(ctx, 64));
-  MlirLocation top = key_location(&g, "architectures");
-  MlirBlock body = mlirBlockCreate(2, (MlirType[]){ids_type, ids_type},
-                                   (MlirLocation[]){top, top});
-  g.b = (nn_builder){.ctx = ctx, .block = body, .loc = top};
-  MlirValue ids = mlirBlockGetArgument(body, 0);
-  MlirValue labels = mlirBlockGetArgument(body, 1);
-
-  // Embedding (Gemma scales it by sqrt(hidden), rounded to the weight dtype).
-  const import_arch *arch = cfg->arch;
-  char module[IMPORT_NAME_MAX];
-  graph_name(module, "%s.%s", arch->prefix, arch->embed);
-  graph_at(&g, module, "vocab_size");
-  int embed_index = 0;
-  MlirValue embed = graph_param(&g, IMPORT_PARAM_EMBEDDING, 2,
-                                (int64_t[]){cfg->vocab, cfg->hidden}, "%s.weight",
-                                module);
-  double scale = 1.0;
-  if (arch->scale_embeddings) {
-    scale = sqrt((double)cfg->hidden);
-    scale = opts->bf16 ? round_to_bf16(scale) : (double)(float)scale;
-  }
-  MlirValue x = nn_build_embedding(&g.b, module, ids, embed, scale, cfg->padding_idx);
-
-  x = arch->family == IMPORT_NEMOTRON_H ? import_build_nemotron_h(&g, x)
-                                        : import_build_decoder(&g, x);
-
-  graph_name(module, "%s.%s", arch->prefix, arch->final_norm);
-  x = graph_rms_norm(&g, module, x, cfg->hidden, 0);
-
-  MlirValue logits;
-  if (cfg->tie) {
-    graph_at(&g, "lm_head", "vocab_size");
-    logits = nn_build_linear(&g.b, "lm_head", x, embed, (MlirValue){NULL});
-    out->tied_name = "lm_head.weight";
-    out->tied_to = embed_index;
-  } else {
-    logits = graph_linear(&g, "lm_head", "vocab_size", IMPORT_PARAM_LM_HEAD, x,
-                          cfg->vocab, cfg->hidden, false);
-  }
-  graph_at(&g, "loss", "architectures");
-  MlirValue loss = nn_build_cross_entropy(&g.b, "loss", logits, labels, -100, true);
-
-  MlirValue results[2] = {loss, logits};
-  int nresults = opts->logits ? 2 : 1;
-  MlirOperationState ret = mlirOperationStateGet(str("func.return"), g.b.loc);
-  mlirOperationStateAddOperands(&ret, nresults, results);
-  mlirBlockAppendOwnedOperation(body, mlirOperationCreate(&ret));
-
-  MlirType result_types[2] = {mlirValueGetType(loss), mlirValueGetType(logits)};
-  if (!g.oom)
-    out->module = make_module(&g, body, nresults, result_types);
-  else
-    mlirBlockDestroy(body);
-  if (g.oom || mlirModuleIsNull(out->module)) {
-    snprintf(err, errlen, "%s: error: out of memory while building the graph",
-             cfg->path);
-    import_model_free(out);
-    return false;
-  }
-  // The compiler's limit (nn-autodiff), checked here in milliseconds: its
-  // passes would take minutes over such a graph before refusing it.
-  if (out->num_params > NN_MAX_FUNC_ARGS - 2) {
-    int line = 1, col = 1;
-    import_config_locate(cfg, "num_hidden_layers", &line, &col);
-    snprintf(err, errlen,
-             "%s:%d:%d: error: num_hidden_layers %lld give %d parameter tensors, more than a "
-             "compiled step takes (limit %d: %d function arguments, less the input ids and "
-             "labels)",
-             cfg->path, line, col, (long long)cfg->layers, out->num_params,
-             NN_MAX_FUNC_ARGS - 2, NN_MAX_FUNC_ARGS);
-    import_model_free(out);
-    return false;
-  }
-  return true;
-}
-
-void import_model_free(import_model *m) {
-  if (!mlirModuleIsNull(m->module))
-    mlirModuleDestroy(m->module);
-  for (int i = 0; i < m->num_params; ++i)
-    free(m->params[i].name);
-  free(m->params);
-  *m = (import_model){.tied_to = -1};
 }

@@ -1,8 +1,9 @@
 // The imported model graph: `func.func @forward(input_ids, labels, params...)`
 // in the nn dialect, built from an import_config, plus the list of its
 // parameters (Hugging Face names, shapes, kinds) that --summary and
-// --weights read. The architecture builders (decoder.c, nemotron_h.c) add
-// layers through the helpers at the end of this header.
+// --weights read, and the helpers at the end of this header through which
+// the family builders (decoder.c, nemotron_h.c) add layers. model.h builds
+// the whole graph.
 #ifndef SHARD_IMPORT_GRAPH_H
 #define SHARD_IMPORT_GRAPH_H
 
@@ -57,19 +58,6 @@ typedef struct import_model {
   int tied_to;           // index in params that lm_head reuses, or -1
 } import_model;
 
-/// Builds the graph of `cfg` in `ctx` (which must have the nn, func dialects
-/// loaded, e.g. from nn_context_create). Every op gets the location
-/// `"<nn.module>"(PATH:LINE:COL)` of the config key that sized it. On
-/// failure (only out of memory) writes `err` and returns false. The caller
-/// frees `out` with import_model_free before destroying `ctx`.
-bool import_model_build(MlirContext ctx, const import_config *cfg,
-                        const import_options *opts, import_model *out,
-                        char *err, size_t errlen);
-
-/// Destroys the module and frees the parameter list; `m` is left empty
-/// (module null, no parameters), so a second call does nothing.
-void import_model_free(import_model *m);
-
 //===----------------------------------------------------------------------===//
 // For the architecture builders
 //===----------------------------------------------------------------------===//
@@ -92,6 +80,10 @@ typedef struct import_graph {
   } locs[IMPORT_LOC_CACHE]; // file locations of config keys
   int num_locs;
 } import_graph;
+
+/// The file location of config key `key` (see import_config_locate),
+/// cached per key.
+MlirLocation graph_location(import_graph *g, const char *key);
 
 /// Sets the location of the next ops: NameLoc(`module`) around the file
 /// location of config key `key` (see import_config_locate).
@@ -121,17 +113,5 @@ enum { IMPORT_NAME_MAX = 256 };
 /// Formats into `buf` (IMPORT_NAME_MAX bytes, truncating) and returns it.
 const char *graph_name(char *buf, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/// The layer stacks: each takes the embedding output and returns the
-/// hidden state before the final norm.
-MlirValue import_build_decoder(import_graph *g, MlirValue x);
-MlirValue import_build_nemotron_h(import_graph *g, MlirValue x);
-
-/// Self-attention under module `base` ("...layers.N.self_attn"): q/k/v
-/// projections, optional q/k norms, RoPE when `cos` is non-null (pointing at
-/// the rotary tuple), nn.attention with `window` (0 = full), o_proj.
-MlirValue import_build_attention(import_graph *g, const char *base, MlirValue h,
-                                 const MlirValue *cos, const MlirValue *sin,
-                                 int64_t window);
 
 #endif // SHARD_IMPORT_GRAPH_H

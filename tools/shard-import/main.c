@@ -20,7 +20,7 @@
 #include "args.h"
 #include "output.h"
 #include "source.h"
-#include "graph.h"
+#include "model.h"
 #include "mlir-c/Pass.h"
 #include "nn.h"
 #include "pass.h"

@@ -2,7 +2,9 @@
 // whose mixer is a Mamba2 mixer ('M'), attention without RoPE ('*') or a
 // relu2 MLP ('-'), as hybrid_override_pattern says. Parameter names follow
 // the Hugging Face checkpoint (backbone.layers.N.mixer.*).
-#include "graph.h"
+#include "nemotron_h.h"
+
+#include "decoder.h"
 
 // nn.mamba2_mixer under `base` ("backbone.layers.N.mixer").
 static MlirValue mamba(import_graph *g, const char *base, MlirValue h) {

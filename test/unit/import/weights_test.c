@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "graph.h"
+#include "model.h"
 #include "st_writer.h"
 #include "summary.h"
 #include "weights.h"
