@@ -42,6 +42,7 @@
 #include "shard_ops.h"
 #include "shardrt/kernels.h" // srt_rope_type
 #include "shardrt/ops.h"
+#include "shardrt/output.h"
 #include "shardrt/program.h"
 #include "shardrt/types.h" // SRT_MAX_PENDING
 
@@ -1508,27 +1509,6 @@ static int64_t op_workspace(lower_run *r) {
   return most;
 }
 
-// Writes `text` to `path` through a temporary and a rename (a crash leaves
-// the old file or none, never half a one). False with errno set on failure.
-static bool write_atomically(const char *path, const char *text) {
-  char tmp[4200];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
-    errno = ENAMETOOLONG;
-    return false;
-  }
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return false;
-  bool ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF;
-  ok = fclose(f) == 0 && ok;
-  if (ok && rename(tmp, path) == 0)
-    return true;
-  int e = errno;
-  remove(tmp);
-  errno = e;
-  return false;
-}
-
 // The memory figures (of a step of `accum` micro-batches): the summary
 // printed and written to `path` as JSON
 // when given; a plan whose total exceeds `device_bytes` (> 0) is refused with
@@ -1573,9 +1553,18 @@ static void report_memory(lower_run *r, int64_t accum, const char *path, int64_t
   if (!path || !*path)
     return;
   fputs(text, stderr);
+  // The shared writer (shardrt/output.h): a temporary of its own renamed
+  // over the file, so two compiles at once each leave a whole report.
   char *json = tp_memory_report_json(m);
-  if (!json || !write_atomically(path, json))
-    fail(r, "cannot write the memory report '%s': %s", path, json ? strerror(errno) : "out of memory");
+  size_t n = json ? strlen(json) : 0;
+  if (json)
+    json[n] = '\n'; // the NUL's byte: the file ends with a newline
+  srt_status s = json ? srt_write_file("memory report", path, json, n + 1) : NULL;
+  if (!json)
+    fail(r, "cannot write the memory report '%s': out of memory", path);
+  else if (s)
+    fail(r, "cannot write the memory report: %s", srt_status_message(s));
+  srt_status_free(s);
   free(json);
 }
 
