@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "buffer_plan.h"
+#include "lower_run.h"
 #include "diagnostic.h"
 #include "llvm_builder.h"
 #include "memory_report.h"
@@ -59,48 +60,16 @@ enum { kF32 = TP_BUF_F32, kBF16 = TP_BUF_BF16, kI64 = TP_BUF_I64 };
 // The run
 //===----------------------------------------------------------------------===//
 
-typedef struct lower_run {
-  MlirContext ctx;
-  MlirOperation func, current;
-  MlirBlock body;
-  tp_mesh mesh;
-  bool cuda;
-  // What the calls read: every value's buffer, the parameter table and
-  // the regions (buffer_plan.h), and the policy it was planned for.
-  tp_buffer_policy policy;
-  tp_buffer_plan plan;
-  // What is built: module-level ops (declarations, globals, the step) go to
-  // `top`; the step's calls to `at`, whose block changes after each check.
-  lb_builder top, at;
-  MlirRegion step_region;
-  MlirBlock fail_block;
-  MlirValue exec, options, result;
-  bool *declared; // per lowering: its function is declared
-  int num_attention;
-  // Non-blocking collectives in flight while the calls are emitted: each
-  // slot's collective result (null: free), and the slot of the call being
-  // packed (START_SLOT / WAIT_SLOT).
-  MlirValue in_flight[SRT_MAX_PENDING];
-  int64_t taken[SRT_MAX_PENDING], num_taken; // the order slots were taken in
-  tp_ptr_map early; // collective results completed before their nn.wait
-  int64_t slot;
-  // The staging bytes the runtime keeps per slot for buckets (the largest
-  // bucket that slot carried), and the buckets' tables emitted.
-  int64_t stage_bytes[SRT_MAX_PENDING];
-  int num_buckets;
-  int errors;
-} lower_run;
 
-__attribute__((format(printf, 2, 3))) static void fail(lower_run *r, const char *fmt, ...);
 
 static MlirStringRef str(const char *s) { return mlirStringRefCreateFromCString(s); }
 
 // The buffer of value `v`: its offset and element type.
-static int64_t find_value(lower_run *r, MlirValue v) {
+int64_t lr_find_value(lower_run *r, MlirValue v) {
   int64_t offset = 0;
   int dtype;
   if (!tp_buffer_of(&r->plan, v, &offset, &dtype))
-    fail(r, "internal error: a value has no buffer");
+    lr_fail(r, "internal error: a value has no buffer");
   return offset;
 }
 
@@ -108,7 +77,7 @@ static int dtype_of(lower_run *r, MlirValue v) {
   int64_t offset;
   int dtype = kF32;
   if (!tp_buffer_of(&r->plan, v, &offset, &dtype))
-    fail(r, "internal error: a value has no buffer");
+    lr_fail(r, "internal error: a value has no buffer");
   return dtype;
 }
 
@@ -121,8 +90,6 @@ static nn_shape shape(MlirValue v) {
 //===----------------------------------------------------------------------===//
 // Argument sources of the op table (shardrt/ops.def)
 //===----------------------------------------------------------------------===//
-
-enum { kMaxArgs = 40 };
 
 // Every SRT_OP row's call (the exec and its arguments) fits kMaxArgs,
 // checked when this file compiles.
@@ -147,30 +114,22 @@ enum { kMaxArgs = 40 };
   _Static_assert(1 COUNT_ARGS(args) <= kMaxArgs, "srt_op_" #name ": more than kMaxArgs");
 #include "shardrt/ops.def"
 
-// One call being packed: the op it lowers (and the second op of a fusion),
-// and its arguments so far (the exec first).
-typedef struct lower_call {
-  lower_run *r;
-  MlirOperation op, fused;
-  int n;
-  MlirValue args[kMaxArgs];
-} lower_call;
 
-static void push(lower_call *c, MlirValue v) {
+void lr_push(lower_call *c, MlirValue v) {
   if (c->n == kMaxArgs) {
-    fail(c->r, "internal error: a runtime call with more than %d arguments", kMaxArgs);
+    lr_fail(c->r, "internal error: a runtime call with more than %d arguments", kMaxArgs);
     return;
   }
   c->args[c->n++] = v;
 }
 
 static void arg_i(lower_call *c, int64_t v) {
-  push(c, lb_const_int(&c->r->at, c->r->at.i64, v));
+  lr_push(c, lb_const_int(&c->r->at, c->r->at.i64, v));
 }
-static void arg_f(lower_call *c, double v) { push(c, lb_const_f64(&c->r->at, v)); }
+static void arg_f(lower_call *c, double v) { lr_push(c, lb_const_f64(&c->r->at, v)); }
 // A buffer argument: the value's arena offset, or -1 for a null value.
 static void arg_buf(lower_call *c, MlirValue v) {
-  arg_i(c, mlirValueIsNull(v) ? -1 : find_value(c->r, v));
+  arg_i(c, mlirValueIsNull(v) ? -1 : lr_find_value(c->r, v));
 }
 
 static MlirValue in_of(MlirOperation op, int i) {
@@ -178,7 +137,7 @@ static MlirValue in_of(MlirOperation op, int i) {
                                              : (MlirValue){NULL};
 }
 
-static int64_t numel(MlirValue v) {
+int64_t lr_numel(MlirValue v) {
   nn_shape s = shape(v);
   int64_t n = 1;
   for (int i = 0; i < s.rank; ++i)
@@ -199,7 +158,7 @@ static int64_t last_dim(MlirValue v) {
 // Rows of [..., features]: elements / features (0 for no features).
 static int64_t rows(MlirValue v) {
   int64_t f = last_dim(v);
-  return f ? numel(v) / f : 0;
+  return f ? lr_numel(v) / f : 0;
 }
 
 static int64_t attr_is(MlirOperation op, const char *name, const char *value) {
@@ -223,16 +182,16 @@ static int64_t norm_group(MlirOperation norm) {
 static int64_t rank4(lower_call *c, MlirValue v) {
   nn_shape s = shape(v);
   if (s.rank > 4)
-    fail(c->r, "collectives on tensors of rank %d are not supported (at most 4)", s.rank);
+    lr_fail(c->r, "collectives on tensors of rank %d are not supported (at most 4)", s.rank);
   return s.rank;
 }
 
 // A collective's one mesh axis.
-static int64_t grid_axis(lower_call *c) {
+int64_t lr_grid_axis(lower_call *c) {
   MlirAttribute axes = mlirOperationGetAttributeByName(c->op, str("grid_axes"));
   if (mlirAttributeIsNull(axes) || !mlirAttributeIsADenseI16Array(axes) ||
       mlirDenseArrayGetNumElements(axes) != 1) {
-    fail(c->r, "a collective over other than one grid axis is not supported");
+    lr_fail(c->r, "a collective over other than one grid axis is not supported");
     return 0;
   }
   return mlirDenseI16ArrayGetElement(axes, 0);
@@ -248,23 +207,23 @@ static int64_t is_max(lower_call *c) {
 #define IN_OPT(i) in_of(c->op, i)
 #define OUT(i) mlirOperationGetResult(c->op, i)
 #define NUM_IN mlirOperationGetNumOperands(c->op)
-#define NUMEL(v) numel(v)
+#define NUMEL(v) lr_numel(v)
 #define ROWS(v) rows(v)
 #define LAST(v) last_dim(v)
 #define DIM(v, d) dim(v, d)
 #define DIM_OR_1(v, d) dim(v, d)
 #define RANK4(v) rank4(c, v)
-#define DTYPE(v) op_dtype(c, v)
+#define DTYPE(v) lr_op_dtype(c, v)
 #define ATTR_I(name, fallback) nn_attr_int(c->op, name, fallback)
 #define ATTR_F(name, fallback) nn_attr_float(c->op, name, fallback)
 #define ATTR_IS(name, value) attr_is(c->op, name, value)
 #define ATTR_ROPE_TYPE rope_type(c->op)
 #define NORM_GROUP norm_group(c->op)
-#define GRID_AXIS grid_axis(c)
+#define GRID_AXIS lr_grid_axis(c)
 #define IS_MAX is_max(c)
 #define START_SLOT c->r->slot
 #define WAIT_SLOT c->r->slot
-#define BUCKET_KIND bucket_kind(c->op)
+#define BUCKET_KIND lr_bucket_kind(c->op)
 #define FUSED_IN(i) in_of(c->fused, i)
 #define FUSED_OUT(i) mlirOperationGetResult(c->fused, i)
 #define FUSED_ATTR_F(name, fallback) nn_attr_float(c->fused, name, fallback)
@@ -272,17 +231,15 @@ static int64_t is_max(lower_call *c) {
 
 // The dtype argument of an op on `v`: fp32 or bf16 (no op computes on the
 // int64 input ids or labels).
-static int64_t op_dtype(lower_call *c, MlirValue v) {
+int64_t lr_op_dtype(lower_call *c, MlirValue v) {
   int dtype = dtype_of(c->r, v);
   if (dtype == kI64)
-    fail(c->r, "an add or a collective of integer tensors (input ids, labels) is not "
+    lr_fail(c->r, "an add or a collective of integer tensors (input ids, labels) is not "
                "supported");
   return dtype;
 }
 
 static void arg_attention(lower_call *c);
-static void arg_bucket(lower_call *c);
-static int64_t bucket_kind(MlirOperation op);
 static void arg_program_ptr(lower_call *c, int which);
 
 // The packing of one argument tuple, walked as shardrt/op_table.h describes.
@@ -297,13 +254,13 @@ static void arg_program_ptr(lower_call *c, int which);
 #define PACK_DTYPE(name, src) arg_i(c, src);
 #define PACK_F64(name, src) arg_f(c, src);
 #define PACK_ATTENTION(name, src) arg_attention(c);
-#define PACK_BUCKET(name, src) arg_bucket(c);
+#define PACK_BUCKET(name, src) lr_arg_bucket(c);
 #define PACK_PROGRAM(name, src) arg_program_ptr(c, 0);
 #define PACK_OPTIONS(name, src) arg_program_ptr(c, 1);
 #define PACK_RESULT(name, src) arg_program_ptr(c, 2);
 #define PACK_REQUIRE(cond, msg)                                                          \
   if (!(cond)) {                                                                         \
-    fail(c->r, "%s", msg);                                                               \
+    lr_fail(c->r, "%s", msg);                                                               \
     return;                                                                              \
   }
 #define PACK_END(name, src)
@@ -312,11 +269,6 @@ static void arg_program_ptr(lower_call *c, int which);
   static void pack_##name(lower_call *c) { PACK(args) }
 #include "shardrt/ops.def"
 
-// One lowering per runtime op: its function, the op it lowers, its packing.
-typedef struct lowering {
-  const char *fn, *source;
-  void (*pack)(lower_call *c);
-} lowering;
 
 static const lowering kLowerings[] = {
 #define SRT_OP(name, source, check, args) {"srt_op_" #name, source, pack_##name},
@@ -335,7 +287,7 @@ static const lowering *lowering_of(MlirOperation op) {
 }
 
 // The lowering calling runtime function `fn`, or NULL.
-static const lowering *lowering_named(const char *fn) {
+const lowering *lr_lowering_named(const char *fn) {
   for (int i = 0; i < kNumLowerings; ++i)
     if (!strcmp(kLowerings[i].fn, fn))
       return &kLowerings[i];
@@ -385,19 +337,19 @@ static void arg_attention(lower_call *c) {
   MlirValue agg = lb_zero(&b, type);
   for (int64_t i = 0; i < kFields; ++i) {
     if (values[i].is_f64 != mlirTypeIsAF64(fields[i]))
-      fail(r, "internal error: attention config field %d has the wrong type", (int)i);
+      lr_fail(r, "internal error: attention config field %d has the wrong type", (int)i);
     MlirValue v = values[i].is_f64 ? lb_const_f64(&b, values[i].f)
                                    : lb_const_int(&b, b.i64, values[i].i);
     agg = lb_insert(&b, agg, v, 1, &i);
   }
   lb_return(&b, agg);
-  push(c, lb_address_of(&r->at, name));
+  lr_push(c, lb_address_of(&r->at, name));
 }
 
 // The step's program table (0), options (1) or result (2).
 static void arg_program_ptr(lower_call *c, int which) {
   lower_run *r = c->r;
-  push(c, which == 0 ? lb_address_of(&r->at, "shard_program")
+  lr_push(c, which == 0 ? lb_address_of(&r->at, "shard_program")
           : which == 1 ? r->options : r->result);
 }
 
@@ -417,10 +369,10 @@ static void declare(lower_run *r, const lowering *l, const lower_call *c) {
 
 // The call of `l` for `op` (and the second op of a fusion): its
 // arguments, the call, and a check that returns a failure at once.
-static void lower_op(lower_run *r, const lowering *l, MlirOperation op, MlirOperation fused) {
+void lr_lower_op(lower_run *r, const lowering *l, MlirOperation op, MlirOperation fused) {
   r->at.loc = mlirOperationGetLocation(op);
   lower_call c = {.r = r, .op = op, .fused = fused};
-  push(&c, r->exec);
+  lr_push(&c, r->exec);
   l->pack(&c);
   if (r->errors)
     return;
@@ -470,13 +422,13 @@ static void branch_if_forward_only(lower_run *r, MlirOperation optimizer) {
   lb_cond_br(&r->at, yes, eval, 0, NULL, next);
   r->at.block = eval;
   // Collectives still in flight complete before the evaluation returns.
-  const lowering *wait = lowering_named("srt_op_collective_wait");
+  const lowering *wait = lr_lowering_named("srt_op_collective_wait");
   for (int i = 0; i < SRT_MAX_PENDING; ++i)
     if (!mlirValueIsNull(r->in_flight[i])) {
       r->slot = i;
-      lower_op(r, wait, optimizer, (MlirOperation){NULL});
+      lr_lower_op(r, wait, optimizer, (MlirOperation){NULL});
     }
-  lower_op(r, lowering_of(optimizer), optimizer, (MlirOperation){NULL});
+  lr_lower_op(r, lowering_of(optimizer), optimizer, (MlirOperation){NULL});
   lb_return(&r->at, lb_zero(&r->at, ptr));
   r->at.block = next;
 }
@@ -490,7 +442,7 @@ static void end_step(lower_run *r) {
 // The pass
 //===----------------------------------------------------------------------===//
 
-static void fail(lower_run *r, const char *fmt, ...) {
+void lr_fail(lower_run *r, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   tp_verror(r->current, "lower-to-runtime", fmt, ap);
@@ -507,216 +459,6 @@ static MlirOperation find_func(MlirOperation module) {
   return (MlirOperation){NULL};
 }
 
-// The non-blocking form of collective `op` when its result's one reader is
-// an nn.wait (overlap-collectives made it so), else NULL.
-static const lowering *start_form(lower_run *r, MlirOperation op) {
-  if (mlirOperationGetNumResults(op) != 1)
-    return NULL;
-  MlirOpOperand u = mlirValueGetFirstUse(mlirOperationGetResult(op, 0));
-  if (mlirOpOperandIsNull(u) || !mlirOpOperandIsNull(mlirOpOperandGetNextUse(u)) ||
-      nn_op_kind_of(mlirOpOperandGetOwner(u)) != NN_OP_WAIT)
-    return NULL;
-  MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
-  char fn[64];
-  const lowering *l = NULL;
-  if (name.length > 6 && !memcmp(name.data, "shard.", 6) &&
-      snprintf(fn, sizeof fn, "srt_op_%.*s_start", (int)name.length - 6, name.data + 6) <
-          (int)sizeof fn)
-    l = lowering_named(fn);
-  if (!l)
-    fail(r, "nn.wait of '%.*s', which has no non-blocking form (all_reduce, all_gather and "
-            "reduce_scatter have)",
-         (int)name.length, name.data);
-  return l;
-}
-
-static int64_t bucket_id(MlirOperation op);
-
-// Completes the collective in flight longest, here (before `at`), so that
-// its slot can be taken again: completing early is always safe (its
-// buffers are live from its start to its nn.wait), and its nn.wait then
-// lowers to nothing. Returns the slot.
-static int complete_oldest(lower_run *r, MlirOperation at) {
-  int oldest = 0;
-  for (int i = 1; i < SRT_MAX_PENDING; ++i)
-    if (r->taken[i] < r->taken[oldest])
-      oldest = i;
-  MlirOperation c = mlirOpResultGetOwner(r->in_flight[oldest]);
-  bool bucket = bucket_id(c) >= 0;
-  r->slot = oldest;
-  lower_op(r, lowering_named(bucket ? "srt_op_bucket_wait" : "srt_op_collective_wait"),
-           bucket ? c : at, (MlirOperation){NULL});
-  tp_ptr_map_put(&r->early, r->in_flight[oldest].ptr, 1);
-  r->in_flight[oldest] = (MlirValue){NULL};
-  return oldest;
-}
-
-// Takes an in-flight slot for the result of `op` into r->slot: a free one,
-// else the oldest's once complete_oldest has completed it.
-static bool take_slot(lower_run *r, MlirOperation op) {
-  int slot = -1;
-  for (int i = 0; i < SRT_MAX_PENDING && slot < 0; ++i)
-    if (mlirValueIsNull(r->in_flight[i]))
-      slot = i;
-  if (slot < 0)
-    slot = complete_oldest(r, op);
-  r->in_flight[slot] = mlirOperationGetResult(op, 0);
-  r->taken[slot] = r->num_taken++;
-  r->slot = slot;
-  return !r->errors;
-}
-
-// Frees the slot of the collective nn.wait `op` waits for into r->slot:
-// 1, or 0 when complete_oldest completed it already (no call), or -1 (an
-// error) when no collective before it started it.
-static int free_slot(lower_run *r, MlirOperation op) {
-  MlirValue v = mlirOperationGetOperand(op, 0);
-  for (int i = 0; i < SRT_MAX_PENDING; ++i)
-    if (r->in_flight[i].ptr == v.ptr) {
-      r->in_flight[i] = (MlirValue){NULL};
-      r->slot = i;
-      return 1;
-    }
-  intptr_t done;
-  if (tp_ptr_map_get(&r->early, v.ptr, &done))
-    return 0;
-  fail(r, "nn.wait of a value no non-blocking collective before it defines (a collective "
-          "is started non-blocking only when its one reader is a single nn.wait)");
-  return -1;
-}
-
-//===----------------------------------------------------------------------===//
-// Buckets (overlap-collectives' nn.bucket)
-//===----------------------------------------------------------------------===//
-
-enum { kMaxBucket = SRT_MAX_BUCKET };
-
-static int64_t bucket_id(MlirOperation op) { return nn_attr_int(op, "nn.bucket", -1); }
-
-
-// The op defining operand 0 of nn.wait `op` (a collective), or null.
-static MlirOperation waited_collective(MlirOperation op) {
-  MlirValue v = mlirOperationGetOperand(op, 0);
-  return mlirValueIsAOpResult(v) ? mlirOpResultGetOwner(v) : (MlirOperation){NULL};
-}
-
-// The collective an op stands for: an nn.wait's operand's definition, or
-// the op itself.
-static MlirOperation collective_of(MlirOperation op) {
-  if (nn_op_kind_of(op) == NN_OP_WAIT) {
-    MlirOperation c = waited_collective(op);
-    return mlirOperationIsNull(c) ? op : c;
-  }
-  return op;
-}
-
-// The members of the bucket of collective `op`, in block order (at most
-// kMaxBucket; more fail).
-static int bucket_members(lower_run *r, MlirOperation op, MlirOperation m[kMaxBucket]) {
-  int64_t id = bucket_id(op);
-  int n = 0;
-  for (MlirOperation o = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(o);
-       o = mlirOperationGetNextInBlock(o))
-    if (nn_op_kind_of(o) == NN_OP_NONE && bucket_id(o) == id) {
-      if (n == kMaxBucket) {
-        fail(r, "bucket %lld has more than %d members", (long long)id, kMaxBucket);
-        return 0;
-      }
-      m[n++] = o;
-    }
-  return n;
-}
-
-// The srt_bucket_kind of a bucket's collectives.
-static int64_t bucket_kind(MlirOperation op) {
-  op = collective_of(op);
-  return tp_op_is(op, "shard.all_gather")       ? SRT_BUCKET_ALL_GATHER
-         : tp_op_is(op, "shard.reduce_scatter") ? SRT_BUCKET_REDUCE_SCATTER
-                                                : SRT_BUCKET_ALL_REDUCE;
-}
-
-// A bucket member's element count: the smaller of its sides.
-static int64_t member_count(MlirOperation m) {
-  int64_t in = numel(mlirOperationGetOperand(m, 0)), out = numel(mlirOperationGetResult(m, 0));
-  return in < out ? in : out;
-}
-
-// The bucket of c->op as a private constant [n, (in, out, count) x n]; its
-// address is the argument. Every member must be the first one's kind, axis
-// and dtype, with its sides in the group size's ratio.
-static void arg_bucket(lower_call *c) {
-  lower_run *r = c->r;
-  MlirOperation m[kMaxBucket];
-  int n = bucket_members(r, collective_of(c->op), m);
-  int64_t values[1 + 3 * kMaxBucket] = {n}, bytes = 0, axis = -1, dtype = -1;
-  for (int j = 0; j < n; ++j) {
-    lower_call mc = {.r = r, .op = m[j]};
-    int64_t ax = grid_axis(&mc), dt = op_dtype(&mc, mlirOperationGetOperand(m[j], 0));
-    int64_t in = numel(mlirOperationGetOperand(m[j], 0)), out = numel(mlirOperationGetResult(m[j], 0));
-    int64_t parts = r->mesh.size[ax < 0 || ax > 1 ? 0 : ax];
-    bool sides = bucket_kind(m[j]) == SRT_BUCKET_ALL_GATHER ? out == in * parts
-                 : bucket_kind(m[j]) == SRT_BUCKET_REDUCE_SCATTER ? in == out * parts
-                                                                        : in == out;
-    if ((j && (ax != axis || dt != dtype || bucket_kind(m[j]) != bucket_kind(m[0]))) || !sides) {
-      r->current = m[j];
-      MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(m[0]));
-      fail(r, "bucket %lld: member %d is not a %.*s of the first member's axis and dtype",
-           (long long)bucket_id(m[0]), j, (int)name.length, name.data);
-      return;
-    }
-    axis = ax;
-    dtype = dt;
-    values[1 + 3 * j] = find_value(r, mlirOperationGetOperand(m[j], 0));
-    values[2 + 3 * j] = find_value(r, mlirOperationGetResult(m[j], 0));
-    values[3 + 3 * j] = member_count(m[j]);
-    bytes += (in + out) * (dtype == kBF16 ? 2 : 4);
-  }
-  if (r->cuda) // srt_cuda_stage grows by a quarter and 256 bytes over the request
-    bytes += bytes / 4 + 256;
-  if (r->stage_bytes[r->slot] < bytes)
-    r->stage_bytes[r->slot] = bytes;
-  char name[48];
-  snprintf(name, sizeof name, "bucket_%d", r->num_buckets++);
-  MlirType type = mlirLLVMArrayTypeGet(r->top.i64, (unsigned)(1 + 3 * n));
-  MlirBlock init;
-  lb_builder b = r->top;
-  b.loc = mlirOperationGetLocation(m[0]);
-  lb_global(&b, name, type, false, &init);
-  b.block = init;
-  MlirValue agg = lb_zero(&b, type);
-  for (int64_t i = 0; i < 1 + 3 * n; ++i)
-    agg = lb_insert(&b, agg, lb_const_int(&b, b.i64, values[i]), 1, &i);
-  lb_return(&b, agg);
-  push(c, lb_address_of(&r->at, name));
-}
-
-// Lowers bucket member `op` (a collective or its nn.wait): its first
-// collective starts the bucket, its first wait completes it; the other
-// members lower to nothing. False on failure.
-static bool lower_bucket_op(lower_run *r, MlirOperation op) {
-  MlirOperation m[kMaxBucket];
-  int n = bucket_members(r, collective_of(op), m);
-  if (!n)
-    return false;
-  MlirValue first = mlirOperationGetResult(m[0], 0);
-  if (nn_op_kind_of(op) != NN_OP_WAIT) {
-    if (op.ptr != m[0].ptr)
-      return true;
-    if (!take_slot(r, op))
-      return false;
-    lower_op(r, lowering_named("srt_op_bucket_start"), op, (MlirOperation){NULL});
-    return !r->errors;
-  }
-  for (int i = 0; i < SRT_MAX_PENDING; ++i)
-    if (r->in_flight[i].ptr == first.ptr) {
-      r->in_flight[i] = (MlirValue){NULL};
-      r->slot = i;
-      lower_op(r, lowering_named("srt_op_bucket_wait"), op, (MlirOperation){NULL});
-      return !r->errors;
-    }
-  return true; // a later member's wait: the first one unpacked it
-}
-
 // Lowers every op of the step.
 static void lower_ops(lower_run *r) {
   bool has_optimizer = false;
@@ -731,7 +473,7 @@ static void lower_ops(lower_run *r) {
       if (mlirValueIsAOpResult(loss))
         loss_def = mlirOpResultGetOwner(loss);
     }
-  const lowering *fusion = lowering_named("srt_op_add_rms_norm");
+  const lowering *fusion = lr_lowering_named("srt_op_add_rms_norm");
   MlirOperation fused = {NULL}; // a norm already lowered with its add
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body);
        !mlirOperationIsNull(op) && !r->errors; op = mlirOperationGetNextInBlock(op)) {
@@ -741,14 +483,14 @@ static void lower_ops(lower_run *r) {
       continue;
     MlirOperation next = mlirOperationGetNextInBlock(op);
     if (fusion && tp_buffer_fused_norm(&r->plan, r->cuda, op, next)) {
-      lower_op(r, fusion, op, next);
+      lr_lower_op(r, fusion, op, next);
       fused = next;
       if (!mlirOperationIsNull(loss_def) && (op.ptr == loss_def.ptr || next.ptr == loss_def.ptr))
         branch_if_forward_only(r, optimizer);
       continue;
     }
     if (kind == NN_OP_OPTIMIZER_STEP && has_optimizer) {
-      fail(r, "more than one nn.optimizer_step: run nn-optimizer once");
+      lr_fail(r, "more than one nn.optimizer_step: run nn-optimizer once");
       break;
     }
     has_optimizer |= kind == NN_OP_OPTIMIZER_STEP;
@@ -758,33 +500,33 @@ static void lower_ops(lower_run *r) {
         tp_op_is(op, "shard.sharding"))
       continue;
     const lowering *l = lowering_of(op);
-    if (bucket_id(collective_of(op)) >= 0) {
-      if (!lower_bucket_op(r, op))
+    if (lr_bucket_id(lr_collective_of(op)) >= 0) {
+      if (!lr_lower_bucket_op(r, op))
         break;
       continue;
     }
     // A collective an nn.wait completes is started non-blocking.
-    const lowering *start = l && kind == NN_OP_NONE ? start_form(r, op) : NULL;
-    if (start && !take_slot(r, op))
+    const lowering *start = l && kind == NN_OP_NONE ? lr_start_form(r, op) : NULL;
+    if (start && !lr_take_slot(r, op))
       break;
     l = start ? start : l;
-    int freed = kind == NN_OP_WAIT ? free_slot(r, op) : 1;
+    int freed = kind == NN_OP_WAIT ? lr_free_slot(r, op) : 1;
     if (freed < 0)
       break;
     if (!freed)
       continue; // completed before its wait
     if (!l) {
       MlirStringRef name = mlirIdentifierStr(mlirOperationGetName(op));
-      fail(r, "no lowering for '%.*s'", (int)name.length, name.data);
+      lr_fail(r, "no lowering for '%.*s'", (int)name.length, name.data);
       break;
     }
-    lower_op(r, l, op, (MlirOperation){NULL});
+    lr_lower_op(r, l, op, (MlirOperation){NULL});
     if (op.ptr == loss_def.ptr && !r->errors)
       branch_if_forward_only(r, optimizer);
   }
   r->current = r->func;
   if (!r->errors && !has_optimizer)
-    fail(r, "the step has no nn.optimizer_step: run nn-autodiff and nn-optimizer first");
+    lr_fail(r, "the step has no nn.optimizer_step: run nn-autodiff and nn-optimizer first");
 }
 
 // Replaces the module's contents by the ops of `staging`.
@@ -817,7 +559,7 @@ static bool cuda_supports(lower_run *r) {
     nn_op_kind k = nn_op_kind_of(op);
     if (!tp_op_cuda_supported(k)) {
       r->current = op;
-      fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
+      lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
               "(shard-compile --backend=cpu)",
            nn_op_name(k));
       return false;
@@ -843,13 +585,13 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     return mlirLogicalResultFailure();
   lower_run r = {.ctx = mlirOperationGetContext(module), .current = module};
   if (strcmp(o[kOptBackend].s, "cpu") != 0 && strcmp(o[kOptBackend].s, "cuda") != 0) {
-    fail(&r, "backend '%s' is not one of 'cpu', 'cuda'", o[kOptBackend].s);
+    lr_fail(&r, "backend '%s' is not one of 'cpu', 'cuda'", o[kOptBackend].s);
     return mlirLogicalResultFailure();
   }
   r.cuda = !strcmp(o[kOptBackend].s, "cuda");
   r.func = find_func(module);
   if (mlirOperationIsNull(r.func) || !tp_read_grid(module, &r.mesh)) {
-    fail(&r, "expected a partitioned training step: run nn-autodiff, nn-optimizer, "
+    lr_fail(&r, "expected a partitioned training step: run nn-autodiff, nn-optimizer, "
              "tp-plan and tp-partition first");
     return mlirLogicalResultFailure();
   }
@@ -857,7 +599,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(r.func, 0));
   if (mlirBlockGetNumArguments(r.body) < 2 ||
       shape(mlirBlockGetArgument(r.body, 0)).rank != 2) {
-    fail(&r, "the step's first arguments must be input_ids and labels ([batch, seq] int64)");
+    lr_fail(&r, "the step's first arguments must be input_ids and labels ([batch, seq] int64)");
     return mlirLogicalResultFailure();
   }
   r.policy = (tp_buffer_policy){.mixed_precision = r.cuda,
@@ -866,7 +608,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                                  .count_workspace = !r.cuda,
                                  .pass = "lower-to-runtime"};
   if (r.policy.offload && !r.cuda) {
-    fail(&r, "cpu-offload keeps the fp32 master weights and AdamW moments in host memory "
+    lr_fail(&r, "cpu-offload keeps the fp32 master weights and AdamW moments in host memory "
              "for a GPU backend; the cpu backend's arena is host memory already: compile "
              "with backend=cuda, or without cpu-offload");
     return mlirLogicalResultFailure();
@@ -874,11 +616,11 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   if (r.cuda && !cuda_supports(&r))
     return mlirLogicalResultFailure();
   if (o[kOptAccumulate].i < 1 || o[kOptAccumulate].i > (1 << 20)) {
-    fail(&r, "accumulate-steps %lld must lie in [1, 2^20]", (long long)o[kOptAccumulate].i);
+    lr_fail(&r, "accumulate-steps %lld must lie in [1, 2^20]", (long long)o[kOptAccumulate].i);
     return mlirLogicalResultFailure();
   }
   if (r.cuda && o[kOptAccumulate].i > 1) {
-    fail(&r, "gradient accumulation (accumulate-steps %lld) is not available on the cuda "
+    lr_fail(&r, "gradient accumulation (accumulate-steps %lld) is not available on the cuda "
              "backend yet: compile with backend=cpu, or without micro-batches",
          (long long)o[kOptAccumulate].i);
     return mlirLogicalResultFailure();
@@ -920,7 +662,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .num_params = r.plan.num_params,
                          .step = "shard_step",
                          .keep_logits = r.policy.keep_logits,
-                         .logits_offset = r.policy.keep_logits ? find_value(&r, r.plan.logits) : -1,
+                         .logits_offset = r.policy.keep_logits ? lr_find_value(&r, r.plan.logits) : -1,
                          .logits = r.policy.keep_logits ? shape(r.plan.logits) : (nn_shape){0},
                          .backend = r.cuda ? "srt_cuda_backend" : NULL};
     tp_emit_program_table(&r.top, &d);
