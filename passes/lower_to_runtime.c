@@ -1,7 +1,7 @@
 // lower-to-runtime{backend=cpu|cuda}: turns a partitioned training step into
-// an LLVM-dialect module that calls the runtime: a static memory plan (one
-// arena per rank: a persistent region for parameters, gradients and AdamW
-// moments, then temporaries placed by liveness), one `srt_op_*` call per op
+// an LLVM-dialect module that calls the runtime: from the step's buffer plan
+// (buffer_plan.h: one arena per rank, every value's offset and dtype, the
+// parameter table, the regions), one `srt_op_*` call per op
 // (runtime/include/shardrt/ops.h) with byte offsets and local sizes as
 // constants, a status check after each, and the `srt_program shard_program`
 // table (program_table.c) the training driver reads.
