@@ -3,6 +3,11 @@
 
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diagnostic.h"
+#include "shardrt/output.h"
 
 char *tp_memory_report_json(const tp_memory_figures *f) {
   json_t *o = json_pack(
@@ -92,4 +97,36 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
   at = line(buf, size, at, "  parameters (fp32)", f->host_params, NULL);
   at = line(buf, size, at, "  AdamW moments (fp32)", f->host_moments, NULL);
   line(buf, size, at, "  staging (grads, bf16, ids)", f->host_staging, "(mirrors the device's)");
+}
+
+bool tp_memory_report_emit(const tp_memory_figures *f, const char *path, int64_t device_bytes,
+                           MlirOperation at, const char *pass) {
+  char text[4096];
+  tp_memory_report_text(f, text, sizeof text);
+  if (device_bytes > 0 && f->total > device_bytes) {
+    tp_error(at, pass,
+             "the step needs %lld bytes per rank (%.2f GiB), more than the device's %lld "
+             "(--device-memory):\n%s",
+             (long long)f->total, (double)f->total / (1024.0 * 1024 * 1024),
+             (long long)device_bytes, text);
+    return false;
+  }
+  if (!path || !*path)
+    return true;
+  fputs(text, stderr);
+  // The shared writer (shardrt/output.h): a temporary of its own renamed
+  // over the file, so two compiles at once each leave a whole report.
+  char *json = tp_memory_report_json(f);
+  size_t n = json ? strlen(json) : 0;
+  if (json)
+    json[n] = '\n'; // the NUL's byte: the file ends with a newline
+  srt_status s = json ? srt_write_file("memory report", path, json, n + 1) : NULL;
+  if (!json)
+    tp_error(at, pass, "cannot write the memory report '%s': out of memory", path);
+  else if (s)
+    tp_error(at, pass, "cannot write the memory report: %s", srt_status_message(s));
+  bool ok = json && !s;
+  srt_status_free(s);
+  free(json);
+  return ok;
 }

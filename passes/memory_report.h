@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mlir-c/IR.h"
+
 /// Bytes per rank (every rank runs the same program).
 typedef struct tp_memory_figures {
   const char *backend; // "cpu" or "cuda"
@@ -50,5 +52,14 @@ char *tp_memory_report_json(const tp_memory_figures *f);
 /// A readable summary of the figures, lines of "  name  bytes (GiB)", into
 /// buf (NUL-terminated, truncated to size).
 void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size);
+
+/// Checks the figures against a device of `device_bytes` (0: no limit) and
+/// writes the report: the summary on stderr and the JSON to `path` (NULL or
+/// "": neither) through the one output writer (srt_write_file: a temporary
+/// renamed over the file). Returns false after reporting the error at `at`
+/// (tp_error, `pass`): a total over the device's bytes (with the summary),
+/// or a file that cannot be written.
+bool tp_memory_report_emit(const tp_memory_figures *f, const char *path, int64_t device_bytes,
+                           MlirOperation at, const char *pass);
 
 #endif // SHARD_PASSES_MEMORY_REPORT_H

@@ -1,0 +1,88 @@
+// Backend-neutral facts of the runtime ops (shardrt/ops.h) that a compiler
+// needs without linking or including a backend's kernels: the values of
+// srt_op_rotary_embedding's rope_type, the sizes of a Mamba2 mixer, and the
+// scratch formulas of the cpu kernels (header-only, so that the compiler's
+// memory report counts what the kernels will allocate). shardrt/kernels.h
+// includes it; passes/ include this one instead.
+#ifndef SHARDRT_OP_FACTS_H
+#define SHARDRT_OP_FACTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// RoPE frequency scaling; rope_type "default" is no scaling (pass NULL).
+typedef enum srt_rope_type { SRT_ROPE_DEFAULT, SRT_ROPE_LLAMA3, SRT_ROPE_LINEAR } srt_rope_type;
+
+/// Groups (rows) per block of srt_cpu_rms_norm_backward's weight-gradient
+/// partial sums: fixed, so the order of the sums does not depend on the
+/// thread count.
+enum { SRT_RMS_NORM_ROW_BLOCK = 64 };
+
+/// Floats of workspace srt_cpu_rms_norm_backward needs for dweight:
+/// ceil(n * features / group / 64) * group (group 0: the whole features);
+/// 0 for empty shapes. Inline: the compiler's memory report counts it.
+static inline int64_t srt_cpu_rms_norm_backward_workspace_floats(int64_t n, int64_t features,
+                                                                 int64_t group) {
+  int64_t g = group > 0 ? group : features;
+  if (g <= 0 || n <= 0)
+    return 0;
+  int64_t rows = n * (features / g);
+  return (rows + SRT_RMS_NORM_ROW_BLOCK - 1) / SRT_RMS_NORM_ROW_BLOCK * g;
+}
+
+/// The sizes of a Mamba2 mixer (Hugging Face NemotronHMamba2Mixer; Dao & Gu
+/// 2024, "Transformers are SSMs", the SSD algorithm). inner = heads x
+/// head_dim, conv_dim = inner + 2 groups x state, proj = inner + conv_dim +
+/// heads.
+typedef struct srt_mamba2_config {
+  int64_t batch, seq, hidden;
+  int64_t heads, head_dim, groups, state; ///< groups divides heads
+  int64_t conv_kernel, chunk;             ///< chunk: the SSD chunk length
+  float eps;                              ///< of the gated RMSNorm
+  float dt_min, dt_max; ///< dt = clamp(softplus(.), dt_min, dt_max); max may be +inf
+} srt_mamba2_config;
+
+/// The parts of the Mamba2 kernels' scratch, in floats, in the order the
+/// kernels lay them out: the forward's [n, proj], [n, conv_dim], [n, heads],
+/// [n, inner] twice; the backward's chunk states [batch, heads, chunks,
+/// head_dim, state] and its gradients [n, proj], [n, conv_dim], [n, heads],
+/// [n, inner] twice, [n, groups], [batch, heads] twice; last, `threads`
+/// tiles of 2 L + 3 L^2 + 4 L P + 3 L N + P N (L the chunk, or seq when
+/// shorter; P head_dim, N state). Header-only so that the compiler's memory report counts what the
+/// kernels use. Returns the total (0 sizes where a part is unused), or -1
+/// when a size is not positive.
+enum { SRT_MAMBA2_WORKSPACE_PARTS = 15 };
+static inline double srt_mamba2_workspace_parts(const srt_mamba2_config *c, bool backward,
+                                                int threads,
+                                                double count[SRT_MAMBA2_WORKSPACE_PARTS]) {
+  if (c->batch <= 0 || c->seq <= 0 || c->heads <= 0 || c->head_dim <= 0 || c->groups <= 0 ||
+      c->state <= 0 || c->chunk <= 0 || threads <= 0)
+    return -1;
+  double n = (double)c->batch * (double)c->seq, bh = (double)c->batch * (double)c->heads;
+  double inner = (double)c->heads * (double)c->head_dim;
+  double conv = inner + 2.0 * (double)c->groups * (double)c->state;
+  double proj = inner + conv + (double)c->heads;
+  int64_t tile = c->chunk < c->seq ? c->chunk : c->seq; // a chunk past the sequence is cut
+  double chunks = (double)((c->seq + tile - 1) / tile);
+  double L = (double)tile, P = (double)c->head_dim, N = (double)c->state;
+  const double parts[SRT_MAMBA2_WORKSPACE_PARTS] = {
+      n * proj, n * conv, n * (double)c->heads, n * inner, n * inner,
+      backward ? bh * chunks * P * N : 0, backward ? n * proj : 0, backward ? n * conv : 0,
+      backward ? n * (double)c->heads : 0, backward ? n * inner : 0, backward ? n * inner : 0,
+      backward ? n * (double)c->groups : 0, backward ? bh : 0, backward ? bh : 0,
+      (double)threads * (2 * L + 3 * L * L + 4 * L * P + 3 * L * N + P * N)};
+  double total = 0;
+  for (int i = 0; i < SRT_MAMBA2_WORKSPACE_PARTS; ++i)
+    total += count[i] = parts[i];
+  return total;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // SHARDRT_OP_FACTS_H
