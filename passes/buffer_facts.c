@@ -4,7 +4,7 @@
 // kernels' scratch formulas (shardrt/op_facts.h, backend-neutral).
 #include <string.h>
 
-#include "buffer_build.h"
+#include "buffer_plan_internal.h"
 #include "shard_ops.h"
 #include "shardrt/op_facts.h"
 

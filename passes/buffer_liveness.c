@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "buffer_build.h"
+#include "buffer_plan_internal.h"
 #include "memory_plan.h"
 #include "shard_ops.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buffer_build.h"
+#include "buffer_plan_internal.h"
 #include "memory_plan.h"
 #include "shard_ops.h"
 #include "shardrt/types.h"

@@ -7,7 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "buffer_build.h"
+#include "buffer_plan_internal.h"
 #include "diagnostic.h"
 #include "shard_ops.h"
 
