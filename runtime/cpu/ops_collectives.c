@@ -15,8 +15,8 @@ static srt_status begin(srt_exec *e, const char *op, int64_t axis, int64_t dtype
   SRT_RETURN_IF_ERROR(ops_f32_only(e, op, dtype));
   if (axis != SRT_MESH_DP && axis != SRT_MESH_TP)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: mesh axis %lld is not 0 (dp) or 1 (tp) (rank %d)", op,
-                     (long long)axis, srt_op_rank(e));
+                     "%s: mesh axis %lld is not 0 (dp) or 1 (tp)", op,
+                     (long long)axis);
   *g = srt_context_group(e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP : SRT_GROUP_TP);
   return NULL;
 }
@@ -99,10 +99,9 @@ srt_status srt_cpu_op_all_slice(srt_exec *e, int64_t in, int64_t out, int64_t ax
   int64_t parts = srt_group_size(g), index = srt_group_rank(g);
   if (shape[dim] % parts != 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: dim %lld of size %lld does not split into %lld parts over %s "
-                     "(rank %d)",
+                     "%s: dim %lld of size %lld does not split into %lld parts over %s",
                      op, (long long)dim, (long long)shape[dim], (long long)parts,
-                     srt_group_name(g), srt_op_rank(e));
+                     srt_group_name(g));
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < dim; ++i)
     outer *= shape[i];

@@ -32,8 +32,8 @@ static inline srt_status ops_scratch(srt_exec *e, int64_t floats, float **out) {
 static inline srt_status ops_f32_only(srt_exec *e, const char *op, int64_t dtype) {
   if (dtype != SRT_OP_F32)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: dtype %lld on the cpu backend, which computes fp32 only (rank %d)",
-                     op, (long long)dtype, srt_op_rank(e));
+                     "%s: dtype %lld on the cpu backend, which computes fp32 only",
+                     op, (long long)dtype);
   return NULL;
 }
 

@@ -23,10 +23,10 @@ static srt_status workspace(srt_exec *e, const srt_mamba2_config *c, bool backwa
   if (floats < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: sizes batch %lld seq %lld heads %lld head_dim %lld groups %lld state "
-                     "%lld chunk %lld have no workspace (rank %d)",
+                     "%lld chunk %lld have no workspace",
                      op, (long long)c->batch, (long long)c->seq, (long long)c->heads,
                      (long long)c->head_dim, (long long)c->groups, (long long)c->state,
-                     (long long)c->chunk, srt_op_rank(e));
+                     (long long)c->chunk);
   return ops_scratch(e, floats, ws);
 }
 

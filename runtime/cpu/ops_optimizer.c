@@ -23,10 +23,8 @@ static srt_status accumulate(srt_exec *e, const srt_program *program,
       !(o->accum_weight >= 0) || (o->accumulate == 2 && !(o->accum_total >= 0)))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "srt_cpu_op_optimizer_step: accumulate %d needs a buffer, a weight >= 0 "
-                     "and (on the last micro-batch) a total >= 0, got weight %g total %g "
-                     "(rank %d)",
-                     (int)o->accumulate, (double)o->accum_weight, (double)o->accum_total,
-                     srt_op_rank(e));
+                     "and (on the last micro-batch) a total >= 0, got weight %g total %g",
+                     (int)o->accumulate, (double)o->accum_weight, (double)o->accum_total);
   float *acc = o->grad_accum;
   double w = o->accum_weight, scale = o->accum_total > 0 ? 1.0 / o->accum_total : 0.0;
   for (int32_t i = 0; i < program->num_params; ++i) {

@@ -30,8 +30,8 @@ static srt_status shape_of(srt_exec *e, const char *op, const srt_op_attention_c
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, op, c, &heads));
   if (c->head_dim > 256)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is above 256 (rank %d)", op,
-                     (long long)c->head_dim, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: head_dim %lld is above 256", op,
+                     (long long)c->head_dim);
   *s = (srt_cuda_attention_shape){.batch = c->batch,
                                   .seq = c->seq,
                                   .heads = c->num_heads,

@@ -44,13 +44,12 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
   if (!program || !options || !result)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: program, options or result is NULL", op);
   if (options->step < 1)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
-                     (long long)options->step, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1", op,
+                     (long long)options->step);
   if (options->accumulate) // shard-compile refuses --micro-batch for cuda
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
-                     "%s: gradient accumulation is not available on the cuda backend yet "
-                     "(rank %d)",
-                     op, srt_op_rank(e));
+                     "%s: gradient accumulation is not available on the cuda backend yet",
+                     op);
   if (options->forward_only) { // an evaluation: the loss, nothing changed
     float loss;
     SRT_CUDA_CHECK(cudaMemcpyAsync(&loss, cu_f32(e, loss_offset), sizeof loss,
@@ -86,8 +85,8 @@ srt_status srt_cuda_op_optimizer_step(srt_exec *e, const srt_program *program,
     SRT_CUDA_CHECK(cudaMemsetAsync(d->bad_label, 0, 2 * sizeof(int64_t), d->compute));
     return SRT_ERROR(SRT_OUT_OF_RANGE,
                      "%s: label %lld of row %lld lies outside the vocabulary and is not "
-                     "ignore_index (rank %d)",
-                     op, (long long)bad[1], (long long)(bad[0] - 1), srt_op_rank(e));
+                     "ignore_index",
+                     op, (long long)bad[1], (long long)(bad[0] - 1));
   }
   double norm = acc[1] != 0 ? NAN : is_inf ? acc[0] : pow(acc[0], 1.0 / p);
   result->loss = loss;

@@ -40,28 +40,27 @@ static MPI_Datatype mpi_type(srt_dtype dtype, int for_reduce) {
 
 static srt_status bad_arg(const srt_group *g, const char *what, const char *msg,
                           long long a, long long b) {
-  return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                   "%s on group '%s' (rank %d of %d, world rank %d): %s (%lld, %lld)",
-                   what, g->name, g->rank, g->size, g->world_rank, msg, a, b);
+  return srt_group_annotate(g, SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s (%lld, %lld)", what,
+                                         msg, a, b));
 }
 
 static srt_status check_dtype(const srt_group *g, const char *what, srt_dtype dtype,
                               int for_reduce, MPI_Datatype *t) {
   *t = mpi_type(dtype, for_reduce);
   if (*t == MPI_DATATYPE_NULL)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s on group '%s' (world rank %d): dtype %s is not supported%s",
-                     what, g->name, g->world_rank, srt_dtype_name(dtype),
-                     for_reduce ? " for reductions (F32, F64, I32, I64 are)" : "");
+    return srt_group_annotate(
+        g, SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dtype %s is not supported%s", what,
+                     srt_dtype_name(dtype),
+                     for_reduce ? " for reductions (F32, F64, I32, I64 are)" : ""));
   return NULL;
 }
 
 static srt_status check_count(const srt_group *g, const char *what, int64_t count) {
   if (count < 0 || count > INT_MAX)
-    return SRT_ERROR(SRT_OUT_OF_RANGE,
-                     "%s on group '%s' (world rank %d): %lld elements per rank; "
-                     "MPI counts are int (at most %d)",
-                     what, g->name, g->world_rank, (long long)count, INT_MAX);
+    return srt_group_annotate(g, SRT_ERROR(SRT_OUT_OF_RANGE,
+                                           "%s: %lld elements per rank; MPI counts are int "
+                                           "(at most %d)",
+                                           what, (long long)count, INT_MAX));
   return NULL;
 }
 
@@ -250,9 +249,10 @@ void srt_collectives_progress(srt_context *ctx) {
 
 srt_status srt_collective_wait(srt_context *ctx, int slot) {
   if (slot < 0 || slot >= SRT_MAX_PENDING)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "collective wait: slot %d outside [0, %d) (world rank %d)", slot,
-                     SRT_MAX_PENDING, srt_context_rank(ctx));
+    return srt_status_annotate(SRT_ERROR(SRT_INVALID_ARGUMENT,
+                                         "collective wait: slot %d outside [0, %d)", slot,
+                                         SRT_MAX_PENDING),
+                               srt_context_rank(ctx), "world rank %d", srt_context_rank(ctx));
   srt_pending *p = &ctx->pending[slot];
   if (!p->group)
     return NULL;
@@ -276,9 +276,8 @@ static srt_status stage_of(const srt_group *g, srt_pending *p, size_t bytes) {
   p->stage = malloc(bytes);
   p->stage_bytes = p->stage ? bytes : 0;
   if (!p->stage)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
-                     "bucket on group '%s' (world rank %d): cannot allocate %zu staging bytes",
-                     g->name, g->world_rank, bytes);
+    return srt_group_annotate(g, SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                                           "bucket: cannot allocate %zu staging bytes", bytes));
   return NULL;
 }
 

@@ -14,23 +14,24 @@ static const char *const kGroupNames[SRT_GROUP_COUNT] = {
     [SRT_GROUP_DP_CP] = "dp_cp",
 };
 
+srt_status srt_group_annotate(const srt_group *g, srt_status s) {
+  return srt_status_annotate(s, g->world_rank, "on group '%s', rank %d of %d, world rank %d",
+                             g->name, g->rank, g->size, g->world_rank);
+}
+
 srt_status srt_mpi_error(int rc, const char *call, const srt_group *group,
                          const char *file, int line) {
   char text[MPI_MAX_ERROR_STRING] = "";
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
     strcpy(text, "unknown MPI error");
-  if (!group || group->comm == MPI_COMM_NULL)
-    return srt_status_make(SRT_UNAVAILABLE, file, line,
-                           "%s failed while creating group '%s' (world rank "
-                           "%d): %s (MPI error %d)",
-                           call, group ? group->name : "?",
-                           group ? group->world_rank : -1, text, rc);
-  return srt_status_make(SRT_UNAVAILABLE, file, line,
-                         "%s failed on group '%s' (rank %d of %d, world rank "
-                         "%d): %s (MPI error %d)",
-                         call, group->name, group->rank, group->size,
-                         group->world_rank, text, rc);
+  srt_status s = srt_status_make(SRT_UNAVAILABLE, file, line, "%s failed: %s (MPI error %d)",
+                                 call, text, rc);
+  if (!group || group->comm == MPI_COMM_NULL) // its rank and size are not known yet
+    return srt_status_annotate(s, group ? group->world_rank : -1,
+                               "while creating group '%s', world rank %d",
+                               group ? group->name : "?", group ? group->world_rank : -1);
+  return srt_group_annotate(group, s);
 }
 
 srt_context_options srt_context_default_options(void) {
@@ -53,10 +54,9 @@ static srt_status split_group(srt_context *ctx, srt_group *g, int color, int key
   SRT_MPI(g, MPI_Comm_size(g->comm, &g->size));
   SRT_MPI(g, MPI_Comm_rank(g->comm, &g->rank));
   if (g->rank != key)
-    return SRT_ERROR(SRT_INTERNAL,
-                     "group '%s': world rank %d has group rank %d, expected "
-                     "its mesh coordinate %d",
-                     g->name, g->world_rank, g->rank, key);
+    return srt_group_annotate(
+        g, SRT_ERROR(SRT_INTERNAL, "split: the rank in the group is not its mesh coordinate %d",
+                     key));
   return NULL;
 }
 
@@ -77,10 +77,11 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   int v[4] = {o->dp, o->tp, -o->dp, -o->tp};
   SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT, MPI_MAX, world->comm));
   if (v[0] != o->dp || v[1] != o->tp || -v[2] != o->dp || -v[3] != o->tp)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "context: ranks disagree on the mesh: world rank %d has "
-                     "dp=%d tp=%d, others range over dp=%d..%d tp=%d..%d",
-                     world->rank, o->dp, o->tp, -v[2], v[0], -v[3], v[1]);
+    return srt_status_annotate(SRT_ERROR(SRT_INVALID_ARGUMENT,
+                                         "context: ranks disagree on the mesh: this rank has "
+                                         "dp=%d tp=%d, others range over dp=%d..%d tp=%d..%d",
+                                         o->dp, o->tp, -v[2], v[0], -v[3], v[1]),
+                               world->rank, "world rank %d", world->rank);
   SRT_RETURN_IF_ERROR(srt_mesh_init(&ctx->mesh, world->size, o->dp, o->tp));
   srt_mesh_coord(&ctx->mesh, world->rank, ctx->coord);
   int dpi = ctx->coord[SRT_MESH_DP], tpi = ctx->coord[SRT_MESH_TP];
@@ -198,6 +199,13 @@ srt_arena *srt_context_arena(srt_context *ctx) {
   return ctx->has_arena ? &ctx->arena : NULL;
 }
 
+// `s` naming this process's world rank (the context of an error that
+// belongs to no one group).
+static srt_status at_world_rank(const srt_context *ctx, srt_status s) {
+  int rank = ctx->groups[SRT_GROUP_WORLD].world_rank;
+  return srt_status_annotate(s, rank, "world rank %d", rank);
+}
+
 srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out) {
   if (bytes <= ctx->scratch_bytes) {
     *out = ctx->scratch;
@@ -206,9 +214,8 @@ srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out) {
   size_t rounded = (bytes + SRT_ARENA_ALIGN - 1) / SRT_ARENA_ALIGN * SRT_ARENA_ALIGN;
   void *p = aligned_alloc(SRT_ARENA_ALIGN, rounded);
   if (!p)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
-                     "collective scratch: cannot allocate %zu bytes (world rank %d)",
-                     rounded, ctx->groups[SRT_GROUP_WORLD].world_rank);
+    return at_world_rank(ctx, SRT_ERROR(SRT_RESOURCE_EXHAUSTED,
+                                        "collective scratch: cannot allocate %zu bytes", rounded));
   free(ctx->scratch);
   ctx->scratch = p;
   ctx->scratch_bytes = rounded;
@@ -217,15 +224,13 @@ srt_status srt_context_scratch(srt_context *ctx, size_t bytes, void **out) {
 }
 
 // Grows *buf (of *have bytes) to at least `bytes`, 64-byte aligned.
-static srt_status grow(void **buf, size_t *have, size_t bytes, const char *what,
-                       int world_rank) {
+static srt_status grow(void **buf, size_t *have, size_t bytes, const char *what) {
   if (bytes <= *have)
     return NULL;
   size_t rounded = (bytes + SRT_ARENA_ALIGN - 1) / SRT_ARENA_ALIGN * SRT_ARENA_ALIGN;
   void *p = aligned_alloc(SRT_ARENA_ALIGN, rounded);
   if (!p)
-    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s: cannot allocate %zu bytes (world rank %d)",
-                     what, rounded, world_rank);
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "%s: cannot allocate %zu bytes", what, rounded);
   free(*buf);
   *buf = p;
   *have = rounded;
@@ -233,8 +238,8 @@ static srt_status grow(void **buf, size_t *have, size_t bytes, const char *what,
 }
 
 srt_status srt_context_op_scratch(srt_context *ctx, size_t bytes, void **out) {
-  SRT_RETURN_IF_ERROR(grow(&ctx->op_scratch, &ctx->op_scratch_bytes, bytes, "op scratch",
-                           ctx->groups[SRT_GROUP_WORLD].world_rank));
+  SRT_RETURN_IF_ERROR(
+      at_world_rank(ctx, grow(&ctx->op_scratch, &ctx->op_scratch_bytes, bytes, "op scratch")));
   *out = ctx->op_scratch;
   return NULL;
 }

@@ -60,6 +60,12 @@ struct srt_context {
   srt_pending pending[SRT_MAX_PENDING]; // non-blocking collectives in flight
 };
 
+/// Returns `s` with the context of group `g` appended once (its name, the
+/// rank in it, its size and the world rank; srt_status_annotate); NULL
+/// returns NULL. Every error of a collective or a group names its group
+/// through this, not by hand.
+srt_status srt_group_annotate(const srt_group *g, srt_status s);
+
 /// Makes the status for MPI error code `rc` returned by `call` on `group`.
 srt_status srt_mpi_error(int rc, const char *call, const srt_group *group,
                          const char *file, int line);

@@ -127,24 +127,21 @@ srt_grad_norm_options srt_grad_norm_default_options(void) {
 }
 
 static srt_status check_grad(const srt_tensor *g, size_t i, const char *what,
-                             int world_rank, int allow_partial) {
+                             int allow_partial) {
   const char *name = g->name ? g->name : "?";
-  char where[32] = "";
-  if (world_rank >= 0)
-    snprintf(where, sizeof where, " (world rank %d)", world_rank);
   if (g->dtype != SRT_F32)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: gradient %zu '%s' has dtype %s; F32 is supported%s", what,
-                     i, name, srt_dtype_name(g->dtype), where);
+                     "%s: gradient %zu '%s' has dtype %s; F32 is supported", what,
+                     i, name, srt_dtype_name(g->dtype));
   if (!g->data && srt_tensor_local_numel(g) > 0)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: gradient %zu '%s' has no data%s",
-                     what, i, name, where);
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: gradient %zu '%s' has no data",
+                     what, i, name);
   for (int a = 0; a < SRT_MESH_NDIMS && !allow_partial; ++a)
     if (g->placements[a].kind == SRT_PARTIAL)
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "%s: gradient %zu '%s' is Partial on mesh axis %s; reduce "
-                       "it (all-reduce or reduce-scatter) before the norm%s",
-                       what, i, name, a == SRT_MESH_DP ? "dp" : "tp", where);
+                       "it (all-reduce or reduce-scatter) before the norm",
+                       what, i, name, a == SRT_MESH_DP ? "dp" : "tp");
   return NULL;
 }
 
@@ -153,6 +150,11 @@ static int group_rank(const srt_group *g) { return g ? srt_group_rank(g) : 0; }
 // This process's world rank, for messages (-1 without groups).
 static int world_rank_of(const srt_group *a, const srt_group *b) {
   return a ? a->world_rank : b ? b->world_rank : -1;
+}
+
+// `s` naming world rank `wr` (none when -1: no groups).
+static srt_status at_world_rank(int wr, srt_status s) {
+  return wr >= 0 ? srt_status_annotate(s, wr, "world rank %d", wr) : s;
 }
 
 // All-reduces value[0..2) over `g` (if any) in `dtype`.
@@ -186,7 +188,7 @@ srt_status srt_get_grad_norm(const srt_tensor *grads, size_t n_grads,
                      "%s: accumulation dtype must be F32 or F64, got %s", what,
                      srt_dtype_name(o.accum_dtype));
   for (size_t i = 0; i < n_grads; ++i)
-    SRT_RETURN_IF_ERROR(check_grad(&grads[i], i, what, wr, 0));
+    SRT_RETURN_IF_ERROR(at_world_rank(wr, check_grad(&grads[i], i, what, 0)));
   pkind k = isinf(p) ? P_INF : p == 1.0 ? P_ONE : p == 2.0 ? P_TWO : P_GENERAL;
 
   const int coord[SRT_MESH_NDIMS] = {group_rank(dp_cp), group_rank(tp)};
@@ -248,7 +250,7 @@ srt_status srt_clip_grad_by_total_norm(srt_tensor *grads, size_t n_grads,
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: total_norm %g is negative", what,
                      total_norm);
   for (size_t i = 0; i < n_grads; ++i)
-    SRT_RETURN_IF_ERROR(check_grad(&grads[i], i, what, -1, 1));
+    SRT_RETURN_IF_ERROR(check_grad(&grads[i], i, what, 1));
   if (!isfinite(total_norm)) {
     *action = SRT_CLIP_SKIP_STEP;
     return NULL;

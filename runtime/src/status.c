@@ -10,11 +10,12 @@ struct srt_status_object {
   srt_code code;
   const char *file;
   int line;
+  int rank;            // the world rank a context names (srt_status_annotate), or -1
   const char *message; // the text after the object, or a literal (oom_status)
 };
 
 // Returned when allocating a status fails; never freed.
-static struct srt_status_object oom_status = {SRT_RESOURCE_EXHAUSTED, __FILE__, __LINE__,
+static struct srt_status_object oom_status = {SRT_RESOURCE_EXHAUSTED, __FILE__, __LINE__, -1,
                                               "out of memory"};
 
 srt_status srt_status_make(srt_code code, const char *file, int line,
@@ -33,6 +34,7 @@ srt_status srt_status_make(srt_code code, const char *file, int line,
   s->code = code;
   s->file = file;
   s->line = line;
+  s->rank = -1;
   char *text = (char *)(s + 1);
   s->message = text;
   va_start(ap, fmt);
@@ -40,6 +42,35 @@ srt_status srt_status_make(srt_code code, const char *file, int line,
   va_end(ap);
   return s;
 }
+
+srt_status srt_status_annotate(srt_status s, int rank, const char *fmt, ...) {
+  if (!s || s == &oom_status || (rank >= 0 && s->rank >= 0))
+    return s;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    return s;
+  size_t old = strlen(s->message);
+  struct srt_status_object *a = malloc(sizeof *a + old + (size_t)n + 4);
+  if (!a)
+    return s;
+  *a = *s;
+  a->rank = rank >= 0 ? rank : s->rank;
+  char *text = (char *)(a + 1);
+  a->message = text;
+  memcpy(text, s->message, old);
+  memcpy(text + old, " (", 2);
+  va_start(ap, fmt);
+  vsnprintf(text + old + 2, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  memcpy(text + old + 2 + n, ")", 2);
+  srt_status_free(s);
+  return a;
+}
+
+int srt_status_rank(srt_status s) { return s ? s->rank : -1; }
 
 srt_code srt_status_code(srt_status s) { return s ? s->code : SRT_OK; }
 

@@ -7,7 +7,8 @@
 // private headers.
 //
 // Every check returns NULL or SRT_INVALID_ARGUMENT naming `op`, the
-// argument and the offending values, and the world rank.
+// argument and the offending values; neither a check nor a backend names
+// the rank: srt_op_X adds it once to whatever error it returns.
 #ifndef SHARDRT_BACKEND_H
 #define SHARDRT_BACKEND_H
 

@@ -43,6 +43,27 @@ const char *srt_status_format(srt_status s, char *buf, unsigned long len);
 /// The name of a code, e.g. "DATA_LOSS".
 const char *srt_code_name(srt_code code);
 
+/// Returns `s` with the context formatted from `fmt` (printf-style) appended
+/// to its message once, in parentheses: "message (context)", e.g. the rank
+/// or the group an error happened on. The code, file and line stay those of
+/// the site that raised it. Call it once where the context is known (the op
+/// dispatcher, a collective's group) instead of formatting the context by
+/// hand at each error site.
+///
+/// `rank` is the world rank the context names, or -1 when it names none. A
+/// status names at most one rank: when `rank` >= 0 and `s` already names one
+/// (a deeper call added it, with more detail), `s` is returned unchanged.
+///
+/// Takes ownership of `s` (freed or returned); NULL returns NULL. When the
+/// annotated copy cannot be allocated, returns `s` without the context (the
+/// error itself is never lost).
+srt_status srt_status_annotate(srt_status s, int rank, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/// The world rank the context of `s` names (see srt_status_annotate), -1
+/// when none does or `s` is NULL.
+int srt_status_rank(srt_status s);
+
 /// Frees `s`; NULL is fine.
 void srt_status_free(srt_status s);
 

@@ -39,37 +39,36 @@ srt_status srt_check_offset(const srt_exec *e, const char *op, const char *name,
                             int optional) {
   if (offset < 0 && !(optional && offset == -1))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: buffer '%s' has negative arena offset %lld (rank %d)", op, name,
-                     (long long)offset, srt_op_rank(e));
+                     "%s: buffer '%s' has negative arena offset %lld", op, name,
+                     (long long)offset);
   return NULL;
 }
 
 srt_status srt_check_size(const srt_exec *e, const char *op, const char *name, int64_t size) {
   if (size < 0)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: size '%s' is negative (%lld) (rank %d)", op,
-                     name, (long long)size, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: size '%s' is negative (%lld)", op,
+                     name, (long long)size);
   return NULL;
 }
 
 srt_status srt_check_axis(const srt_exec *e, const char *op, const char *name, int64_t axis) {
   if (axis < -1 || axis >= SRT_MESH_NDIMS)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: mesh axis %lld (%s) is not 0 (dp), 1 (tp) or -1 (none) (rank %d)", op,
-                     (long long)axis, name, srt_op_rank(e));
+                     "%s: mesh axis %lld (%s) is not 0 (dp), 1 (tp) or -1 (none)", op,
+                     (long long)axis, name);
   return NULL;
 }
 
 srt_status srt_check_dtype(const srt_exec *e, const char *op, const char *name, int64_t dtype) {
   if (dtype != SRT_OP_F32 && dtype != SRT_OP_BF16)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s %lld is not 0 (fp32) or 1 (bf16) (rank %d)",
-                     op, name, (long long)dtype, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s %lld is not 0 (fp32) or 1 (bf16)",
+                     op, name, (long long)dtype);
   return NULL;
 }
 
 srt_status srt_check_ptr(const srt_exec *e, const char *op, const char *name, const void *p) {
   if (!p)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s is NULL (rank %d)", op, name,
-                     srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s is NULL", op, name);
   return NULL;
 }
 
@@ -81,16 +80,16 @@ srt_status srt_check_norm_group(const srt_exec *e, const char *op, int64_t featu
                                 int64_t group) {
   if (group < 0 || (group > 0 && features % group != 0))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: group %lld does not divide features %lld (rank %d)", op,
-                     (long long)group, (long long)features, srt_op_rank(e));
+                     "%s: group %lld does not divide features %lld", op,
+                     (long long)group, (long long)features);
   return NULL;
 }
 
 srt_status srt_check_even_head_dim(const srt_exec *e, const char *op, int64_t head_dim) {
   if (head_dim <= 0 || head_dim % 2)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: head_dim %lld is not positive and even (rank %d)", op,
-                     (long long)head_dim, srt_op_rank(e));
+                     "%s: head_dim %lld is not positive and even", op,
+                     (long long)head_dim);
   return NULL;
 }
 
@@ -100,16 +99,16 @@ srt_status srt_check_rope(const srt_exec *e, const char *op, int64_t head_dim,
   if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3 &&
       rope_type != SRT_ROPE_LINEAR)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: rope_type %lld is not 0 (default), 1 (llama3) or 2 (linear) (rank %d)", op,
-                     (long long)rope_type, srt_op_rank(e));
+                     "%s: rope_type %lld is not 0 (default), 1 (llama3) or 2 (linear)", op,
+                     (long long)rope_type);
   return NULL;
 }
 
 srt_status srt_check_glu_activation(const srt_exec *e, const char *op, int64_t activation) {
   if (activation != 0 && activation != 1)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: activation %lld is not 0 (silu) or 1 (gelu tanh) (rank %d)", op,
-                     (long long)activation, srt_op_rank(e));
+                     "%s: activation %lld is not 0 (silu) or 1 (gelu tanh)", op,
+                     (long long)activation);
   return NULL;
 }
 
@@ -122,10 +121,10 @@ srt_status srt_check_attention(const srt_exec *e, const char *op,
     return SRT_ERROR(
         SRT_INVALID_ARGUMENT,
         "%s: batch %lld, seq %lld, heads %lld, kv heads %lld and head_dim %lld "
-        "must be positive, window %lld and softcap %g >= 0, scale %g > 0 (rank %d)",
+        "must be positive, window %lld and softcap %g >= 0, scale %g > 0",
         op, (long long)c->batch, (long long)c->seq, (long long)c->num_heads,
         (long long)c->num_kv_heads, (long long)c->head_dim, (long long)c->sliding_window,
-        c->softcap, c->scale, srt_op_rank(e));
+        c->softcap, c->scale);
   int64_t index = 0, parts = 1;
   SRT_RETURN_IF_ERROR(srt_op_axis(e, op, c->q_head_offset_axis, &index, &parts));
   int64_t global = c->q_head_offset_axis >= 0 ? c->global_num_heads : c->num_heads;
@@ -133,10 +132,10 @@ srt_status srt_check_attention(const srt_exec *e, const char *op,
       (c->q_head_offset_axis >= 0 && global != c->num_heads * parts))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: %lld query heads (%lld local, axis size %lld%s) cannot share %lld "
-                     "KV heads (rank %d)",
+                     "KV heads",
                      op, (long long)global, (long long)c->num_heads, (long long)parts,
                      c->q_head_offset_axis >= 0 ? ", replicated KV" : "",
-                     (long long)c->num_kv_heads, srt_op_rank(e));
+                     (long long)c->num_kv_heads);
   if (heads)
     *heads = (srt_attention_heads){.first_head = index * c->num_heads,
                                    .global_heads = global,
@@ -148,12 +147,12 @@ srt_status srt_check_collective_shape(const srt_exec *e, const char *op, int64_t
                                       int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                       int64_t dim_a, int64_t dim_b, int64_t shape[4]) {
   if (rank < 1 || rank > 4)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: rank %lld is not in 1..4 (rank %d)", op,
-                     (long long)rank, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: rank %lld is not in 1..4", op,
+                     (long long)rank);
   if (dim_a < 0 || dim_a >= rank || dim_b < 0 || dim_b >= rank)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: tensor dim %lld/%lld outside a rank-%lld shape (rank %d)", op,
-                     (long long)dim_a, (long long)dim_b, (long long)rank, srt_op_rank(e));
+                     "%s: tensor dim %lld/%lld outside a rank-%lld shape", op,
+                     (long long)dim_a, (long long)dim_b, (long long)rank);
   if (shape)
     shape[0] = d0, shape[1] = d1, shape[2] = d2, shape[3] = d3;
   return NULL;
@@ -162,8 +161,8 @@ srt_status srt_check_collective_shape(const srt_exec *e, const char *op, int64_t
 srt_status srt_check_slot(const srt_exec *e, const char *op, int64_t slot) {
   if (slot < 0 || slot >= SRT_MAX_PENDING)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: collective slot %lld is not in [0, %d) (rank %d)", op,
-                     (long long)slot, SRT_MAX_PENDING, srt_op_rank(e));
+                     "%s: collective slot %lld is not in [0, %d)", op,
+                     (long long)slot, SRT_MAX_PENDING);
   return NULL;
 }
 
@@ -177,19 +176,17 @@ srt_status srt_check_collective_start(const srt_exec *e, const char *op, int64_t
 srt_status srt_check_bucket(const srt_exec *e, const char *op, const int64_t *members,
                             int64_t kind, int64_t slot) {
   if (kind < SRT_BUCKET_ALL_GATHER || kind > SRT_BUCKET_ALL_REDUCE)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: bucket kind %lld is not 0, 1 or 2 (rank %d)", op,
-                     (long long)kind, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: bucket kind %lld is not 0, 1 or 2", op,
+                     (long long)kind);
   if (members[0] < 1 || members[0] > SRT_MAX_BUCKET)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %lld bucket members, not 1..%d (rank %d)", op,
-                     (long long)members[0], SRT_MAX_BUCKET, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %lld bucket members, not 1..%d", op,
+                     (long long)members[0], SRT_MAX_BUCKET);
   for (int64_t j = 0; j < members[0]; ++j) {
     const int64_t *m = members + 1 + 3 * j;
     if (m[0] < 0 || m[1] < 0 || m[2] < 0)
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                       "%s: bucket member %lld has offsets %lld, %lld and count %lld "
-                       "(rank %d)",
-                       op, (long long)j, (long long)m[0], (long long)m[1], (long long)m[2],
-                       srt_op_rank(e));
+                       "%s: bucket member %lld has offsets %lld, %lld and count %lld",
+                       op, (long long)j, (long long)m[0], (long long)m[1], (long long)m[2]);
   }
   return srt_check_slot(e, op, slot);
 }
@@ -201,8 +198,8 @@ int64_t srt_step_forward_only(const srt_step_options *options) {
 srt_status srt_check_step_options(const srt_exec *e, const char *op,
                                   const srt_step_options *options) {
   if (options && options->step < 1)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1 (rank %d)", op,
-                     (long long)options->step, srt_op_rank(e));
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: AdamW step %lld must be >= 1", op,
+                     (long long)options->step);
   return NULL;
 }
 

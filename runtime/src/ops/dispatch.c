@@ -1,6 +1,7 @@
 // srt_op_X (shardrt/ops.h), generated from the op table (shardrt/ops.def):
 // the checks every backend shares (each argument by its kind, then the
-// op's own check), then the entry point of the exec's backend.
+// op's own check), then the entry point of the exec's backend; an error of
+// either gets this rank's context here (srt_status_annotate).
 #include <time.h>
 
 #include "shardrt/backend.h"
@@ -48,8 +49,16 @@ static void profile_add(srt_profile *profile, const char *name, double t0) {
   profile->calls[kind]++;
 }
 
+// The rank context every op error carries, added here once for the checks
+// and the backends alike (none of them formats the rank itself); none
+// without a context (srt_check_exec's error).
+static srt_status at_rank(const srt_exec *e, srt_status s) {
+  int rank = srt_op_rank(e);
+  return s && rank >= 0 ? srt_status_annotate(s, rank, "rank %d", rank) : s;
+}
+
 #define SRT_OP(name, source, check, args)                                                      \
-  srt_status srt_op_##name(srt_exec *e SRT_OP_PARAMS(args)) {                                  \
+  static srt_status run_##name(srt_exec *e SRT_OP_PARAMS(args)) {                              \
     const char *op = "srt_op_" #name;                                                          \
     SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                                \
     CHECKS(args)                                                                               \
@@ -63,5 +72,8 @@ static void profile_add(srt_profile *profile, const char *name, double t0) {
     srt_status s = ops_of(e)->name(e SRT_OP_ARGS(args));                                       \
     profile_add(profile, #name, t0);                                                           \
     return s;                                                                                  \
+  }                                                                                            \
+  srt_status srt_op_##name(srt_exec *e SRT_OP_PARAMS(args)) {                                  \
+    return at_rank(e, run_##name(e SRT_OP_ARGS(args)));                                        \
   }
 #include "shardrt/ops.def"

@@ -19,6 +19,19 @@ static int64_t make_labels(void) {
   return labels;
 }
 
+// `s` is an error with `code` whose message is `text` followed by this
+// rank's context, once: the op dispatcher adds it to the errors of the
+// shared checks and of the cpu kernels alike (srt_status_annotate).
+static void expect_rank_once(const srt_exec *e, srt_status s, srt_code code, const char *text) {
+  char want[512];
+  snprintf(want, sizeof want, "%s (rank %d)", text, srt_context_rank(e->ctx));
+  assert_non_null(s);
+  assert_int_equal(srt_status_code(s), code);
+  assert_string_equal(srt_status_message(s), want);
+  assert_int_equal(srt_status_rank(s), srt_context_rank(e->ctx));
+  srt_status_free(s);
+}
+
 static void test_unsharded(void **state) {
   (void)state;
   arena_reset();
@@ -37,8 +50,12 @@ static void test_unsharded(void **state) {
   ASSERT_OK(srt_op_cross_entropy_grad(&e, logits, labels, dl, B, S, V, -100, 1));
   assert_close(F(dl), F(ref), N * V, 0, "cross-entropy grad");
   I(labels)[1] = V; // out of the vocabulary (label 0 is never scored: shift)
-  ASSERT_ERROR(srt_op_cross_entropy(&e, logits, labels, loss, B, S, V, -100, 1),
-               SRT_OUT_OF_RANGE, "");
+  expect_rank_once(&e, srt_op_cross_entropy(&e, logits, labels, loss, B, S, V, -100, 1),
+                   SRT_OUT_OF_RANGE,
+                   "cross_entropy: label 10 at [0, 1] outside the vocabulary [0, 10) and not "
+                   "ignore_index -100");
+  expect_rank_once(&e, srt_op_cross_entropy(&e, logits, labels, loss, B, S, -V, -100, 1),
+                   SRT_INVALID_ARGUMENT, "srt_op_cross_entropy: size 'vocab' is negative (-10)");
 }
 
 static void test_split_equals_unsharded(void **state) {
