@@ -258,6 +258,7 @@ typedef struct train_options {
   const char *export_dir; ///< --export DIR: a Hugging Face model directory, or NULL
   srt_dtype export_dtype; ///< --export-dtype f32|bf16|f16 (SRT_DTYPE_COUNT: the input's)
   int64_t max_shard_bytes; ///< --max-shard-size SIZE (5 GB: 5 * 10^9 bytes)
+  uint64_t given;        ///< bit k: flag k of the flag table was on the command line
 } train_options;
 
 /// Refuses --eval-batches `batches` (the file `path`, opened as `tokens`)
@@ -305,9 +306,22 @@ train_threads train_choose_threads(int64_t requested);
 /// NULL when unset, unreadable (OpenMP ignores it) or large enough.
 srt_status train_check_omp_stack(void);
 
-/// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and
-/// the value (a missing required flag, a malformed number, an unknown flag).
+/// Parses argv into *o: each flag of the driver's flag table (options.c)
+/// given as "--flag VALUE" or "--flag=VALUE" (a switch alone), the others
+/// at their defaults; then train_check_options. Errors: SRT_INVALID_ARGUMENT
+/// naming the flag and the value (a missing required flag, a malformed
+/// number, an unknown flag, a flag given twice).
 srt_status train_parse_options(int argc, char **argv, train_options *o);
+
+/// Whether `flag` ("--eval-batches") was on the command line of *o.
+bool train_option_given(const train_options *o, const char *flag);
+
+/// The checks between the flags of *o once all are read (options_check.c):
+/// required flags, flags that need another, file names that fit, outputs
+/// that replace no input; then resolves --load and --save through symbolic
+/// links (into o->load_file, o->save_file). Errors: SRT_INVALID_ARGUMENT
+/// (or the output checks' errors) naming the flags and paths.
+srt_status train_check_options(train_options *o);
 
 /// Checks that every rank of MPI_COMM_WORLD runs the same program with the
 /// same options, before any collective whose size depends on either:
@@ -324,7 +338,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o);
 /// always on one rank), 1 on every rank otherwise.
 int train_agree(const srt_program *p, const train_options *o, const char *command_line);
 
-/// The usage text.
+/// The usage text, made from the flag table (every flag, its value, what it
+/// does and its default).
 const char *train_usage(void);
 
 /// Hugging Face-style initialisation of every parameter of `p` in `arena`
