@@ -74,7 +74,7 @@ int train_after_step(train_run *r, int64_t step, const srt_step_result *res,
   bool save_point = (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
   // The host copy of the persistent region is read by dumps and saves.
   bool to_host = (o->dump && step == o->steps) || ((o->save || o->export_dir) && save_point);
-  if (r->backend && to_host &&
+  if (to_host &&
       train_any_failed(r->ctx, r->backend->to_host(r->device, r->p, r->arena, 0,
                                                    r->p->persistent_bytes)))
     return 1;

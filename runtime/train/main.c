@@ -59,9 +59,10 @@ int train_start(train_run *r, int argc, char **argv) {
   int code = start_options(r, argc, argv, world_rank);
   if (code >= 0)
     return code;
+  r->backend = train_backend_of(p);
   if (p->abi != SRT_PROGRAM_ABI) {
     if (world_rank == 0)
-      train_report(train_check_program(p, NULL), -1);
+      train_report(train_check_program(p, r->backend, NULL), -1);
     return 1;
   }
   srt_context_options co = srt_context_default_options();
@@ -70,8 +71,7 @@ int train_start(train_run *r, int argc, char **argv) {
   co.timeout_s = r->o.timeout_s;
   // On a device backend the host keeps only the persistent region (what it
   // initialises, loads, saves and dumps); the whole arena is on the device.
-  r->backend = p->backend;
-  r->host_bytes = r->backend ? p->persistent_bytes : p->arena_bytes;
+  r->host_bytes = r->backend->host ? p->arena_bytes : p->persistent_bytes;
   co.arena_bytes = (size_t)r->host_bytes;
   srt_status s = srt_context_create(&co, &r->ctx);
   if (s) { // the mesh check fails alike everywhere
@@ -110,7 +110,7 @@ static int count_skipped(train_run *r, int64_t step, bool skipped) {
 static int step_failed(train_run *r, srt_status s) {
   train_report(s, r->rank);
   const srt_mesh *mesh = srt_context_mesh(r->ctx);
-  if (r->backend && mesh->shape[0] * mesh->shape[1] > 1) {
+  if (!r->backend->host && mesh->shape[0] * mesh->shape[1] > 1) {
     fprintf(stderr, "train: rank %d: aborting every rank (a device step failed)\n", r->rank);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -168,12 +168,10 @@ int train_teardown(train_run *r, int failed) {
   srt_tokens_close(r->tokens);
   srt_tokens_close(r->eval_tokens);
   train_input_close(&r->input);
-  if (r->backend && r->device) {
-    srt_status c = r->backend->close(r->device);
-    if (c) {
-      train_report(c, r->rank);
-      failed = 1;
-    }
+  srt_status c = r->backend->close(r->device);
+  if (c) {
+    train_report(c, r->rank);
+    failed = 1;
   }
   srt_status d = srt_context_destroy(r->ctx);
   if (d)

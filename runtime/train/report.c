@@ -76,7 +76,7 @@ void train_print_threads(const train_threads *t, const srt_backend *backend) {
   if (t->bound > 0 && t->bound < t->cores)
     printf(", bound to %d", t->bound);
   printf(t->from_env ? "; from OMP_NUM_THREADS)" : "; --threads N overrides)");
-  if (!backend) {
+  if (backend->host) {
     char lib[128];
     srt_cpu_gemm_library(lib, sizeof lib);
     printf("; GEMM: %s", lib);

@@ -12,7 +12,8 @@
 #include "shardrt/output.h"
 #include "run.h"
 
-srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
+srt_status train_check_program(const srt_program *p, const srt_backend *b,
+                               const srt_mesh *mesh) {
   if (p->abi != SRT_PROGRAM_ABI)
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
                      "program was compiled for runtime ABI %d, this driver is ABI %d: "
@@ -30,17 +31,17 @@ srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
                      (long long)p->seq, (long long)p->vocab, (long long)p->arena_bytes,
                      (long long)p->persistent_bytes);
   if (p->offload_bytes < 0 || p->offload_bytes > p->persistent_bytes ||
-      (p->offload_bytes > 0 && !p->backend))
+      (p->offload_bytes > 0 && b->host))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "program: host-only prefix of %lld bytes (--cpu-offload) does not fit a "
                      "persistent region of %lld bytes on the %s backend",
                      (long long)p->offload_bytes, (long long)p->persistent_bytes,
-                     p->backend ? p->backend->name : "cpu");
+                     b->name);
   // The driver writes input ids and labels each step into its host arena:
   // anywhere in the cpu backend's (the arena itself); on a device backend in
   // the persistent region the host copies over, after a host-only prefix.
   const int64_t inputs[2] = {p->input_ids_offset, p->labels_offset};
-  int64_t in_lo = p->offload_bytes, in_hi = p->backend ? p->persistent_bytes : p->arena_bytes;
+  int64_t in_lo = p->offload_bytes, in_hi = b->host ? p->arena_bytes : p->persistent_bytes;
   for (int i = 0; i < 2; ++i)
     if (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi)
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
@@ -64,7 +65,7 @@ srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
     int64_t bytes = srt_shape_numel(pi->rank, pi->local_shape) * 4;
     const int64_t offs[5] = {pi->offset, pi->grad_offset, pi->m_offset, pi->v_offset,
                              pi->compute_offset};
-    for (int i = 0; i < (p->backend ? 5 : 4); ++i) { // the bf16 copy: half the bytes
+    for (int i = 0; i < (b->host ? 4 : 5); ++i) { // the bf16 copy: half the bytes
       // With --cpu-offload the weights and moments lie in the host-only
       // prefix, the gradient and bf16 copy (what the device reads) after it.
       bool on_host = i == 0 || i == 2 || i == 3;
@@ -115,23 +116,24 @@ static srt_status check_writable(const char *path, const char *flag) {
 // The program against the mesh; the cpu kernels' thread stack; the
 // program's checkpoint names.
 static int setup_program(train_run *r) {
-  int failed = train_any_failed(r->ctx, train_check_program(r->p, srt_context_mesh(r->ctx)));
-  if (!failed && !r->backend)
+  int failed = train_any_failed(r->ctx, train_check_program(r->p, r->backend, srt_context_mesh(r->ctx)));
+  if (!failed && r->backend->host) // the kernels' OpenMP threads
     failed = train_any_failed(r->ctx, train_check_omp_stack());
   if (!failed)
     failed = train_any_failed(r->ctx, train_input_open(r->p, &r->input));
   return failed;
 }
 
-// Collective: every rank opens its device.
+// Collective: every rank opens its device (the cpu's is the host arena).
+// The ops take the program table's own backend (NULL: the cpu's), as the
+// runtime's dispatch expects.
 static int setup_device(train_run *r) {
-  int failed = r->backend ? train_any_failed(r->ctx, r->backend->open(r->ctx, r->p, &r->device,
-                                                                      &r->device_arena))
-                          : 0;
-  if (!failed)
-    memset(r->arena, 0, (size_t)r->host_bytes);
-  r->exec = (srt_exec){r->ctx, r->backend ? r->device_arena : r->arena, r->device, r->backend};
-  return failed;
+  if (train_any_failed(r->ctx,
+                       r->backend->open(r->ctx, r->p, &r->device, &r->device_arena)))
+    return 1;
+  memset(r->arena, 0, (size_t)r->host_bytes);
+  r->exec = (srt_exec){r->ctx, r->device_arena, r->device, r->p->backend};
+  return 0;
 }
 
 static int setup_data(train_run *r) {
@@ -224,8 +226,6 @@ static int setup_outputs(train_run *r) {
 
 // The initialised or loaded host copy to the device.
 static int setup_to_device(train_run *r) {
-  if (!r->backend)
-    return 0;
   return train_any_failed(
       r->ctx, r->backend->to_device(r->device, r->p, r->arena, 0, r->p->persistent_bytes));
 }
@@ -240,8 +240,8 @@ static int setup_banner(train_run *r) {
          "tensors, arena %.1f MiB per rank%s%s, %s\n",
          p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
          (long long)p->seq, (int)p->num_params,
-         (double)(p->arena_bytes - p->offload_bytes) / (1 << 20), r->backend ? " on " : "",
-         r->backend ? r->backend->name : "",
+         (double)(p->arena_bytes - p->offload_bytes) / (1 << 20),
+         r->backend->host ? "" : " on ", r->backend->host ? "" : r->backend->name,
          !o->load ? "initialised" : r->state.step > 0 ? "resumed" : "loaded (weights only)");
   if (p->offload_bytes)
     printf("train: cpu offload: %.1f MiB of fp32 weights and AdamW moments per rank in "

@@ -113,6 +113,10 @@ int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
                             const srt_tokens *tokens, int64_t step, int64_t micro);
 
+/// The backend program `p` runs on: the one its table names, or the cpu
+/// backend (srt_cpu_backend) where the table names none.
+const srt_backend *train_backend_of(const srt_program *p);
+
 /// Copies the input ids and labels of the host `arena` to the device arena.
 /// Errors: the backend's copy errors.
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
@@ -123,7 +127,7 @@ typedef struct train_eval {
   srt_exec *exec;              ///< the step's execution (device arena and backend)
   const srt_program *program;
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
-  const srt_backend *backend;  ///< NULL on the cpu
+  const srt_backend *backend;  ///< the backend the step runs on (train_backend_of)
 } train_eval;
 
 /// The mean over batches 1..`batches` of `tokens` (the same ones every time:
@@ -163,18 +167,10 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
 /// program's config (text_config for multimodal ones); missing keys count 0.
 double train_flops_per_token(const srt_program *p);
 
-/// The fp32 GEMM peak of this rank's threads (FLOP/s): the larger of the best of
-/// eight 1024^3 srt_cpu_gemm calls on all threads (after 0.1 s of warm-up) and
-/// the best of four on one thread times the threads, so that a core another
-/// process holds during the measurement does not halve it; 0 if the GEMM
-/// fails. About 0.3 s on 2 cores. The CPU's peak for MFU.
-double train_cpu_peak_flops(void);
-
 /// The peak of the whole run for MFU, in FLOP/s, summed over the ranks of
-/// MPI_COMM_WORLD (collective): on the cpu (`backend` NULL) each rank's
-/// train_cpu_peak_flops, measured by all at once so that each sees the
-/// others' load; on a device backend its peak_flops hook (a GPU's dense
-/// bf16 datasheet figure) on `device`. 0 (MFU unknown) when the backend has
+/// MPI_COMM_WORLD (collective): the backend's peak_flops hook on `device`
+/// (the cpu's fp32 GEMMs measured by all ranks at once, so that each sees
+/// the others' load; a GPU's dense bf16 datasheet figure). 0 (MFU unknown) when the backend has
 /// no hook or any rank's figure failed (its error is printed, the run goes
 /// on). `source` (of `size` bytes) receives rank 0's description.
 double train_peak_flops(const srt_backend *backend, void *device, char *source, size_t size);
