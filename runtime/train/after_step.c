@@ -82,7 +82,7 @@ int train_after_step(train_run *r, int64_t step, const srt_step_result *res,
   double eval_loss = 0;
   bool evaluated = r->eval_tokens &&
                    ((o->eval_every > 0 && step % o->eval_every == 0) || step == o->steps);
-  if (evaluated && (failed = evaluate(r, step, so, &eval_loss)))
+  if (evaluated && evaluate(r, step, so, &eval_loss)) // keeps a failed write failed
     return 1;
   if (r->metrics && train_metrics_write(r->metrics, m, evaluated ? &eval_loss : NULL)) {
     fprintf(stderr, "train: --metrics '%s': write failed at step %lld\n", o->metrics,

@@ -222,6 +222,16 @@ expect_error "--profile=1" "'--profile=1': --profile takes no value" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile=1
 expect_error "--eps last" "--eps: missing value" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --eps
+# A failed write fails the run even when an evaluation follows it at that
+# step (the tiny programs hold no config.json, so every export fails): the
+# run stops after that step's save and exits 1, never 0.
+if run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 2 "${COMMON[@]}" \
+  --export "$T/exp" --save-every 1 --eval-data "$T/tokens.bin" --eval-every 1 >"$T/ee.log" 2>&1; then
+  cat "$T/ee.log"; fail "a failed export with an evaluation after it exited 0"
+fi
+grep -q "no config.json text" "$T/ee.log" || { cat "$T/ee.log"; fail "export error not said"; }
+if grep -q '^step 2/2' "$T/ee.log"; then cat "$T/ee.log"; fail "ran on after a failed export"; fi
+echo "ok: a failed export fails the run, an evaluation after it notwithstanding"
 expect_error "a value after --profile" "unexpected argument '1' after --profile" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile 1
 expect_error "--profile twice" "--profile given twice" -- \
