@@ -66,7 +66,7 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
       s = train_load_batch(ctx, p, ev->arena, tokens, step, m);
     else if (batch_file && micros > 1) // a single batch stays loaded
       s = train_load_batch_file(ctx, p, ev->arena, batch_file, m);
-    if (!s && ev->backend && (tokens || micros > 1))
+    if (!s && (tokens || micros > 1)) // a device backend copies them over
       s = train_upload_batch(ev->backend, ev->exec->device, p, ev->arena);
     SRT_RETURN_IF_ERROR(agree(ctx, s));
     double weight = 1;

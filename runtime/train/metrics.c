@@ -75,65 +75,10 @@ double train_flops_per_token(const srt_program *p) {
          21.0 * (double)mamba_layers * (double)d_inner * (double)state;
 }
 
-// The best rate (FLOP/s) of `reps` N^3 GEMMs on the current threads, after at least
-// `warmup` seconds of the same GEMM; 0 if the GEMM fails.
-static double best_gemm_rate(int n, const float *a, const float *b, float *c, int reps,
-                             double warmup) {
-  double best = 0, warm = 0;
-  int warmups = 0;
-  for (int rep = 0; rep < reps; ++rep) {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    srt_status s = srt_cpu_gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (s) {
-      srt_status_free(s);
-      return 0;
-    }
-    double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    if (warm < warmup && warmups++ < 64) { // the cap: a clock that does not move
-      warm += dt;
-      rep = -1;
-    } else if (dt > 0 && 2.0 * n * n * n / dt > best) {
-      best = 2.0 * n * n * n / dt;
-    }
-  }
-  return best;
-}
-
-double train_cpu_peak_flops(void) {
-  enum { N = 1024 };
-  float *a = malloc(sizeof(float) * N * N), *b = malloc(sizeof(float) * N * N),
-        *c = malloc(sizeof(float) * N * N);
-  double all = 0, one = 0;
-  int threads = srt_cpu_threads();
-  for (size_t i = 0; a && b && c && i < (size_t)N * N; ++i) {
-    a[i] = (float)(i % 7) * 0.25f;
-    b[i] = (float)(i % 5) * 0.5f;
-  }
-  if (a && b && c) {
-    // The rate climbs over the first calls (thread pool, page faults, clocks), and on a
-    // shared host the cores can be half taken for a whole second: 2 threads measured at
-    // one core's rate, and MFU read over 100%. The peak is the hardware's, so it is the
-    // larger of all threads' best rate and one thread's best times the threads.
-    all = best_gemm_rate(N, a, b, c, 8, 0.1);
-    srt_cpu_set_threads(1);
-    one = best_gemm_rate(N, a, b, c, 4, 0.0);
-    srt_cpu_set_threads(threads);
-  }
-  free(a);
-  free(b);
-  free(c);
-  return all > one * threads ? all : one * threads;
-}
-
 double train_peak_flops(const srt_backend *backend, void *device, char *source, size_t size) {
   double mine = 0;
   snprintf(source, size, "%s", "unknown");
-  if (!backend) {
-    mine = train_cpu_peak_flops();
-    snprintf(source, size, "%s", "fp32 GEMM measured on every rank, summed");
-  } else if (backend->peak_flops) {
+  if (backend->peak_flops) {
     srt_status s = backend->peak_flops(device, &mine, source, size);
     if (s) {
       char buf[1024];

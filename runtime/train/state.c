@@ -165,29 +165,20 @@ srt_status train_save_moments(srt_context *ctx, const srt_program *p, uint8_t *a
   return s;
 }
 
-srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                      const char *path, const train_state *state, const train_input *in,
-                      char *prev_optim) {
-  // Never replace a checkpoint with weights that are no longer numbers.
-  int32_t bad;
-  SRT_RETURN_IF_ERROR(train_first_non_finite(ctx, p, arena, &bad));
-  if (bad >= 0)
-    return SRT_ERROR(SRT_FAILED_PRECONDITION,
-                     "checkpoint: parameter '%s' has non-finite values at step %lld: not "
-                     "saving, '%s' is left as it was (lower --lr?)",
-                     p->params[bad].name, (long long)state->step, path);
-  char optim[PATH_MAX_LEN], step_s[32], adam_s[32], batch_s[32], seq_s[32];
+// Claims the optimizer file name of a save of `path` at `step` into
+// `optim` (PATH_MAX_LEN bytes): one no earlier save used. Rank 0 creates
+// the first free `<path>.optim-<step>-<n>` exclusively (O_EXCL: another
+// writer cannot pick the same name between the look and the create) as an
+// empty placeholder that the write renames over; everyone follows. A save
+// that fails before its commit point then never overwrites the optimizer
+// file the current checkpoint names. Collective.
+static srt_status claim_optim_name(srt_context *ctx, const char *path, int64_t step,
+                                   char *optim) {
   bool root = srt_context_rank(ctx) == 0;
-  // The optimizer file gets a name no earlier save used: rank 0 creates
-  // the first free `<path>.optim-<step>-<n>` exclusively (O_EXCL: another
-  // writer cannot pick the same name between the look and the create) as
-  // an empty placeholder that the write renames over; everyone follows. A
-  // save that fails before its commit point then never overwrites the
-  // optimizer file the current checkpoint names.
   int32_t attempt = 0, err = 0;
   for (; root && attempt <= 1000; ++attempt) {
-    if (snprintf(optim, sizeof optim, "%s.optim-%08" PRId64 "-%d", path, state->step,
-                 attempt) >= (int)sizeof optim) {
+    if (snprintf(optim, PATH_MAX_LEN, "%s.optim-%08" PRId64 "-%d", path, step,
+                 attempt) >= PATH_MAX_LEN) {
       err = ENAMETOOLONG;
       break;
     }
@@ -202,15 +193,33 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
     }
   }
   int32_t pick[2] = {attempt, err};
-  SRT_RETURN_IF_ERROR(srt_broadcast(srt_context_group(ctx, SRT_GROUP_WORLD), pick, 2, SRT_I32, 0));
+  SRT_RETURN_IF_ERROR(
+      srt_broadcast(srt_context_group(ctx, SRT_GROUP_WORLD), pick, 2, SRT_I32, 0));
   if (pick[1] || pick[0] > 1000)
     return pick[1] == ENAMETOOLONG
                ? SRT_ERROR(SRT_OUT_OF_RANGE, "checkpoint: path '%s' is too long", path)
            : pick[1] ? SRT_ERROR(SRT_IO, "checkpoint: cannot create '%s.optim-%08" PRId64 "-%d': %s",
-                                 path, state->step, pick[0], strerror(pick[1]))
+                                 path, step, pick[0], strerror(pick[1]))
                      : SRT_ERROR(SRT_IO, "checkpoint: 1000 optimizer files '%s.optim-%08" PRId64
-                                 "-*' exist already: remove old ones", path, state->step);
-  snprintf(optim, sizeof optim, "%s.optim-%08" PRId64 "-%d", path, state->step, pick[0]);
+                                 "-*' exist already: remove old ones", path, step);
+  snprintf(optim, PATH_MAX_LEN, "%s.optim-%08" PRId64 "-%d", path, step, pick[0]);
+  return NULL;
+}
+
+srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                      const char *path, const train_state *state, const train_input *in,
+                      char *prev_optim) {
+  // Never replace a checkpoint with weights that are no longer numbers.
+  int32_t bad;
+  SRT_RETURN_IF_ERROR(train_first_non_finite(ctx, p, arena, &bad));
+  if (bad >= 0)
+    return SRT_ERROR(SRT_FAILED_PRECONDITION,
+                     "checkpoint: parameter '%s' has non-finite values at step %lld: not "
+                     "saving, '%s' is left as it was (lower --lr?)",
+                     p->params[bad].name, (long long)state->step, path);
+  char optim[PATH_MAX_LEN], step_s[32], adam_s[32], batch_s[32], seq_s[32];
+  bool root = srt_context_rank(ctx) == 0;
+  SRT_RETURN_IF_ERROR(claim_optim_name(ctx, path, state->step, optim));
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
   snprintf(batch_s, sizeof batch_s, "%" PRId64, p->batch);
@@ -352,6 +361,42 @@ int64_t train_meta_int(const srt_safetensors *f, const char *key) {
   return end && !*end && x > 0 ? (int64_t)x : -1;
 }
 
+// Checks that optimizer file `o` (at path `optim`) belongs to the weights
+// `first` of checkpoint `path`, trained `step` steps and `adam` AdamW
+// updates. Errors: SRT_DATA_LOSS naming both files and the values.
+static srt_status check_optim_file(const char *path, const char *optim,
+                                   const srt_safetensors *first, const srt_safetensors *o,
+                                   int64_t step, int64_t adam) {
+  srt_checkpoint_meta optim_meta;
+  srt_status ms = srt_checkpoint_read_meta(o, &optim_meta);
+  if (ms || optim_meta.step != step || optim_meta.adam_step != adam) {
+    bool steps = optim_meta.step != step;
+    int64_t theirs = steps ? optim_meta.step : optim_meta.adam_step;
+    return ms ? ms
+              : theirs < 0
+                  ? SRT_ERROR(SRT_DATA_LOSS,
+                              "checkpoint '%s': its optimizer file '%s' has no shardrt.%s",
+                              path, optim, steps ? "step" : "adam_step")
+                  : SRT_ERROR(SRT_DATA_LOSS,
+                              "checkpoint '%s' has shardrt.%s %lld but its optimizer file "
+                              "'%s' has %lld",
+                              path, steps ? "step" : "adam_step",
+                              (long long)(steps ? step : adam), optim, (long long)theirs);
+  }
+  // One checkpoint is one run's: weights and optimizer state of two runs at
+  // the same step (a file copied beside another run's) are not a resume.
+  const char *run = srt_safetensors_metadata(first, "shardrt.run");
+  const char *orun = srt_safetensors_metadata(o, "shardrt.run");
+  if ((run || orun) && (!run || !orun || strcmp(run, orun)))
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "checkpoint '%s' is of run '%.64s' but its optimizer file '%s' is of run "
+                     "'%.64s': the two files are not one checkpoint (another run's optimizer "
+                     "file at the same step?)",
+                     path, run ? run : "(none recorded)", optim,
+                     orun ? orun : "(none recorded)");
+  return NULL;
+}
+
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, train_state *state, train_input *in,
                       char *prev_optim) {
@@ -377,36 +422,12 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
 
   srt_safetensors *o = NULL;
   SRT_RETURN_IF_ERROR(srt_safetensors_open(optim, &o));
-  srt_checkpoint_meta optim_meta;
-  srt_status ms = srt_checkpoint_read_meta(o, &optim_meta);
-  if (ms || optim_meta.step != step || optim_meta.adam_step != adam) {
-    srt_safetensors_close(o);
-    bool steps = optim_meta.step != step;
-    int64_t theirs = steps ? optim_meta.step : optim_meta.adam_step;
-    return ms ? ms
-              : theirs < 0
-                  ? SRT_ERROR(SRT_DATA_LOSS,
-                              "checkpoint '%s': its optimizer file '%s' has no shardrt.%s",
-                              path, optim, steps ? "step" : "adam_step")
-                  : SRT_ERROR(SRT_DATA_LOSS,
-                              "checkpoint '%s' has shardrt.%s %lld but its optimizer file "
-                              "'%s' has %lld",
-                              path, steps ? "step" : "adam_step",
-                              (long long)(steps ? step : adam), optim, (long long)theirs);
-  }
-  // One checkpoint is one run's: weights and optimizer state of two runs at
-  // the same step (a file copied beside another run's) are not a resume.
-  const char *run = srt_safetensors_metadata(srt_checkpoint_source_first(in->src), "shardrt.run");
-  const char *orun = srt_safetensors_metadata(o, "shardrt.run");
-  if ((run || orun) && (!run || !orun || strcmp(run, orun))) {
-    s = SRT_ERROR(SRT_DATA_LOSS,
-                  "checkpoint '%s' is of run '%.64s' but its optimizer file '%s' is of run "
-                  "'%.64s': the two files are not one checkpoint (another run's optimizer "
-                  "file at the same step?)",
-                  path, run ? run : "(none recorded)", optim, orun ? orun : "(none recorded)");
+  s = check_optim_file(path, optim, srt_checkpoint_source_first(in->src), o, step, adam);
+  if (s) {
     srt_safetensors_close(o);
     return s;
   }
+  const char *run = srt_safetensors_metadata(srt_checkpoint_source_first(in->src), "shardrt.run");
   int32_t n = p->num_params;
   srt_tensor *views = calloc((size_t)(2 * n + 1), sizeof *views);
   char **names = calloc((size_t)(2 * n + 1), sizeof *names);

@@ -113,6 +113,10 @@ int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
                             const srt_tokens *tokens, int64_t step, int64_t micro);
 
+/// The backend program `p` runs on: the one its table names, or the cpu
+/// backend (srt_cpu_backend) where the table names none.
+const srt_backend *train_backend_of(const srt_program *p);
+
 /// Copies the input ids and labels of the host `arena` to the device arena.
 /// Errors: the backend's copy errors.
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
@@ -123,7 +127,7 @@ typedef struct train_eval {
   srt_exec *exec;              ///< the step's execution (device arena and backend)
   const srt_program *program;
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
-  const srt_backend *backend;  ///< NULL on the cpu
+  const srt_backend *backend;  ///< the backend the step runs on (train_backend_of)
 } train_eval;
 
 /// The mean over batches 1..`batches` of `tokens` (the same ones every time:
@@ -163,18 +167,10 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
 /// program's config (text_config for multimodal ones); missing keys count 0.
 double train_flops_per_token(const srt_program *p);
 
-/// The fp32 GEMM peak of this rank's threads (FLOP/s): the larger of the best of
-/// eight 1024^3 srt_cpu_gemm calls on all threads (after 0.1 s of warm-up) and
-/// the best of four on one thread times the threads, so that a core another
-/// process holds during the measurement does not halve it; 0 if the GEMM
-/// fails. About 0.3 s on 2 cores. The CPU's peak for MFU.
-double train_cpu_peak_flops(void);
-
 /// The peak of the whole run for MFU, in FLOP/s, summed over the ranks of
-/// MPI_COMM_WORLD (collective): on the cpu (`backend` NULL) each rank's
-/// train_cpu_peak_flops, measured by all at once so that each sees the
-/// others' load; on a device backend its peak_flops hook (a GPU's dense
-/// bf16 datasheet figure) on `device`. 0 (MFU unknown) when the backend has
+/// MPI_COMM_WORLD (collective): the backend's peak_flops hook on `device`
+/// (the cpu's fp32 GEMMs measured by all ranks at once, so that each sees
+/// the others' load; a GPU's dense bf16 datasheet figure). 0 (MFU unknown) when the backend has
 /// no hook or any rank's figure failed (its error is printed, the run goes
 /// on). `source` (of `size` bytes) receives rank 0's description.
 double train_peak_flops(const srt_backend *backend, void *device, char *source, size_t size);
@@ -258,6 +254,7 @@ typedef struct train_options {
   const char *export_dir; ///< --export DIR: a Hugging Face model directory, or NULL
   srt_dtype export_dtype; ///< --export-dtype f32|bf16|f16 (SRT_DTYPE_COUNT: the input's)
   int64_t max_shard_bytes; ///< --max-shard-size SIZE (5 GB: 5 * 10^9 bytes)
+  uint64_t given;        ///< bit k: flag k of the flag table was on the command line
 } train_options;
 
 /// Refuses --eval-batches `batches` (the file `path`, opened as `tokens`)
@@ -305,9 +302,22 @@ train_threads train_choose_threads(int64_t requested);
 /// NULL when unset, unreadable (OpenMP ignores it) or large enough.
 srt_status train_check_omp_stack(void);
 
-/// Parses argv into *o. Errors: SRT_INVALID_ARGUMENT naming the flag and
-/// the value (a missing required flag, a malformed number, an unknown flag).
+/// Parses argv into *o: each flag of the driver's flag table (options.c)
+/// given as "--flag VALUE" or "--flag=VALUE" (a switch alone), the others
+/// at their defaults; then train_check_options. Errors: SRT_INVALID_ARGUMENT
+/// naming the flag and the value (a missing required flag, a malformed
+/// number, an unknown flag, a flag given twice).
 srt_status train_parse_options(int argc, char **argv, train_options *o);
+
+/// Whether `flag` ("--eval-batches") was on the command line of *o.
+bool train_option_given(const train_options *o, const char *flag);
+
+/// The checks between the flags of *o once all are read (options_check.c):
+/// required flags, flags that need another, file names that fit, outputs
+/// that replace no input; then resolves --load and --save through symbolic
+/// links (into o->load_file, o->save_file). Errors: SRT_INVALID_ARGUMENT
+/// (or the output checks' errors) naming the flags and paths.
+srt_status train_check_options(train_options *o);
 
 /// Checks that every rank of MPI_COMM_WORLD runs the same program with the
 /// same options, before any collective whose size depends on either:
@@ -324,7 +334,8 @@ srt_status train_parse_options(int argc, char **argv, train_options *o);
 /// always on one rank), 1 on every rank otherwise.
 int train_agree(const srt_program *p, const train_options *o, const char *command_line);
 
-/// The usage text.
+/// The usage text, made from the flag table (every flag, its value, what it
+/// does and its default).
 const char *train_usage(void);
 
 /// Hugging Face-style initialisation of every parameter of `p` in `arena`

@@ -1,4 +1,5 @@
-// Command-line values of the drivers, parsed strictly.
+// Command-line values of the tools, parsed strictly (on shardrt/args.h,
+// which the training driver reads its flags with too); messages printed.
 #ifndef SHARD_TOOLS_ARGS_H
 #define SHARD_TOOLS_ARGS_H
 

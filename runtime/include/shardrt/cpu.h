@@ -17,6 +17,10 @@
 /// The cpu backend's entry points.
 extern const srt_ops srt_cpu_ops;
 
+/// The cpu backend as an object (runtime/cpu/backend.c), like a device
+/// backend's: what a program whose table names no backend runs on.
+extern const srt_backend srt_cpu_backend;
+
 #define SRT_OP(name, source, check, args) SRT_OP_DECLARE(srt_cpu_op_, name, args)
 #include "shardrt/ops.def"
 

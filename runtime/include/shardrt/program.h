@@ -6,6 +6,7 @@
 #ifndef SHARDRT_PROGRAM_H
 #define SHARDRT_PROGRAM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -75,6 +76,12 @@ typedef struct srt_backend {
   /// and in `source` (of `size` bytes) where the figure comes from; NULL
   /// for a backend that knows none (MFU is then not shown).
   srt_status (*peak_flops)(void *device, double *flops, char *source, size_t size);
+  /// True for the cpu backend (srt_cpu_backend): it computes in the host
+  /// arena itself with the host's OpenMP threads (open hands back the
+  /// context's arena, the copies and close do nothing), so the program's
+  /// whole arena is host memory. False for a device backend, whose arena
+  /// is its own and the host keeps the persistent region.
+  bool host;
 } srt_backend;
 
 /// One parameter (a Hugging Face tensor) as this rank holds it: fp32, its

@@ -208,8 +208,30 @@ expect_error "token id >= vocab" "id 195" "vocabulary of 128" -- \
   run 1 "$BIN/train_tiny_v128" --data "$T/utf8.bin" --steps 1 "${COMMON[@]}"
 expect_error "--threads 0" "--threads" "below the minimum 1" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --threads 0
-expect_error "--threads=2" "'--threads=2': give the value as the next argument ('--threads 2')" -- \
-  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --threads=2
+# --flag=value, as the tools take it (issue 40): read as "--flag value",
+# with the same refusals.
+run 1 "$BIN/train_tiny_dp1_tp1" "--data=$T/tokens.bin" --steps=1 "${COMMON[@]}" --threads=1 \
+  >"$T/eq.log" 2>&1 || { cat "$T/eq.log"; fail "--flag=value refused"; }
+grep -q '^train: 1 thread per rank' "$T/eq.log" || { cat "$T/eq.log"; fail "--threads=1 not taken"; }
+grep -q '^step 1/1 ' "$T/eq.log" || { cat "$T/eq.log"; fail "--steps=1 not taken"; }
+expect_error "--steps=x" "--steps: 'x' is not an integer" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps=x "${COMMON[@]}"
+expect_error "--steps= twice" "--steps=2 given twice ('1' and '2')" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --steps=2
+expect_error "--profile=1" "'--profile=1': --profile takes no value" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile=1
+expect_error "--eps last" "--eps: missing value" -- \
+  run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --eps
+# A failed write fails the run even when an evaluation follows it at that
+# step (the tiny programs hold no config.json, so every export fails): the
+# run stops after that step's save and exits 1, never 0.
+if run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 2 "${COMMON[@]}" \
+  --export "$T/exp" --save-every 1 --eval-data "$T/tokens.bin" --eval-every 1 >"$T/ee.log" 2>&1; then
+  cat "$T/ee.log"; fail "a failed export with an evaluation after it exited 0"
+fi
+grep -q "no config.json text" "$T/ee.log" || { cat "$T/ee.log"; fail "export error not said"; }
+if grep -q '^step 2/2' "$T/ee.log"; then cat "$T/ee.log"; fail "ran on after a failed export"; fi
+echo "ok: a failed export fails the run, an evaluation after it notwithstanding"
 expect_error "a value after --profile" "unexpected argument '1' after --profile" -- \
   run 1 "$BIN/train_tiny_dp1_tp1" --data "$T/tokens.bin" --steps 1 "${COMMON[@]}" --profile 1
 expect_error "--profile twice" "--profile given twice" -- \

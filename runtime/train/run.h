@@ -1,0 +1,98 @@
+// One training run, in phases (main.c): start (options, agreement, the
+// context), setup (setup.c: program checks, device, data, weights, outputs,
+// schedule, locks), then per step the step and the after-step work
+// (after_step.c: dump, export, eval, metrics, save), and teardown. Each
+// phase returns 1 when the run failed (every rank alike: errors that may
+// hit some ranks only go through train_any_failed), 0 to go on.
+#ifndef SHARDRT_TRAIN_RUN_H
+#define SHARDRT_TRAIN_RUN_H
+
+#include <stdio.h>
+
+#include "shardrt/profile.h"
+#include "train_internal.h"
+
+/// What a run holds from setup to teardown.
+typedef struct train_run {
+  const srt_program *p;       ///< the compiled step (shard_program)
+  train_options o;            ///< the command line
+  srt_context *ctx;           ///< world = dp x tp
+  int rank;                   ///< this rank in the world
+  const srt_backend *backend; ///< what the program runs on (train_backend_of)
+  int64_t host_bytes;         ///< the host arena: the whole arena on the cpu, else persistent
+  uint8_t *arena;             ///< the host arena (initialised, loaded, saved, dumped)
+  void *device;               ///< the backend's device state (the cpu's: NULL)
+  uint8_t *device_arena;      ///< the backend's arena (the cpu's: the host arena)
+  srt_exec exec;              ///< what the step runs on
+  train_threads threads;      ///< the cpu kernels' threads
+  srt_tokens *tokens;         ///< --data, or NULL
+  srt_tokens *eval_tokens;    ///< --eval-data, or NULL
+  train_state state;          ///< steps done, the schedule's record, the run id
+  char prev_optim[4096];      ///< the optimizer file of the last save or load ("")
+  train_input input;          ///< the --load checkpoint, kept open
+  int save_lock, export_lock; ///< train_lock descriptors (-1: none)
+  FILE *metrics;              ///< rank 0's --metrics, or NULL
+  float *grad_accum;          ///< gradient accumulation (grad_accum_steps > 1), or NULL
+  double flops_per_token;     ///< the model's, for MFU
+  double peak;                ///< FLOP/s of every rank together (0: unknown)
+  double run_seconds;         ///< seconds of the steps run so far
+  int64_t state_at_start;     ///< the step the run started after
+  int64_t skipped;            ///< steps skipped (non-finite gradient norm)
+  int64_t skipped_in_a_row;   ///< the current streak of them
+  bool told_foreign;          ///< --keep-last's note on another run's files was printed
+  srt_profile profile;        ///< --profile's figures
+  bool warm_up_left_out;      ///< --profile leaves out the first step
+  int64_t first_profiled;     ///< the step --profile starts with
+} train_run;
+
+/// Parses the options, makes the ranks agree on them and creates the
+/// context and the threads. Returns -1 to go on, else the exit status
+/// (after --help, or an error printed once).
+int train_start(train_run *r, int argc, char **argv);
+
+/// Checks that the program fits this runtime, its backend `b` and `mesh`: the ABI (only
+/// that when `mesh` is NULL), the header's sizes, the input and parameter
+/// offsets. Errors: SRT_FAILED_PRECONDITION for another ABI;
+/// SRT_INVALID_ARGUMENT naming what does not fit.
+srt_status train_check_program(const srt_program *p, const srt_backend *b,
+                               const srt_mesh *mesh);
+
+/// Everything before step 1: each setup step in order until one fails.
+int train_setup(train_run *r);
+
+/// Runs step `step` and its after-step work; logs its line (rank 0).
+int train_step(train_run *r, int64_t step);
+
+/// After step `step` (result `res`, figures `m`, run with `so`): the dump
+/// (last step), the export and the save (save points), the evaluation
+/// (--eval-every, last step) and the --metrics line. Each write is
+/// attempted even when another failed: a failed dump or export must not
+/// cost the run its checkpoint.
+int train_after_step(train_run *r, int64_t step, const srt_step_result *res,
+                     const train_step_metrics *m, srt_step_options so);
+
+/// Prints the run's summary and profile (when not `failed`), releases
+/// everything and finalises MPI. Returns the exit status.
+int train_teardown(train_run *r, int failed);
+
+/// Prints `s` as "train: ..." (with the rank when >= 0; -1: the message is
+/// the job's, printed by rank 0 alone) and frees it; a collective past its
+/// deadline ends the whole job (MPI_Abort, status 1).
+void train_report(srt_status s, int rank);
+
+/// Makes the ranks agree on a step that may fail on some of them only:
+/// returns 1 when any rank failed, after each failing rank printed its
+/// error (only rank 0's when rank 0 failed too). Collective.
+int train_any_failed(srt_context *ctx, srt_status s);
+
+/// The outcome of a collective write (every rank holds rank 0's): rank 0
+/// reports the error, or prints `done`. Returns 1 on error.
+int train_collective_outcome(srt_status s, int rank, const char *done);
+
+/// Rank 0's line on the kernels' threads (and the cpu's GEMM library).
+void train_print_threads(const train_threads *t, const srt_backend *backend);
+
+/// --profile: rank 0's milliseconds per step by op kind.
+void train_print_profile(const srt_profile *p, bool warm_up_left_out);
+
+#endif // SHARDRT_TRAIN_RUN_H
