@@ -9,6 +9,7 @@
 // computed.
 // Errors are printed once, naming the rank when only some ranks failed, and
 // every rank exits with status 1 (no rank is left waiting in a collective).
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,17 @@ int train_teardown(train_run *r, int failed) {
 }
 
 int main(int argc, char **argv) {
+  // A reader of --metrics (a pipe, a FIFO) that goes away must not kill the
+  // run: the write fails with EPIPE and the metrics stop with a message, as
+  // on a full disk; checkpoints and the console go on.
+  signal(SIGPIPE, SIG_IGN);
+  // Before MPI_Init: with a stack that small MPI's start-up crashes too.
+  srt_status stacks = train_check_stacks();
+  if (stacks) {
+    fprintf(stderr, "train: %s\n", srt_status_message(stacks));
+    srt_status_free(stacks);
+    return 1;
+  }
   MPI_Init(&argc, &argv);
   train_run r = {.p = &shard_program, .save_lock = -1, .export_lock = -1};
   int code = train_start(&r, argc, argv);

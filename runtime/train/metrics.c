@@ -2,6 +2,7 @@
 // peak (the CPU's GEMM rate measured at start, a GPU's datasheet), MFU, the console line of each step and
 // the --metrics JSONL record.
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <mpi.h>
@@ -138,26 +139,38 @@ static void number(FILE *f, const char *key, double v) {
     fprintf(f, ", \"%s\": null", key);
 }
 
-// Whether the regular file `f` (opened for reading too) is non-empty and
-// ends without a newline. Anything else (a device, a pipe, a file it
-// cannot read) does not.
-static bool ends_mid_line(FILE *f) {
-  struct stat st;
+// Whether the regular file `f` was opened on is non-empty and ends without
+// a newline, read through a descriptor of its own. Anything else (a device,
+// a pipe, a file it cannot read) does not. Not "a+": a stream open for
+// reading on a FIFO or pipe made the driver a reader of its own metrics, so
+// a reader that went away no longer ended the writes (EPIPE) and a full pipe
+// blocked the run for good.
+static bool ends_mid_line(FILE *f, const char *path) {
+  struct stat st, rs;
   if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0)
     return false;
-  char last;
-  return pread(fileno(f), &last, 1, st.st_size - 1) == 1 && last != '\n';
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return false;
+  char last = '\n';
+  if (fstat(fd, &rs) == 0 && rs.st_dev == st.st_dev && rs.st_ino == st.st_ino &&
+      pread(fd, &last, 1, st.st_size - 1) != 1)
+    last = '\n';
+  close(fd);
+  return last != '\n';
 }
 
 srt_status train_metrics_open(const char *path, FILE **out) {
-  // "a+" to read the last byte; "a" alone for a file that may not be read.
-  FILE *f = fopen(path, "a+");
-  if (!f && errno == EACCES)
-    f = fopen(path, "a");
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) { // the open waits for a reader
+    fprintf(stderr, "train: --metrics '%s' is a FIFO: waiting for its reader\n", path);
+    fflush(stderr);
+  }
+  FILE *f = fopen(path, "a");
   if (!f)
     return SRT_ERROR(SRT_IO, "--metrics '%s': cannot open for appending: %s", path,
                      strerror(errno));
-  if (ends_mid_line(f) && (fputc('\n', f) == EOF || fflush(f) != 0)) {
+  if (ends_mid_line(f, path) && (fputc('\n', f) == EOF || fflush(f) != 0)) {
     int err = errno;
     fclose(f);
     return SRT_ERROR(SRT_IO, "--metrics '%s': cannot end its cut-off last line: %s", path,

@@ -10,11 +10,29 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shardrt/collectives.h"
 #include "shardrt/output.h"
 #include "train_internal.h"
+
+// Refuses what `fd` (opened on `lock`) is unless a regular file that is
+// empty or holds what this driver writes there ("pid N on host H").
+static srt_status not_a_lock_file(int fd, const char *flag, const char *path, const char *lock) {
+  struct stat st;
+  char head[5] = "";
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s '%s': its lock file '%s' is not a regular file: remove it", flag, path,
+                     lock);
+  if (st.st_size > 0 && (st.st_size > 4096 || pread(fd, head, 4, 0) != 4 || strcmp(head, "pid ")))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s '%s': '%s' is not a lock file of this driver (it does not start with "
+                     "\"pid \"): it would be overwritten; move it away",
+                     flag, path, lock);
+  return NULL;
+}
 
 // Rank 0's part of train_lock: the lock file "<target>.lock", or nothing
 // for a character device (written in place, nothing replaced).
@@ -33,10 +51,20 @@ static srt_status lock_on_rank0(const char *flag, const char *path, bool folder,
   if (n < 0 || (size_t)n >= sizeof lock)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s '%s': its lock file's path is too long", flag,
                      path);
-  int f = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  // Not through a link, and only a file of ours: the lock file is
+  // rewritten below, and a link or someone's file named like it must not be.
+  int f = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
   if (f < 0)
-    return SRT_ERROR(SRT_IO, "%s '%s': cannot open its lock file '%s': %s", flag, path, lock,
-                     strerror(errno));
+    return SRT_ERROR(SRT_IO, "%s '%s': cannot open its lock file '%s': %s%s", flag, path, lock,
+                     strerror(errno),
+                     errno == ELOOP ? " (a symbolic link: the lock file must be a file of "
+                                      "its own; remove the link)"
+                                    : "");
+  srt_status bad = not_a_lock_file(f, flag, path, lock);
+  if (bad) {
+    close(f);
+    return bad;
+  }
   if (flock(f, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
     char holder[256] = "";

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "train_internal.h"
@@ -15,7 +16,31 @@
 // `path` as an absolute path without links into out[PATH_MAX]: realpath of
 // its longest existing prefix, the rest appended as written (a file or a
 // folder not created yet). False when it does not fit.
-static bool absolute(const char *path, char out[PATH_MAX]) {
+static bool absolute_at(const char *path, char out[PATH_MAX], int links);
+
+static bool absolute(const char *path, char out[PATH_MAX]) { return absolute_at(path, out, 0); }
+
+// A dangling symbolic link `path` (which fopen follows, creating its
+// target): the target, relative to the link's folder, into out.
+static bool link_target(const char *path, char out[PATH_MAX], int links) {
+  char target[PATH_MAX], joined[PATH_MAX];
+  ssize_t n = readlink(path, target, sizeof target - 1);
+  if (n <= 0 || links >= 40)
+    return false;
+  target[n] = 0;
+  const char *slash = strrchr(path, '/');
+  if (target[0] == '/' || !slash)
+    snprintf(joined, sizeof joined, "%s", target);
+  else if (snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, target) >=
+           (int)sizeof joined)
+    return false;
+  return absolute_at(joined, out, links + 1);
+}
+
+static bool absolute_at(const char *path, char out[PATH_MAX], int links) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && stat(path, &st) != 0)
+    return link_target(path, out, links);
   char *real = realpath(path, NULL);
   if (real) {
     bool fits = strlen(real) < PATH_MAX;
@@ -34,8 +59,8 @@ static bool absolute(const char *path, char out[PATH_MAX]) {
     return false;
   const char *tail = slash ? slash + 1 : path;
   if (!*tail) // "dir/": the folder itself
-    return absolute(head, out);
-  if (!absolute(head, out))
+    return absolute_at(head, out, links);
+  if (!absolute_at(head, out, links))
     return false;
   size_t n = strlen(out);
   return snprintf(out + n, PATH_MAX - n, "%s%s", n > 1 ? "/" : "", tail) < (int)(PATH_MAX - n);

@@ -113,12 +113,9 @@ static srt_status check_writable(const char *path, const char *flag) {
   return NULL;
 }
 
-// The program against the mesh; the cpu kernels' thread stack; the
-// program's checkpoint names.
+// The program against the mesh; the program's input region.
 static int setup_program(train_run *r) {
   int failed = train_any_failed(r->ctx, train_check_program(r->p, r->backend, srt_context_mesh(r->ctx)));
-  if (!failed && r->backend->host) // the kernels' OpenMP threads
-    failed = train_any_failed(r->ctx, train_check_omp_stack());
   if (!failed)
     failed = train_any_failed(r->ctx, train_input_open(r->p, &r->input));
   return failed;

@@ -4,6 +4,8 @@
 // --threads N, override it.
 #define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include <ctype.h>
+#include <sys/resource.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <mpi.h>
 #include <omp.h>
@@ -70,54 +72,71 @@ train_threads train_choose_threads(int64_t requested) {
   return t;
 }
 
-// OMP_STACKSIZE as OpenMP reads it ("<n>[B|K|M|G]", K without a unit, blanks
-// around), else GOMP_STACKSIZE (libgomp's older name, read when the first is
-// unset), in bytes; -1 when unset or unreadable (libgomp then warns and
-// keeps its default). *name gets the variable read.
-static int64_t omp_stack_env(const char **name) {
-  static const char *const names[] = {"OMP_STACKSIZE", "GOMP_STACKSIZE"};
-  for (int i = 0; i < 2; ++i) {
-    const char *v = getenv(names[i]);
-    if (!v)
-      continue;
-    *name = names[i];
-    char *end;
-    while (isspace((unsigned char)*v))
-      ++v;
-    if (!isdigit((unsigned char)*v))
-      return -1;
-    uintmax_t n = strtoumax(v, &end, 10);
-    while (isspace((unsigned char)*end))
-      ++end;
-    int shift = 10;
-    switch (toupper((unsigned char)*end)) {
-    case 'B': shift = 0; ++end; break;
-    case 'K': ++end; break;
-    case 'M': shift = 20; ++end; break;
-    case 'G': shift = 30; ++end; break;
-    default: break;
+// One stack-size variable as libgomp reads it (its parse_stacksize): blanks,
+// strtoul's number (a sign allowed), blanks, an optional unit B, K, M or G
+// (K without one), blanks; the value in bytes, or -1 when unset or invalid
+// (libgomp warns and reads the next variable).
+static int64_t stack_var(const char *name) {
+  const char *v = getenv(name);
+  if (!v)
+    return -1;
+  while (isspace((unsigned char)*v))
+    ++v;
+  char *end;
+  errno = 0;
+  unsigned long n = strtoul(v, &end, 10);
+  if (!*v || errno || end == v)
+    return -1;
+  while (isspace((unsigned char)*end))
+    ++end;
+  int shift = 10;
+  if (*end) {
+    switch (tolower((unsigned char)*end)) {
+    case 'b': shift = 0; break;
+    case 'k': break;
+    case 'm': shift = 20; break;
+    case 'g': shift = 30; break;
+    default: return -1;
     }
-    while (isspace((unsigned char)*end))
-      ++end;
-    if (*end || n > (UINTMAX_C(1) << 40))
+    for (++end; isspace((unsigned char)*end); ++end) {
+    }
+    if (*end)
       return -1;
-    return (int64_t)(n << shift);
   }
-  return -1;
+  if (((n << shift) >> shift) != n || (n << shift) > (unsigned long)INT64_MAX)
+    return -1;
+  return (int64_t)(n << shift);
 }
 
-srt_status train_check_omp_stack(void) {
-  // The kernels' and oneDNN's frames on an OpenMP worker thread: measured to
-  // crash below about 20 KiB (tiny models and the kernel tests); the floor
-  // leaves a margin of six.
-  enum { kMinStack = 128 << 10 };
-  const char *name = NULL;
-  int64_t bytes = omp_stack_env(&name);
-  if (bytes >= 0 && bytes < kMinStack)
+srt_status train_check_stacks(void) {
+  // The kernels' and oneDNN's frames on an OpenMP worker thread crashed
+  // below about 20 KiB, the driver's main thread below about 64 KiB (tiny
+  // models and the kernel tests); the floor leaves a margin.
+  enum { kMinStack = 128 << 10, kPthreadMin = 16 << 10 };
+  struct rlimit rl;
+  int64_t limit = getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                      ? (int64_t)rl.rlim_cur
+                      : -1;
+  if (limit >= 0 && limit < kMinStack)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s=%s gives each OpenMP thread %" PRId64 " bytes of stack; the cpu "
-                     "kernels need at least %d KiB (a smaller stack crashes them): raise it "
-                     "or unset it",
-                     name, getenv(name), bytes, kMinStack >> 10);
+                     "the stack limit (ulimit -s) is %" PRId64 " KiB; the driver and its cpu "
+                     "kernels need at least %d KiB (a smaller stack crashes them): raise it",
+                     limit >> 10, kMinStack >> 10);
+  // OpenMP's worker threads: OMP_STACKSIZE, else GOMP_STACKSIZE, when
+  // libgomp takes it (it keeps its default below the system's 16 KiB
+  // minimum); else the default, the stack limit checked above.
+  static const char *const names[] = {"OMP_STACKSIZE", "GOMP_STACKSIZE"};
+  for (int i = 0; i < 2; ++i) {
+    int64_t bytes = stack_var(names[i]);
+    if (bytes < 0)
+      continue;
+    if (bytes >= kPthreadMin && bytes < kMinStack)
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "%s=%s gives each OpenMP thread %" PRId64 " bytes of stack; the cpu "
+                       "kernels need at least %d KiB (a smaller stack crashes them): raise it "
+                       "or unset it",
+                       names[i], getenv(names[i]), bytes, kMinStack >> 10);
+    break;
+  }
   return NULL;
 }

@@ -296,11 +296,14 @@ typedef struct train_threads {
 /// to 1 rank / 1 CPU.
 train_threads train_choose_threads(int64_t requested);
 
-/// Refuses an OpenMP thread stack (OMP_STACKSIZE, else GOMP_STACKSIZE) below
-/// 128 KiB, which the cpu kernels would overflow (a segmentation fault).
-/// Errors: SRT_INVALID_ARGUMENT naming the variable, its value and the floor;
-/// NULL when unset, unreadable (OpenMP ignores it) or large enough.
-srt_status train_check_omp_stack(void);
+/// Refuses stacks the driver and the cpu kernels would overflow (a
+/// segmentation fault): a stack limit (RLIMIT_STACK, `ulimit -s`, the main
+/// thread's and by default every thread's) below 128 KiB, or an OpenMP
+/// thread stack (OMP_STACKSIZE, else GOMP_STACKSIZE, read as libgomp reads
+/// them) below 128 KiB that libgomp would apply. Needs no MPI (called
+/// before MPI_Init). Errors: SRT_INVALID_ARGUMENT naming the limit or the
+/// variable, its value and the floor.
+srt_status train_check_stacks(void);
 
 /// Parses argv into *o: each flag of the driver's flag table (options.c)
 /// given as "--flag VALUE" or "--flag=VALUE" (a switch alone), the others

@@ -409,10 +409,12 @@ case_ "tp|-4" -- "$SO" "$F/model.mlir" "--tp-plan=plan=qwen2 tp=-4"
 
 # Environment family (issue 39): OpenMP settings the kernels cannot run
 # under. (Teams OpenMP shrinks are not refused but fixed: ctest's */omp_*.)
-for v in 16K " 16 k " 64000B 0; do
+for v in 16K " 16 k " 64000B +16K; do
   case_ "OMP_STACKSIZE|128 KiB" -- env "OMP_STACKSIZE=$v" "${TR_OK[@]}"
 done
-case_ "GOMP_STACKSIZE|128 KiB" -- env GOMP_STACKSIZE=8 "${TR_OK[@]}"
+case_ "GOMP_STACKSIZE|128 KiB" -- env GOMP_STACKSIZE=20 "${TR_OK[@]}"
+case_ "GOMP_STACKSIZE|128 KiB" -- env OMP_STACKSIZE=abc GOMP_STACKSIZE=20 "${TR_OK[@]}"
+case_ "ulimit -s|96 KiB" -- bash -c 'ulimit -s 96 && exec "$@"' _ "${TR_OK[@]}"
 
 # Issue 39 items 5, 6 and 7 family: refused before step 1 (or before any
 # compiling), naming the problem: outputs inside the --export folder, a
@@ -429,6 +431,8 @@ cp "$F/config.json" "$I39/tok700/config.json" || die "tok700 config"
 printf '{"model": {"type": "BPE", "vocab": {"a": 0, "z": 699}}}\n' >"$I39/tok700/tokenizer.json"
 case_ "lies inside the --export folder" -- "${TR_OK[@]}" --export "$O/e" --metrics "$O/e/m.jsonl"
 case_ "lies inside the --export folder" -- "${TR_OK[@]}" --export "$O/e" --save "$O/e/model.safetensors"
+ln -s "$O/e/m.jsonl" "$I39/mlink" || die "dangling metrics link" # (fopen creates its target)
+case_ "lies inside the --export folder" -- "${TR_OK[@]}" --export "$O/e" --metrics "$I39/mlink"
 case_ "working directory" -- bash -c 'mkdir -p "$1/gone" && cd "$1/gone" && rmdir "$1/gone" && shift && exec "$@"' _ "$O" "${TR_OK[@]}" --save ck.safetensors
 case_ "--eval-batches 1000000000" -- "${TR_OK[@]}" --eval-data "$F/data.tokens" --eval-batches 1000000000
 case_ "num_hidden_layers 100000" -- "$SC" "$I39/deep.json" --tp-plan=qwen2 --tp-size=1 --batch 1 --seq 8 --emit=mlir -o "$O/c.mlir"
@@ -450,11 +454,17 @@ ASAN_OPTIONS=detect_leaks=0 "$TR" --data "$F/data.tokens" --steps 2 --lr 1e-3 --
 cp "$F/ck/model.safetensors" "$F/mix/" &&
   cp "$F/ck2/model.safetensors.optim-00000002-0" "$F/mix/model.safetensors.optim-00000002-0" \
   || die "mixed checkpoint"
+# A lock file that is a link to an input, or someone's file of that name:
+# neither may be rewritten.
+mkdir -p "$F/lk" && ln -s "$F/config.json" "$F/lk/model.safetensors.lock" &&
+  echo "precious" >"$F/lk/hf.lock" || die "lock links"
 sleep 0.2 # the holders have their locks
 BEFORE=$(snapshot)
 case_ "belongs to another job" -- "${TR_OK[@]}" --save "$F/held/model.safetensors"
 case_ "belongs to another job" -- "${TR_OK[@]}" --save "$F/held/model.safetensors" --keep-last 2
 case_ "belongs to another job" -- "${TR_OK[@]}" --export "$F/held/hf"
+case_ "symbolic link|model.safetensors.lock" -- "${TR_OK[@]}" --save "$F/lk/model.safetensors"
+case_ "not a lock file|hf.lock" -- "${TR_OK[@]}" --export "$F/lk/hf"
 case_ "not one checkpoint" -- "$TR" --data "$F/data.tokens" --steps 3 --lr 1e-3 --max-grad-norm 1 --load "$F/mix/model.safetensors"
 
 # Issue 39 items 3 and 4 (resume-with-other-flags family, MPMD family).

@@ -13,7 +13,8 @@ set -u
 BIN=$1 TEXT=$2 W=$3 MPI=
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-TR=("$BIN/train_tiny_dp1_tp1" --data "$W/t.tok" --steps 3 --lr 1e-2 --max-grad-norm 1)
+TR0=("$BIN/train_tiny_dp1_tp1" --data "$W/t.tok" --lr 1e-2 --max-grad-norm 1)
+TR=("${TR0[@]}" --steps 3)
 "$BIN/shard-tokens" "$TEXT" -o "$W/t.tok" >/dev/null || fail "shard-tokens"
 OMP_NUM_THREADS=2 "${TR[@]}" >"$W/plain.log" 2>&1 || { cat "$W/plain.log"; fail "plain run"; }
 [ "$(steps "$W/plain.log" | wc -l)" = 3 ] || { cat "$W/plain.log"; fail "plain run: not 3 steps"; }
@@ -33,5 +34,14 @@ for e in OMP_THREAD_LIMIT=1 OMP_DYNAMIC=true OMP_MAX_ACTIVE_LEVELS=0; do
   same "$e"
   grep -q "^train: note: .*${e%%=*}" "$W/$e.log" || { cat "$W/$e.log"; fail "$e: no note"; }
 done
+# A --metrics reader that goes away (a pipe to `head`): the records stop with
+# a message and the run goes on to its last step, exit 0. (With the file
+# open for reading too, the driver was its own reader: no EPIPE, and once
+# the pipe filled the run blocked for good.)
+OMP_NUM_THREADS=2 "${TR0[@]}" --steps 30 --metrics >(head -n 2 >/dev/null) \
+  >"$W/pipe.log" 2>&1 || { cat "$W/pipe.log"; fail "--metrics pipe: exit status $?"; }
+grep -q "^step 30/30" "$W/pipe.log" || { cat "$W/pipe.log"; fail "--metrics pipe: no step 30"; }
+grep -q -- "--metrics .*write failed" "$W/pipe.log" || { cat "$W/pipe.log"; fail "--metrics pipe: no message"; }
+echo "ok: a --metrics reader that went away: $(grep -m1 'write failed' "$W/pipe.log")"
 expect_error "OMP_STACKSIZE=16K" "OMP_STACKSIZE=16K" "128 KiB" -- env OMP_STACKSIZE=16K "${TR[@]}"
 echo PASS
