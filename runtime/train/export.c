@@ -422,6 +422,21 @@ static srt_dtype export_dtype(const srt_program *p, const train_options *o,
 
 // Rank 0, after the tensors: the index, config.json, the copied files,
 // then the swap into place.
+// Only tokenizer.json is compiled into the program; the other tokenizer
+// and generation files are copied as they are at export time. One changed
+// after the program was built may belong to another model: said plainly.
+static void warn_if_newer(const char *from, const struct stat *st) {
+  struct stat exe;
+  if (stat("/proc/self/exe", &exe) == 0 &&
+      (st->st_mtim.tv_sec > exe.st_mtim.tv_sec ||
+       (st->st_mtim.tv_sec == exe.st_mtim.tv_sec && st->st_mtim.tv_nsec > exe.st_mtim.tv_nsec)))
+    fprintf(stderr,
+            "train: warning: export: '%s' changed after this program was compiled; copied "
+            "as it is now (only tokenizer.json is compiled in): check it belongs to this "
+            "model\n",
+            from);
+}
+
 static srt_status finish(const srt_program *p, const train_options *o, const train_input *in,
                          const char *partial, const train_weights *w, const size_t *first,
                          size_t count, int64_t total, srt_dtype dtype) {
@@ -454,6 +469,7 @@ static srt_status finish(const srt_program *p, const train_options *o, const tra
         continue;
       if (join(path, partial, kCopied[i]))
         s = copy_file(from, path);
+      warn_if_newer(from, &st);
       break;
     }
   if (s)

@@ -76,12 +76,18 @@ cp "$CONFIGS/tiny-qwen2.json" "$W/model/config.json"
 printf '{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "b": 255}}, "added_tokens": [{"id": 255, "content": "<e>"}]}\n' \
   >"$W/model/tokenizer.json"
 cp "$W/model/tokenizer.json" "$W/tokenizer.compiled"
+echo '{"model_max_length": 32}' >"$W/model/tokenizer_config.json"
 compile tok "$W/model/config.json" qwen2 --tp-size=1 || exit 1
 mv "$W/tok" "$W/moved/tok"
+sleep 0.01 # a later modification time than the program's
 printf '{"version": "1.0", "model": {"type": "BPE", "vocab": {"a": 0, "z": 699}}}\n' >"$W/model/tokenizer.json"
+echo '{"a": 0, "z": 699}' >"$W/model/vocab.json" # copied, not compiled in: said
 "$W/moved/tok" "${T[@]}" --export "$W/tok-export" >"$W/tok.log" 2>&1 || { cat "$W/tok.log"; fail "export"; }
 cmp -s "$W/tokenizer.compiled" "$W/tok-export/tokenizer.json" \
   || fail "the export's tokenizer.json is not the one compiled in: $(cat "$W/tok-export/tokenizer.json" 2>&1)"
+grep -q "warning: export: '.*vocab.json' changed after this program was compiled" "$W/tok.log" \
+  || { cat "$W/tok.log"; fail "no warning for a vocab.json written after the compile"; }
+grep -q "tokenizer_config.json' changed" "$W/tok.log" && fail "a warning for a file older than the program"
 # The 700-id tokenizer itself is refused by shard-compile with both numbers.
 expect_error "a 700-id tokenizer for a 256-id model" \
   "tokenizer.json' (beside the config) holds token id 699, past the config's vocab_size 256" -- \
