@@ -53,14 +53,19 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
     return (MlirModule){NULL};
   }
   MlirIdentifier param_id = mlirIdentifierGet(ctx, str(NN_PARAM_ATTR));
+  MlirIdentifier init_id = mlirIdentifierGet(ctx, str(NN_INIT_ATTR));
   for (intptr_t i = 0; i < nargs; ++i) {
     inputs[i] = mlirValueGetType(mlirBlockGetArgument(body, i));
     if (i < 2) {
       arg_attrs[i] = mlirDictionaryAttrGet(ctx, 0, NULL);
     } else {
-      MlirNamedAttribute p = mlirNamedAttributeGet(
-          param_id, mlirStringAttrGet(ctx, str(g->model->params[i - 2].name)));
-      arg_attrs[i] = mlirDictionaryAttrGet(ctx, 1, &p);
+      const import_param *param = &g->model->params[i - 2];
+      MlirNamedAttribute p[2] = {
+          mlirNamedAttributeGet(param_id, mlirStringAttrGet(ctx, str(param->name))),
+          mlirNamedAttributeGet(init_id,
+                                mlirStringAttrGet(ctx, str(nn_param_init_name(param->init)))),
+      };
+      arg_attrs[i] = mlirDictionaryAttrGet(ctx, 2, p);
     }
   }
   MlirType fn_type = mlirFunctionTypeGet(ctx, nargs, inputs, nresults, results);

@@ -73,8 +73,8 @@
 module attributes {nn.config_path = "tiny.json", nn.initializer_range = 2.000000e-02 : f64} {
   shard.grid @mesh(shape = 1x1)
   func.func @forward(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>,
-                     %emb: tensor<16x8xf32> {nn.param = "model.embed_tokens.weight"},
-                     %head: tensor<16x8xf32> {nn.param = "lm_head.weight"}) -> tensor<f32> {
+                     %emb: tensor<16x8xf32> {nn.init = "normal", nn.param = "model.embed_tokens.weight"},
+                     %head: tensor<16x8xf32> {nn.init = "normal", nn.param = "lm_head.weight"}) -> tensor<f32> {
     %0 = "nn.embedding"(%ids, %emb) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
     %1 = "nn.linear"(%0, %head) {nn.module = "lm_head"} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
     %2 = "nn.cross_entropy"(%1, %labels) {ignore_index = -100 : i64, nn.module = "loss", shift = true} : (tensor<2x4x16xf32>, tensor<2x4xi64>) -> tensor<f32>
