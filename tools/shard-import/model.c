@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "decoder.h"
+#include "flops.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "nemotron_h.h"
@@ -96,6 +97,11 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
   mlirOperationSetAttributeByName(
       mlirModuleGetOperation(module), str("nn.initializer_range"),
       mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx), g->cfg->initializer_range));
+  // The driver's MFU: the model FLOPs of a token at this sequence length.
+  mlirOperationSetAttributeByName(
+      mlirModuleGetOperation(module), str("nn.flops_per_token"),
+      mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx),
+                             import_flops_per_token(g->cfg, g->model, g->opts->seq)));
   return module;
 }
 
