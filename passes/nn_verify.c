@@ -465,7 +465,8 @@ static void check_param_init(MlirOperation func, intptr_t i, MlirAttribute dict,
       mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(NN_INIT_ATTR));
   if (mlirAttributeIsNull(init))
     return;
-  bool known = mlirAttributeIsAString(init) && nn_param_init_parse(mlirStringAttrGetValue(init)) >= 0;
+  bool known =
+      mlirAttributeIsAString(init) && nn_param_init_parse(mlirStringAttrGetValue(init)) >= 0;
   if (known && !mlirAttributeIsNull(param))
     return;
   char msg[200];

@@ -1,6 +1,7 @@
 // Training metrics: the model FLOPs of a step (torchtitan's count, which
-// the compiler puts in the program table), the peak (the CPU's GEMM rate measured at start, a GPU's datasheet), MFU, the console line of each step and
-// the --metrics JSONL record.
+// the compiler puts in the program table), the peak (the CPU's GEMM rate
+// measured at start, a GPU's datasheet), MFU, the console line of each step
+// and the --metrics JSONL record.
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
