@@ -126,6 +126,22 @@ MlirStringRef nn_module_of(MlirOperation op) {
   return nn_attr_str(op, NN_MODULE_ATTR);
 }
 
+static const char *const kParamInits[NN_INIT_COUNT] = {
+    [NN_INIT_NORMAL] = "normal", [NN_INIT_ZEROS] = "zeros",     [NN_INIT_ONES] = "ones",
+    [NN_INIT_A_LOG] = "a_log",   [NN_INIT_DT_BIAS] = "dt_bias",
+};
+
+const char *nn_param_init_name(nn_param_init init) {
+  return init >= 0 && init < NN_INIT_COUNT ? kParamInits[init] : NULL;
+}
+
+int nn_param_init_parse(MlirStringRef s) {
+  for (int i = 0; i < NN_INIT_COUNT; ++i)
+    if (mlirStringRefEqual(s, str(kParamInits[i])))
+      return i;
+  return -1;
+}
+
 size_t nn_layer_prefix(MlirStringRef m) {
   for (size_t i = 0; i + 7 <= m.length; ++i) {
     if ((i && m.data[i - 1] != '.') || memcmp(m.data + i, "layers.", 7))

@@ -84,6 +84,31 @@ int nn_op_vjps(nn_op_kind kind, const nn_vjp **vjps);
 /// Name of the argument attribute carrying a parameter's Hugging Face tensor
 /// name ("model.layers.0.self_attn.q_proj.weight").
 #define NN_PARAM_ATTR "nn.param"
+/// Name of the argument attribute carrying how a parameter starts when no
+/// checkpoint is loaded (Hugging Face's _init_weights for its module), one
+/// of nn_param_init_name's strings: shard-import stamps it on every
+/// parameter, so no pass guesses it from a name.
+#define NN_INIT_ATTR "nn.init"
+
+/// The initialisations a parameter can have, in the order of the runtime's
+/// srt_param_init: normal(0, initializer_range); zeros (biases, Gemma's
+/// (1 + w) norms); ones (other norms, a Mamba2 mixer's D); a Mamba2 mixer's
+/// A_log and dt_bias.
+typedef enum nn_param_init {
+  NN_INIT_NORMAL,
+  NN_INIT_ZEROS,
+  NN_INIT_ONES,
+  NN_INIT_A_LOG,
+  NN_INIT_DT_BIAS,
+  NN_INIT_COUNT,
+} nn_param_init;
+
+/// The nn.init string of `init` ("normal", "zeros", "ones", "a_log",
+/// "dt_bias"); NULL when `init` is out of range.
+const char *nn_param_init_name(nn_param_init init);
+
+/// The init whose nn.init string is `s`, or -1 for any other string.
+int nn_param_init_parse(MlirStringRef s);
 
 /// The op's `nn.module` string, or an empty string ref if it has none. The
 /// returned data is owned by the context.

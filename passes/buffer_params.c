@@ -2,8 +2,8 @@
 // nn.param argument's layout, tp blocks, init, and its fp32 weights,
 // gradient, AdamW moments and bf16 compute copy), the input ids and labels;
 // with offload, the fp32 weights and moments of every parameter first.
-// The init of each parameter is still guessed here as Hugging Face's
-// _init_weights does (from its name and its uses).
+// The init of each parameter is its nn.init, which shard-import stamps.
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +28,28 @@ const tp_program_param *tp_buffer_param_named(const tp_buffer_build *b, MlirAttr
   return NULL;
 }
 
-static int init_kind(MlirStringRef name) {
-  // Hugging Face's _init_weights: biases zero; norm weights one, except
-  // Gemma's (1 + w) norms (zero); everything else normal.
-  bool norm = false, bias = name.length >= 5 && !memcmp(name.data + name.length - 5, ".bias", 5);
-  for (size_t i = 0; i + 4 <= name.length; ++i)
-    norm |= !memcmp(name.data + i, "norm", 4);
-  return bias ? 1 : norm ? 2 : 0;
+// nn_param_init is srt_param_init, one for one: the plan copies the kind.
+static_assert((int)NN_INIT_NORMAL == (int)SRT_INIT_NORMAL &&
+                  (int)NN_INIT_ZEROS == (int)SRT_INIT_ZEROS &&
+                  (int)NN_INIT_ONES == (int)SRT_INIT_ONES &&
+                  (int)NN_INIT_A_LOG == (int)SRT_INIT_A_LOG &&
+                  (int)NN_INIT_DT_BIAS == (int)SRT_INIT_DT_BIAS,
+              "nn_param_init and srt_param_init must agree");
+
+// The init of parameter `p` from its nn.init argument attribute. IR
+// without one (hand-written) is refused rather than guessed from the name:
+// a wrong init trains from a wrong start without any error.
+static int init_of(tp_buffer_build *b, const tp_program_param *p, MlirAttribute dict) {
+  MlirAttribute a = mlirDictionaryAttrGetElementByName(dict, str(NN_INIT_ATTR));
+  int init = !mlirAttributeIsNull(a) && mlirAttributeIsAString(a)
+                 ? nn_param_init_parse(mlirStringAttrGetValue(a))
+                 : -1;
+  if (init < 0)
+    tp_buffer_fail(b,
+                   "parameter '%.*s': nn.init must be one of \"normal\", \"zeros\", "
+                   "\"ones\", \"a_log\", \"dt_bias\" (shard-import stamps it)",
+                   (int)p->name.length, p->name.data);
+  return init < 0 ? SRT_INIT_NORMAL : init;
 }
 
 enum { kMaxParamUses = 16 };
@@ -75,35 +90,6 @@ static int64_t padding_row(MlirValue arg) {
       return nn_attr_int(owner, "padding_idx", -1);
   }
   return -1;
-}
-
-// The init of a Mamba2 mixer's A_log, D or dt_bias (its operands 5, 6, 4),
-// by use rather than by name; -1 for any other parameter.
-static int mamba2_init(MlirValue arg) {
-  MlirOpOperand uses[kMaxParamUses];
-  for (int i = 0, n = param_uses(arg, uses); i < n; ++i) {
-    MlirOpOperand u = uses[i];
-    if (nn_op_kind_of(mlirOpOperandGetOwner(u)) != NN_OP_MAMBA2_MIXER)
-      continue;
-    switch (mlirOpOperandGetOperandNumber(u)) {
-    case 4:
-      return SRT_INIT_DT_BIAS;
-    case 5:
-      return SRT_INIT_A_LOG;
-    case 6:
-      return SRT_INIT_ONES;
-    default:
-      return -1;
-    }
-  }
-  return -1;
-}
-
-// Whether the first op using `arg` reads it as a Gemma (1 + w) norm weight.
-static bool offset_norm_weight(MlirValue arg) {
-  MlirOpOperand uses[kMaxParamUses];
-  int n = param_uses(arg, uses);
-  return n > 0 && nn_attr_float(mlirOpOperandGetOwner(uses[0]), "offset", 0) == 1.0;
 }
 
 // The parts a parameter's dim 0 is split over tp in, one by one
@@ -255,13 +241,8 @@ void tp_buffer_plan_params(tp_buffer_build *b) {
                      "parameter '%.*s' must be f32 (master weights are fp32 on "
                      "every backend)",
                      (int)p->name.length, p->name.data);
-    p->init = mamba2_init(arg) >= 0 ? mamba2_init(arg) : init_kind(p->name);
+    p->init = init_of(b, p, dict);
     p->zero_row = padding_row(arg);
-    if (p->init == 2) {
-      // Gemma's norms compute (1 + w): they start at zero.
-      if (offset_norm_weight(arg))
-        p->init = 1;
-    }
     MlirAttribute gshape = mlirDictionaryAttrGetElementByName(dict, str("nn.global_shape"));
     for (int d = 0; d < p->local.rank; ++d)
       p->global[d] =

@@ -653,6 +653,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .seq = ids.dims[1],
                          .vocab = r.plan.vocab,
                          .initializer_range = nn_attr_float(module, "nn.initializer_range", 0.02),
+                         .flops_per_token = nn_attr_float(module, "nn.flops_per_token", 0),
                          .arena = r.plan.arena,
                          .persistent = r.plan.persistent,
                          .offload = r.policy.offload ? r.plan.offload : 0,

@@ -457,6 +457,28 @@ static const check_fn kChecks[NN_OP_COUNT] = {
 #include "shardrt/ops.def"
 };
 
+// Argument `i`'s nn.init, when it has one, is one of the known inits and
+// sits on a parameter (with `param`, its nn.param).
+static void check_param_init(MlirOperation func, intptr_t i, MlirAttribute dict,
+                             MlirAttribute param, int *errors) {
+  MlirAttribute init =
+      mlirDictionaryAttrGetElementByName(dict, mlirStringRefCreateFromCString(NN_INIT_ATTR));
+  if (mlirAttributeIsNull(init))
+    return;
+  bool known =
+      mlirAttributeIsAString(init) && nn_param_init_parse(mlirStringAttrGetValue(init)) >= 0;
+  if (known && !mlirAttributeIsNull(param))
+    return;
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           known ? "argument %ld: nn.init is only for parameters (arguments with nn.param)"
+                 : "argument %ld: nn.init must be one of \"normal\", \"zeros\", \"ones\", "
+                   "\"a_log\", \"dt_bias\"",
+           (long)i);
+  mlirEmitError(mlirOperationGetLocation(func), msg);
+  ++*errors;
+}
+
 // A function's parameters (arguments with nn.param) have distinct names:
 // checkpoints and plans address them by name.
 static void check_param_names(MlirOperation func, int *errors) {
@@ -465,6 +487,7 @@ static void check_param_names(MlirOperation func, int *errors) {
   MlirStringRef param = mlirStringRefCreateFromCString(NN_PARAM_ATTR);
   for (intptr_t i = 0; i < n; ++i) {
     MlirAttribute a = mlirDictionaryAttrGetElementByName(mlirArrayAttrGetElement(all, i), param);
+    check_param_init(func, i, mlirArrayAttrGetElement(all, i), a, errors);
     if (!mlirAttributeIsNull(a) && !mlirAttributeIsAString(a)) {
       char msg[160];
       snprintf(msg, sizeof msg,

@@ -151,6 +151,7 @@ static void program(aggregate *a, const tp_program_desc *d) {
   set_i32(a, kProgram_grad_accum_steps, d->accum > 0 ? d->accum : 1);
   set_i64(a, kProgram_vocab, d->vocab);
   set(a, lb_const_f64(a->b, d->initializer_range), 1, kProgram_initializer_range, 0, 0);
+  set(a, lb_const_f64(a->b, d->flops_per_token), 1, kProgram_flops_per_token, 0, 0);
   set_i64(a, kProgram_arena_bytes, d->arena);
   set_i64(a, kProgram_persistent_bytes, d->persistent);
   set_i64(a, kProgram_offload_bytes, d->offload);

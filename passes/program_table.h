@@ -43,6 +43,7 @@ typedef struct tp_program_desc {
   int64_t batch, seq, vocab; // global (batch: of a whole step, every micro-batch)
   int accum;                 // micro-batches per step (gradient accumulation), >= 1
   double initializer_range;
+  double flops_per_token; // the module's nn.flops_per_token (shard-import's count), or 0
   int64_t arena, persistent, ids_offset, labels_offset;
   int64_t offload; // the host-only prefix of the persistent region (--cpu-offload), or 0
   const tp_program_param *params;

@@ -1,9 +1,9 @@
-// Training metrics: the model FLOPs of a step (torchtitan's count), the
-// peak (the CPU's GEMM rate measured at start, a GPU's datasheet), MFU, the console line of each step and
-// the --metrics JSONL record.
+// Training metrics: the model FLOPs of a step (torchtitan's count, which
+// the compiler puts in the program table), the peak (the CPU's GEMM rate
+// measured at start, a GPU's datasheet), MFU, the console line of each step
+// and the --metrics JSONL record.
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -16,65 +16,7 @@
 #include "shardrt/kernels.h"
 #include "train_internal.h"
 
-static int64_t config_int(json_t *c, const char *key, int64_t fallback) {
-  json_t *v = json_object_get(c, key);
-  if (!json_is_integer(v)) // a multimodal config keeps them in text_config
-    v = json_object_get(json_object_get(c, "text_config"), key);
-  return json_is_integer(v) ? (int64_t)json_integer_value(v) : fallback;
-}
-
-// The layers with attention and those with Mamba2: NemotronH's '*' and 'M'
-// blocks (transformers 5's layers_block_type, which it takes over
-// hybrid_override_pattern when a config has both, as shard-import does),
-// every layer attention in the others.
-static void layer_counts(json_t *c, int64_t *attention, int64_t *mamba) {
-  const char *pattern = json_string_value(json_object_get(c, "hybrid_override_pattern"));
-  json_t *types = json_object_get(c, "layers_block_type");
-  *attention = *mamba = 0;
-  if (json_is_array(types)) {
-    for (size_t i = 0; i < json_array_size(types); ++i) {
-      const char *t = json_string_value(json_array_get(types, i));
-      *attention += t && (!strcmp(t, "attention") || !strcmp(t, "full_attention"));
-      *mamba += t && (!strcmp(t, "mamba") || !strcmp(t, "linear_attention"));
-    }
-  } else if (pattern) {
-    for (const char *q = pattern; *q; ++q) {
-      *attention += *q == '*';
-      *mamba += *q == 'M';
-    }
-  } else {
-    *attention = config_int(c, "num_hidden_layers", 0);
-  }
-}
-
-double train_flops_per_token(const srt_program *p) {
-  double params = 0, embedding = 0;
-  for (int32_t i = 0; i < p->num_params; ++i) {
-    double n = 1;
-    for (int32_t d = 0; d < p->params[i].rank; ++d)
-      n *= (double)p->params[i].global_shape[d];
-    params += n;
-    if (strstr(p->params[i].name, "embed_tokens."))
-      embedding += n;
-  }
-  json_t *c = p->config_json ? json_loads(p->config_json, 0, NULL) : NULL;
-  int64_t layers, mamba_layers;
-  layer_counts(c, &layers, &mamba_layers);
-  int64_t heads = config_int(c, "num_attention_heads", 0);
-  int64_t hidden = config_int(c, "hidden_size", 0);
-  int64_t head_dim = config_int(c, "head_dim", heads > 0 ? hidden / heads : 0);
-  // Mamba2's scan beside its projections: Megatron-LM's count
-  // (num_floating_point_operations' mamba_layer_flops), 7 d_inner N per token
-  // forward, times 3 with the backward; d_inner = heads x head_dim.
-  int64_t d_inner = config_int(c, "mamba_num_heads", 0) * config_int(c, "mamba_head_dim", 0);
-  int64_t state = config_int(c, "ssm_state_size", 0);
-  json_t *tied = json_object_get(c, "tie_word_embeddings");
-  // A lookup is no matmul; a tied lm_head is, through the same weight.
-  double matmul = params - (json_is_true(tied) ? 0 : embedding);
-  json_decref(c);
-  return 6 * matmul + 12.0 * (double)layers * (double)heads * (double)head_dim * (double)p->seq +
-         21.0 * (double)mamba_layers * (double)d_inner * (double)state;
-}
+double train_flops_per_token(const srt_program *p) { return p->flops_per_token; }
 
 double train_peak_flops(const srt_backend *backend, void *device, char *source, size_t size) {
   double mine = 0;

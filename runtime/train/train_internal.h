@@ -154,17 +154,10 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
                           const char *batch_file, int64_t step, srt_step_options options,
                           float *grad_accum, srt_step_result *result);
 
-/// Model FLOPs per trained token, torchtitan's count (get_num_flop_per_token):
-/// 6 x the parameters in matmuls (all, less the token embedding unless it
-/// is tied to the lm_head) + 12 x layers x heads x head_dim x seq
-/// (attention scores and values, forward and backward; causal masking not
-/// discounted), layers being those with attention (NemotronH's '*' blocks),
-/// + 21 x Mamba2 layers x mamba_num_heads x mamba_head_dim x ssm_state_size
-/// (the scan, Megatron-LM's 7 d_inner N forward, times 3; the softmax of
-/// attention scores is not counted). Reads num_hidden_layers (or
-/// layers_block_type, else hybrid_override_pattern), num_attention_heads,
-/// hidden_size, head_dim, the Mamba2 sizes and tie_word_embeddings from the
-/// program's config (text_config for multimodal ones); missing keys count 0.
+/// Model FLOPs per trained token: the program table's flops_per_token,
+/// which shard-import counts from the model (torchtitan's count with
+/// Megatron-LM's Mamba2 scan term; tools/shard-import/flops.h); 0 for a
+/// program built from IR that did not say it.
 double train_flops_per_token(const srt_program *p);
 
 /// The peak of the whole run for MFU, in FLOP/s, summed over the ranks of

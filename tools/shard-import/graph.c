@@ -80,7 +80,7 @@ MlirValue graph_param(import_graph *g, import_param_kind kind, int rank,
   va_start(ap, fmt);
   vsnprintf(name, sizeof name, fmt, ap);
   va_end(ap);
-  *p = (import_param){.name = strdup(name), .kind = kind, .rank = rank};
+  *p = (import_param){.name = strdup(name), .kind = kind, .init = NN_INIT_NORMAL, .rank = rank};
   if (!p->name) {
     g->oom = true;
     return mlirBlockGetArgument(g->b.block, 0);
@@ -91,14 +91,24 @@ MlirValue graph_param(import_graph *g, import_param_kind kind, int rank,
   return mlirBlockAddArgument(g->b.block, t, g->b.loc);
 }
 
+void graph_param_init(import_graph *g, MlirValue param, nn_param_init init) {
+  // Parameters are arguments 2.. (after input_ids and labels); after an
+  // allocation failure graph_param returned argument 0 (reported later).
+  intptr_t i = mlirBlockArgumentGetArgNumber(param) - 2;
+  if (i >= 0 && i < g->model->num_params)
+    g->model->params[i].init = init;
+}
+
 MlirValue graph_linear(import_graph *g, const char *module, const char *key,
                        import_param_kind kind, MlirValue x, int64_t out,
                        int64_t in, bool bias) {
   graph_at(g, module, key);
   MlirValue w = graph_param(g, kind, 2, (int64_t[]){out, in}, "%s.weight", module);
   MlirValue b = {NULL};
-  if (bias)
+  if (bias) {
     b = graph_param(g, kind, 1, (int64_t[]){out}, "%s.bias", module);
+    graph_param_init(g, b, NN_INIT_ZEROS);
+  }
   return nn_build_linear(&g->b, module, x, w, b);
 }
 
@@ -107,6 +117,8 @@ MlirValue graph_rms_norm(import_graph *g, const char *module, MlirValue x,
   graph_at(g, module, g->cfg->arch->eps_key);
   MlirValue w =
       graph_param(g, IMPORT_PARAM_NORM, 1, (int64_t[]){size}, "%s.weight", module);
+  // Gemma's norms multiply by (1 + w): w starts at zero there.
+  graph_param_init(g, w, g->cfg->arch->norm_offset == 1.0 ? NN_INIT_ZEROS : NN_INIT_ONES);
   return nn_build_rms_norm(&g->b, module, x, w, g->cfg->eps,
                            g->cfg->arch->norm_offset, head_dim);
 }

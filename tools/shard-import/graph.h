@@ -37,6 +37,7 @@ const char *import_param_kind_name(import_param_kind kind);
 typedef struct import_param {
   char *name; // Hugging Face tensor name, e.g. "model.norm.weight"
   import_param_kind kind;
+  nn_param_init init; // its nn.init: how it starts without a checkpoint
   int rank;   // 1..3
   int64_t dims[3];
 } import_param;
@@ -95,15 +96,20 @@ MlirValue graph_param(import_graph *g, import_param_kind kind, int rank,
                       const int64_t *dims, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/// Sets the nn.init of parameter `param` (a graph_param result; normal
+/// unless set) to `init`.
+void graph_param_init(import_graph *g, MlirValue param, nn_param_init init);
+
 /// nn.linear at `module` with parameters `module`.weight [out, in] and,
-/// when `bias`, `module`.bias [out]; located at config key `key`.
+/// when `bias`, `module`.bias [out] (which starts at zero); located at
+/// config key `key`.
 MlirValue graph_linear(import_graph *g, const char *module, const char *key,
                        import_param_kind kind, MlirValue x, int64_t out,
                        int64_t in, bool bias);
 
 /// nn.rms_norm at `module` with parameter `module`.weight [size]; `head_dim`
 /// 0 normalizes the whole last dim. Uses the config's eps and the arch's
-/// weight offset.
+/// weight offset; the weight starts at one, or at zero for a (1 + w) norm.
 MlirValue graph_rms_norm(import_graph *g, const char *module, MlirValue x,
                          int64_t size, int64_t head_dim);
 

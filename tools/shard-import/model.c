@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "decoder.h"
+#include "flops.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "nemotron_h.h"
@@ -53,14 +54,19 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
     return (MlirModule){NULL};
   }
   MlirIdentifier param_id = mlirIdentifierGet(ctx, str(NN_PARAM_ATTR));
+  MlirIdentifier init_id = mlirIdentifierGet(ctx, str(NN_INIT_ATTR));
   for (intptr_t i = 0; i < nargs; ++i) {
     inputs[i] = mlirValueGetType(mlirBlockGetArgument(body, i));
     if (i < 2) {
       arg_attrs[i] = mlirDictionaryAttrGet(ctx, 0, NULL);
     } else {
-      MlirNamedAttribute p = mlirNamedAttributeGet(
-          param_id, mlirStringAttrGet(ctx, str(g->model->params[i - 2].name)));
-      arg_attrs[i] = mlirDictionaryAttrGet(ctx, 1, &p);
+      const import_param *param = &g->model->params[i - 2];
+      MlirNamedAttribute p[2] = {
+          mlirNamedAttributeGet(param_id, mlirStringAttrGet(ctx, str(param->name))),
+          mlirNamedAttributeGet(init_id,
+                                mlirStringAttrGet(ctx, str(nn_param_init_name(param->init)))),
+      };
+      arg_attrs[i] = mlirDictionaryAttrGet(ctx, 2, p);
     }
   }
   MlirType fn_type = mlirFunctionTypeGet(ctx, nargs, inputs, nresults, results);
@@ -91,6 +97,11 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
   mlirOperationSetAttributeByName(
       mlirModuleGetOperation(module), str("nn.initializer_range"),
       mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx), g->cfg->initializer_range));
+  // The driver's MFU: the model FLOPs of a token at this sequence length.
+  mlirOperationSetAttributeByName(
+      mlirModuleGetOperation(module), str("nn.flops_per_token"),
+      mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx),
+                             import_flops_per_token(g->cfg, g->model, g->opts->seq)));
   return module;
 }
 

@@ -34,6 +34,12 @@ static MlirValue mamba(import_graph *g, const char *base, MlirValue h) {
   p.out_proj_weight = graph_param(g, IMPORT_PARAM_MAMBA, 2,
                                   (int64_t[]){c->hidden, inner},
                                   "%s.out_proj.weight", base);
+  // NemotronHPreTrainedModel._init_weights; the other weights are normal.
+  graph_param_init(g, p.conv1d_bias, NN_INIT_ZEROS);
+  graph_param_init(g, p.dt_bias, NN_INIT_DT_BIAS);
+  graph_param_init(g, p.A_log, NN_INIT_A_LOG);
+  graph_param_init(g, p.D, NN_INIT_ONES);
+  graph_param_init(g, p.norm_weight, NN_INIT_ONES);
   nn_mamba2_config mc = {.num_heads = heads, .head_dim = c->mamba_head_dim,
                          .n_groups = c->n_groups, .state_size = c->ssm_state,
                          .conv_kernel = c->conv_kernel,

@@ -18,7 +18,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 9
+#define SRT_PROGRAM_ABI 10
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -136,6 +136,7 @@ typedef enum srt_param_init {
   F(I32, grad_accum_steps)           /* micro-batches per step (1: one) */              \
   F(I64, vocab)                      /* vocabulary size (token ids < vocab) */           \
   F(F64, initializer_range)          /* std of Hugging Face's normal init */             \
+  F(F64, flops_per_token)            /* model FLOPs of a trained token (MFU), 0: unknown */ \
   F(I64, arena_bytes)                /* whole arena, bytes */                            \
   F(I64, persistent_bytes)           /* params, grads, moments: [0, persistent) */       \
   F(I64, offload_bytes)              /* host-only [0, offload): --cpu-offload, else 0 */  \

@@ -18,7 +18,7 @@ module {
 // A collective over both mesh axes at once has no runtime op.
 module {
   shard.grid @mesh(shape = 2x2)
-  func.func @two_axes(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<4x8xf32> {
+  func.func @two_axes(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.init = "normal", nn.param = "w"}) -> tensor<4x8xf32> {
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'proj': a collective over other than one grid axis is not supported
     %r = shard.all_reduce %w on @mesh grid_axes = [0, 1] {nn.module = "proj"} : tensor<4x8xf32> -> tensor<4x8xf32>
     return %r : tensor<4x8xf32>
@@ -31,7 +31,7 @@ module {
 module {
   shard.grid @mesh(shape = 1x1)
   // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: the step has no nn.optimizer_step: run nn-autodiff and nn-optimizer first
-  func.func @forward_only(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %emb: tensor<16x8xf32> {nn.param = "e"}) -> tensor<2x4x8xf32> {
+  func.func @forward_only(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %emb: tensor<16x8xf32> {nn.init = "normal", nn.param = "e"}) -> tensor<2x4x8xf32> {
     %0 = "nn.embedding"(%ids, %emb) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
     return %0 : tensor<2x4x8xf32>
   }
@@ -65,7 +65,7 @@ module {
 module {
   shard.grid @mesh(shape = 1x1)
   // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: parameter 'w' must be a statically shaped ranked tensor
-  func.func @param_scalar(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: i64 {nn.param = "w"}) -> tensor<2x4xi64> {
+  func.func @param_scalar(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: i64 {nn.init = "normal", nn.param = "w"}) -> tensor<2x4xi64> {
     return %ids : tensor<2x4xi64>
   }
 }
@@ -76,7 +76,30 @@ module {
 module {
   shard.grid @mesh(shape = 1x1)
   // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: parameter 'w': nn.placements must be [dp, tp] placement strings
-  func.func @placements(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.param = "w", nn.placements = ["Replicate"]}) -> tensor<4xf32> {
+  func.func @placements(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.init = "normal", nn.param = "w", nn.placements = ["Replicate"]}) -> tensor<4xf32> {
+    return %w : tensor<4xf32>
+  }
+}
+
+// -----
+
+// a parameter without nn.init (shard-import stamps it; hand-written IR must
+// say it: the plan does not guess an init from the name),
+module {
+  shard.grid @mesh(shape = 1x1)
+  // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: parameter 'model.norm.weight': nn.init must be one of "normal", "zeros", "ones", "a_log", "dt_bias" (shard-import stamps it)
+  func.func @no_init(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.param = "model.norm.weight"}) -> tensor<4xf32> {
+    return %w : tensor<4xf32>
+  }
+}
+
+// -----
+
+// or with one the runtime does not know,
+module {
+  shard.grid @mesh(shape = 1x1)
+  // CHECK: errors.mlir:[[@LINE+1]]:3: error: lower-to-runtime: parameter 'w': nn.init must be one of
+  func.func @bad_init(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.init = 1 : i64, nn.param = "w"}) -> tensor<4xf32> {
     return %w : tensor<4xf32>
   }
 }
@@ -97,7 +120,7 @@ module {
 // a gradient handed to no parameter,
 module {
   shard.grid @mesh(shape = 1x1)
-  func.func @store(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.param = "w"}) -> tensor<2x4xi64> {
+  func.func @store(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4xf32> {nn.init = "normal", nn.param = "w"}) -> tensor<2x4xi64> {
     %0 = "nn.add"(%w, %w) {nn.module = "m"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     // CHECK: errors.mlir:[[@LINE+1]]:5: error: lower-to-runtime: 'optimizer': nn.store_grad: nn.grad_of does not name a parameter of the step
     "nn.store_grad"(%0) {nn.module = "optimizer"} : (tensor<4xf32>) -> ()
@@ -110,7 +133,7 @@ module {
 // RoPE with no head_dim (it would divide by zero),
 module {
   shard.grid @mesh(shape = 1x1)
-  func.func @rope(%ids: tensor<1x4xi64>, %labels: tensor<1x4xi64>, %x: tensor<1x4x8xf32> {nn.param = "x"}) -> tensor<1x4xi64> {
+  func.func @rope(%ids: tensor<1x4xi64>, %labels: tensor<1x4xi64>, %x: tensor<1x4x8xf32> {nn.init = "normal", nn.param = "x"}) -> tensor<1x4xi64> {
     %c, %s = "nn.rotary_embedding"() {nn.module = "rope", head_dim = 8 : i64, theta = 10000.0 : f64, rope_type = "default"} : () -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'attn': head_dim must be positive
     %y = "nn.apply_rotary"(%x, %c, %s) {nn.module = "attn", head_dim = 0 : i64} : (tensor<1x4x8xf32>, tensor<1x4x8xf32>, tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
@@ -136,7 +159,7 @@ module {
 // non-blocking form, or of a value no collective defines, it is refused.
 module {
   shard.grid @mesh(shape = 1x2)
-  func.func @wait_all_to_all(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<2x16xf32> {
+  func.func @wait_all_to_all(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.init = "normal", nn.param = "w"}) -> tensor<2x16xf32> {
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'proj': nn.wait of 'shard.all_to_all', which has no non-blocking form (all_reduce, all_gather and reduce_scatter have)
     %a = shard.all_to_all %w on @mesh grid_axes = [1] split_axis = 0 concat_axis = 1 {nn.module = "proj"} : tensor<4x8xf32> -> tensor<2x16xf32>
     %b = "nn.wait"(%a) : (tensor<2x16xf32>) -> tensor<2x16xf32>
@@ -148,7 +171,7 @@ module {
 
 module {
   shard.grid @mesh(shape = 1x1)
-  func.func @wait_param(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.param = "w"}) -> tensor<4x8xf32> {
+  func.func @wait_param(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>, %w: tensor<4x8xf32> {nn.init = "normal", nn.param = "w"}) -> tensor<4x8xf32> {
     // CHECK: errors.mlir:[[@LINE+1]]:10: error: lower-to-runtime: nn.wait of a value no collective of the step defines
     %b = "nn.wait"(%w) : (tensor<4x8xf32>) -> tensor<4x8xf32>
     return %b : tensor<4x8xf32>

@@ -6,7 +6,7 @@
 // RUN: not %shard-opt --pass-pipeline='builtin.module(lower-to-runtime{backend=cuda})' %s 2>&1 | FileCheck %s
 module {
   shard.grid @mesh(shape = 1x1)
-  func.func @step(%ids: tensor<1x4xi64>, %labels: tensor<1x4xi64>, %emb: tensor<16x8xf32> {nn.param = "e"}, %nw: tensor<8xf32> {nn.param = "n"}) -> tensor<1x4x8xf32> {
+  func.func @step(%ids: tensor<1x4xi64>, %labels: tensor<1x4xi64>, %emb: tensor<16x8xf32> {nn.init = "normal", nn.param = "e"}, %nw: tensor<8xf32> {nn.init = "normal", nn.param = "n"}) -> tensor<1x4x8xf32> {
     %c, %s = "nn.rotary_embedding"() {nn.module = "rope", head_dim = 8 : i64, theta = 10000.0 : f64, rope_type = "default"} : () -> (tensor<1x4x8xf32>, tensor<1x4x8xf32>)
     %0 = "nn.embedding"(%ids, %emb) {padding_idx = -1 : i64, nn.module = "embed", scale = 1.0 : f64} : (tensor<1x4xi64>, tensor<16x8xf32>) -> tensor<1x4x8xf32>
     // CHECK: fusion.mlir:[[@LINE+1]]:10: error: lower-to-runtime: 'res': nn.add of a bf16 activation and an fp32 gradient (no mixed-dtype add)

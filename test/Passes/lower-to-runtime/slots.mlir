@@ -30,8 +30,8 @@
 module attributes {nn.config_path = "tiny.json", nn.initializer_range = 2.000000e-02 : f64} {
   shard.grid @mesh(shape = 1x2)
   func.func @forward(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>,
-                     %emb: tensor<16x8xf32> {nn.param = "model.embed_tokens.weight"},
-                     %head: tensor<16x8xf32> {nn.param = "lm_head.weight"}) -> tensor<f32> {
+                     %emb: tensor<16x8xf32> {nn.init = "normal", nn.param = "model.embed_tokens.weight"},
+                     %head: tensor<16x8xf32> {nn.init = "normal", nn.param = "lm_head.weight"}) -> tensor<f32> {
     %r0 = shard.all_reduce %head on @mesh grid_axes = [1] {nn.module = "lm_head"} : tensor<16x8xf32> -> tensor<16x8xf32>
     %r1 = shard.all_reduce %head on @mesh grid_axes = [1] {nn.module = "lm_head"} : tensor<16x8xf32> -> tensor<16x8xf32>
     %r2 = shard.all_reduce %head on @mesh grid_axes = [1] {nn.module = "lm_head"} : tensor<16x8xf32> -> tensor<16x8xf32>

@@ -24,7 +24,7 @@
 // CHECK: @param_name_1 = private constant [15 x i8] c"lm_head.weight\00"
 // CHECK: @model_path = private constant [10 x i8] c"tiny.json\00"
 // CHECK: @params = private constant {{.*}} { ptr @param_name_0, i32 0, i32 2, [8 x i64] [i64 16, i64 8, {{.*}}], [8 x i64] [i64 16, i64 8, {{.*}}], [2 x { i32, i32 }] zeroinitializer, i64 128, i64 640, i64 1152, i64 1664, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} { ptr @param_name_1, i32 0, i32 2, {{.*}}, i64 2176, i64 2688, i64 3200, i64 3712, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, i64 5312, i64 4224, i64 0, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
+// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
 
 // One call per op, the exec first, then ops.def's arguments; every status
 // is checked at once.
@@ -70,11 +70,11 @@
 // KEEP: @shard_program = constant {{.*}} i64 5824, i64 4224, {{.*}} ptr @shard_step, i32 1, i64 4480, [3 x i64] [i64 2, i64 4, i64 16], [2 x { i32, i32 }] zeroinitializer, ptr null }
 // KEEP: call ptr @srt_op_linear_grad_input(ptr %0, i64 5056, i64 2176, i64 5568,
 
-module attributes {nn.config_path = "tiny.json", nn.initializer_range = 2.000000e-02 : f64} {
+module attributes {nn.config_path = "tiny.json", nn.flops_per_token = 1.234500e+03 : f64, nn.initializer_range = 2.000000e-02 : f64} {
   shard.grid @mesh(shape = 1x1)
   func.func @forward(%ids: tensor<2x4xi64>, %labels: tensor<2x4xi64>,
-                     %emb: tensor<16x8xf32> {nn.param = "model.embed_tokens.weight"},
-                     %head: tensor<16x8xf32> {nn.param = "lm_head.weight"}) -> tensor<f32> {
+                     %emb: tensor<16x8xf32> {nn.init = "normal", nn.param = "model.embed_tokens.weight"},
+                     %head: tensor<16x8xf32> {nn.init = "normal", nn.param = "lm_head.weight"}) -> tensor<f32> {
     %0 = "nn.embedding"(%ids, %emb) {padding_idx = -1 : i64, nn.module = "model.embed_tokens", scale = 1.0 : f64} : (tensor<2x4xi64>, tensor<16x8xf32>) -> tensor<2x4x8xf32>
     %1 = "nn.linear"(%0, %head) {nn.module = "lm_head"} : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
     %2 = "nn.cross_entropy"(%1, %labels) {ignore_index = -100 : i64, nn.module = "loss", shift = true} : (tensor<2x4x16xf32>, tensor<2x4xi64>) -> tensor<f32>

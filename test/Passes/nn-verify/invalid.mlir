@@ -385,3 +385,12 @@ func.func @duplicate_param(%a: tensor<8xf32> {nn.param = "model.norm.weight"}, %
 func.func @param_not_string(%a: tensor<4xf32> {nn.param = "a"}, %b: tensor<4xf32> {nn.param = 5 : i64}) -> tensor<4xf32> {
   return %a : tensor<4xf32>
 }
+
+// -----
+
+// nn.init is one of the inits the runtime knows, on a parameter only.
+// CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+2]]:1: error: argument 1: nn.init must be one of "normal", "zeros", "ones", "a_log", "dt_bias"
+// CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:1: error: argument 2: nn.init is only for parameters (arguments with nn.param)
+func.func @bad_init(%a: tensor<4xf32> {nn.init = "ones", nn.param = "a"}, %b: tensor<4xf32> {nn.init = "uniform", nn.param = "b"}, %c: tensor<4xf32> {nn.init = "zeros"}) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}

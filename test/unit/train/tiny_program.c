@@ -85,6 +85,9 @@ const srt_program shard_program = {
     .grad_accum_steps = 1,
     .vocab = V,
     .initializer_range = 0.02,
+    // 6 x the matmul parameters (the norm, lm_head's weight and bias; the
+    // embedding is a lookup), no attention: as shard-import counts.
+    .flops_per_token = 6.0 * (H + V * H + V),
     .arena_bytes = ARENA,
     .persistent_bytes = PERSIST,
     .input_ids_offset = A_IDS,
