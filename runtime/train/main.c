@@ -146,7 +146,7 @@ int train_step(train_run *r, int64_t step) {
   train_step_metrics m = {
       .step = step, .steps = o->steps, .loss = res.loss, .grad_norm = res.grad_norm,
       .lr = lr_exact, .step_s = dt, .tokens_per_s = tps,
-      .mfu = r->peak > 0 ? tps * r->flops_per_token / r->peak : -1,
+      .mfu = r->peak > 0 && r->flops_per_token > 0 ? tps * r->flops_per_token / r->peak : -1,
       .eta_s = r->run_seconds / (double)(step - r->state_at_start) * (double)(o->steps - step),
       .skipped = res.skipped != 0};
   if (r->rank == 0 && (step % o->log_every == 0 || step == o->steps || res.skipped))

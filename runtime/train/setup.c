@@ -326,7 +326,10 @@ static int setup_mfu(train_run *r) {
   r->flops_per_token = train_flops_per_token(r->p);
   r->peak = train_peak_flops(r->backend, r->device, source, sizeof source);
   double peak = r->peak;
-  if (r->rank == 0)
+  if (r->rank == 0 && r->flops_per_token <= 0) // IR that shard-import did not count
+    printf("train: model FLOPs per token unknown (the program table has none): MFU not "
+           "shown\n");
+  else if (r->rank == 0)
     printf("train: %.4g model FLOPs per token (6 N + attention + Mamba2 scans); peak "
            "%s%.4g TFLOP/s%s%s%s\n",
            r->flops_per_token, peak > 0 ? "" : "unknown (", peak / 1e12, peak > 0 ? " (" : "",
