@@ -248,16 +248,15 @@ int train_agree(const srt_program *p, const train_options *o, const char *comman
 // Compares record `mine` with rank 0's; the lowest rank that differs on
 // the first differing item names it (for the config: `p`'s first key).
 // Collective. Returns 0 when all agree, 1 on every rank otherwise.
-static int compare(const srt_program *p, const record *mine_in) {
+static int compare(const srt_program *p, const record *mine) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  static record mine, root;
-  mine = *mine_in;
-  root = mine;
+  static record root; // 14 KiB, not on the stack
+  root = *mine;
   MPI_Bcast(root.s, (int)sizeof root.s, MPI_BYTE, 0, MPI_COMM_WORLD);
   int first = SLOTS;
   for (int k = 0; k < SLOTS && first == SLOTS; ++k)
-    if (mine.s[k].hash != root.s[k].hash || strcmp(mine.s[k].name, root.s[k].name))
+    if (mine->s[k].hash != root.s[k].hash || strcmp(mine->s[k].name, root.s[k].name))
       first = k;
   // The smallest item, then the smallest rank: one maximum.
   int64_t key = first < SLOTS ? ((int64_t)(SLOTS - first) << 32) | (INT32_MAX - rank) : 0, max;
@@ -273,9 +272,9 @@ static int compare(const srt_program *p, const record *mine_in) {
     fprintf(stderr,
             "train: rank %d disagrees with rank 0 on %s: %s on rank 0, %s on rank %d (every "
             "rank must run one program with the same options; only --threads may differ)\n",
-            rank, root.s[item].name[0] ? root.s[item].name : mine.s[item].name,
+            rank, root.s[item].name[0] ? root.s[item].name : mine->s[item].name,
             root.s[item].text[0] ? root.s[item].text : "(nothing)",
-            mine.s[item].text[0] ? mine.s[item].text : "(nothing)", rank);
+            mine->s[item].text[0] ? mine->s[item].text : "(nothing)", rank);
   fflush(stderr);
   return 1;
 }
