@@ -8,7 +8,6 @@
 // that must be the same everywhere), rank 0's is broadcast, and the first
 // item where any rank differs is named by that rank, with both values.
 #include <jansson.h>
-#include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,24 +114,36 @@ static void add_program(record *r, const srt_program *p) {
   add(r, "program backend", 0, "%s", train_backend_of(p)->name);
 }
 
-static const char *or_none(const char *s) { return s ? s : "(none)"; }
+// Input file `flag` (`path`, NULL when not given): what it is (its size
+// and content, train_input_identity), not how this rank spells it.
+static void add_input(record *r, const char *flag, const char *path) {
+  char text[TEXT_BYTES];
+  if (!path)
+    add(r, flag, 0, "(none)");
+  else
+    add(r, flag, train_input_identity(path, text, sizeof text), "%s", text);
+}
+
+// Output `flag` (`path`, NULL when not given): only rank 0 writes it (the
+// gathers of a save or dump, the export's files, the locks, the rotation),
+// so only whether it is given must agree (every rank takes part in the
+// writes); rank 0's spelling is the one used.
+static void add_output(record *r, const char *flag, const char *path) {
+  add(r, flag, fnv(kFnvBasis, path ? "given" : "none", path ? 5 : 4), "%s%s%s",
+      path ? "'" : "(none)", path ? path : "", path ? "'" : "");
+}
 
 // The options every rank must share: what the step computes (the
-// optimizer, the schedule, the data), and the files the ranks write or read
-// together. Per-rank ones (--threads) are left out; so are those only rank 0
-// acts on (--log-every, --metrics, --profile).
+// optimizer, the data), the files the ranks read (by what they hold) and
+// whether they write (rank 0 writes). Per-rank ones (--threads) are left
+// out; so are those only rank 0 acts on (--log-every, --metrics,
+// --profile). The lr schedule is compared once resolved
+// (train_agree_schedule): a flag left out on a resume takes the
+// checkpoint's value, which may be the other rank's given one.
 static void add_options(record *r, const train_options *o) {
-  add(r, "--data", 0, "%s", or_none(o->data));
-  add(r, "--batch-file", 0, "%s", or_none(o->batch_file));
+  add_input(r, "--data", o->data);
+  add_input(r, "--batch-file", o->batch_file);
   add(r, "--steps", 0, "%lld", (long long)o->steps);
-  add(r, "--lr", 0, "%.17g", (o->schedule_given & TRAIN_GIVEN_LR) ? o->schedule.lr : NAN);
-  static const char *const kKinds[] = {"constant", "linear", "cosine", "wsd"};
-  add(r, "--lr-schedule", 0, "%s", kKinds[o->schedule.kind & 3]);
-  add(r, "--warmup-steps", 0, "%lld", (long long)o->schedule.warmup);
-  add(r, "--min-lr", 0, "%.17g", o->schedule.min_lr);
-  add(r, "--lr-decay-steps", 0, "%lld", (long long)o->schedule.decay_steps);
-  add(r, "--decay-fraction", 0, "%.17g", o->schedule.decay_fraction);
-  add(r, "schedule flags given", 0, "%u", o->schedule_given);
   add(r, "--override-lr-schedule", 0, "%s", o->override_lr_schedule ? "given" : "not given");
   add(r, "--betas", 0, "%.9g,%.9g", (double)o->beta1, (double)o->beta2);
   add(r, "--eps", 0, "%.9g", (double)o->eps);
@@ -140,17 +151,17 @@ static void add_options(record *r, const train_options *o) {
   add(r, "--max-grad-norm", 0, "%.9g", (double)o->max_grad_norm);
   add(r, "--norm-type", 0, "%.17g", o->norm_type);
   add(r, "--seed", 0, "%llu", (unsigned long long)o->seed);
-  add(r, "--load", 0, "%s", or_none(o->load));
-  add(r, "--save", 0, "%s", or_none(o->save));
+  add_input(r, "--load", o->load);
+  add_output(r, "--save", o->save);
   add(r, "--save-every", 0, "%lld", (long long)o->save_every);
   add(r, "--keep-last", 0, "%lld", (long long)o->keep_last);
-  add(r, "--dump", 0, "%s", or_none(o->dump));
+  add_output(r, "--dump", o->dump);
   add(r, "--max-skipped", 0, "%lld", (long long)o->max_skipped);
   add(r, "--timeout", 0, "%.17g", o->timeout_s);
-  add(r, "--eval-data", 0, "%s", or_none(o->eval_data));
+  add_input(r, "--eval-data", o->eval_data);
   add(r, "--eval-every", 0, "%lld", (long long)o->eval_every);
   add(r, "--eval-batches", 0, "%lld", (long long)o->eval_batches);
-  add(r, "--export", 0, "%s", or_none(o->export_dir));
+  add_output(r, "--export", o->export_dir);
   add(r, "--export-dtype", 0, "%s",
       o->export_dtype == SRT_DTYPE_COUNT ? "(the input's)" : srt_dtype_name(o->export_dtype));
   add(r, "--max-shard-size", 0, "%lld", (long long)o->max_shard_bytes);
@@ -217,24 +228,35 @@ static void explain_config(const srt_program *p, int rank, int differ) {
   free(mine);
 }
 
+static int compare(const srt_program *p, const record *mine);
+
 int train_agree(const srt_program *p, const train_options *o, const char *command_line) {
-  int size = 1, rank = 0;
+  int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   if (size == 1)
     return 0;
-  static record mine, root; // 14 KiB each, not on the stack
+  static record mine; // 14 KiB, not on the stack
   memset(&mine, 0, sizeof mine);
-  add(&mine, "record", 0, "shardrt train v1, %d items of %zu bytes", SLOTS, sizeof(slot));
+  add(&mine, "record", 0, "shardrt train v2, %d items of %zu bytes", SLOTS, sizeof(slot));
   add(&mine, "command line", 0, "%s", command_line);
   add_program(&mine, p);
   if (o)
     add_options(&mine, o);
-  root = mine;
+  return compare(p, &mine);
+}
+
+// Compares record `mine` with rank 0's; the lowest rank that differs on
+// the first differing item names it (for the config: `p`'s first key).
+// Collective. Returns 0 when all agree, 1 on every rank otherwise.
+static int compare(const srt_program *p, const record *mine) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  static record root; // 14 KiB, not on the stack
+  root = *mine;
   MPI_Bcast(root.s, (int)sizeof root.s, MPI_BYTE, 0, MPI_COMM_WORLD);
   int first = SLOTS;
   for (int k = 0; k < SLOTS && first == SLOTS; ++k)
-    if (mine.s[k].hash != root.s[k].hash || strcmp(mine.s[k].name, root.s[k].name))
+    if (mine->s[k].hash != root.s[k].hash || strcmp(mine->s[k].name, root.s[k].name))
       first = k;
   // The smallest item, then the smallest rank: one maximum.
   int64_t key = first < SLOTS ? ((int64_t)(SLOTS - first) << 32) | (INT32_MAX - rank) : 0, max;
@@ -244,15 +266,32 @@ int train_agree(const srt_program *p, const train_options *o, const char *comman
   int item = SLOTS - (int)(max >> 32), differ = INT32_MAX - (int)(max & 0xffffffff);
   // Every rank takes the same branch: rank 0's item names it. (The config
   // item exists only where the program's ABI, compared before it, agrees.)
-  if (!strcmp(root.s[item].name, "program config"))
+  if (p && !strcmp(root.s[item].name, "program config"))
     explain_config(p, rank, differ);
   else if (rank == differ)
     fprintf(stderr,
             "train: rank %d disagrees with rank 0 on %s: %s on rank 0, %s on rank %d (every "
             "rank must run one program with the same options; only --threads may differ)\n",
-            rank, root.s[item].name[0] ? root.s[item].name : mine.s[item].name,
+            rank, root.s[item].name[0] ? root.s[item].name : mine->s[item].name,
             root.s[item].text[0] ? root.s[item].text : "(nothing)",
-            mine.s[item].text[0] ? mine.s[item].text : "(nothing)", rank);
+            mine->s[item].text[0] ? mine->s[item].text : "(nothing)", rank);
   fflush(stderr);
   return 1;
+}
+
+int train_agree_schedule(const train_lr_schedule *s) {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size == 1)
+    return 0;
+  static record mine;
+  memset(&mine, 0, sizeof mine);
+  static const char *const kKinds[] = {"constant", "linear", "cosine", "wsd"};
+  add(&mine, "--lr-schedule", 0, "%s", kKinds[s->kind & 3]);
+  add(&mine, "--lr", 0, "%.17g", s->lr);
+  add(&mine, "--warmup-steps", 0, "%lld", (long long)s->warmup);
+  add(&mine, "--min-lr", 0, "%.17g", s->min_lr);
+  add(&mine, "--lr-decay-steps", 0, "%lld", (long long)s->decay_steps);
+  add(&mine, "--decay-fraction", 0, "%.17g", s->decay_fraction);
+  return compare(NULL, &mine);
 }

@@ -503,6 +503,10 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
                      "export: parameter '%s' has non-finite values at step %lld: not "
                      "exporting, '%s' is left as it was", p->params[bad].name,
                      (long long)state->step, o->export_dir);
+  // This export's own id, in its weights and its optimizer file: forks of
+  // one run share the run id and the steps, and must not pair across forks.
+  char save_id[TRAIN_RUN_ID_LEN + 1];
+  SRT_RETURN_IF_ERROR(train_run_id_mint(ctx, save_id));
   bool root = srt_context_rank(ctx) == 0;
   char partial[PATH_LEN];
   snprintf(partial, sizeof partial, "%s.partial", o->export_dir);
@@ -536,6 +540,7 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
                          "shardrt.optimizer",   kOptimizer, "shardrt.model",
                          p->model ? p->model : "", "shardrt.lr_schedule", state->lr_schedule,
                          "shardrt.run",         state->run_id,
+                         "shardrt.save",        save_id,
                          "shardrt.batch", batch_s, "shardrt.seq", seq_s};
   for (size_t k = 0; k < count && !s; ++k) {
     shard_name(name, sizeof name, k, count);
@@ -551,8 +556,9 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
                            "shardrt.weights", count > 1 ? SRT_HF_INDEX_NAME : SRT_HF_WEIGHTS_NAME,
                            "shardrt.model",   p->model ? p->model : "",
                            "shardrt.lr_schedule", state->lr_schedule,
-                           "shardrt.run",     state->run_id};
-    s = join(path, partial, kOptimizer) ? train_save_moments(ctx, p, arena, path, ometa, 6)
+                           "shardrt.run",     state->run_id,
+                           "shardrt.save",    save_id};
+    s = join(path, partial, kOptimizer) ? train_save_moments(ctx, p, arena, path, ometa, 7)
                                         : SRT_ERROR(SRT_INVALID_ARGUMENT, "export: path too long");
   }
   if (!s) {

@@ -290,7 +290,9 @@ static srt_status resume_schedule(train_run *r, char *taken) {
 static int setup_schedule(train_run *r) {
   const train_options *o = &r->o;
   char taken[128] = "", schedule[sizeof r->state.lr_schedule];
-  if (train_any_failed(r->ctx, resume_schedule(r, taken)))
+  // Every rank steps with one schedule, however each rank's flags and the
+  // resume rule arrived at it.
+  if (train_any_failed(r->ctx, resume_schedule(r, taken)) || train_agree_schedule(&o->schedule))
     return 1;
   bool resumed = o->load && r->state.step > 0 && r->state.lr_schedule[0];
   train_lr_describe(&o->schedule, schedule, sizeof schedule);

@@ -218,7 +218,11 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                      "saving, '%s' is left as it was (lower --lr?)",
                      p->params[bad].name, (long long)state->step, path);
   char optim[PATH_MAX_LEN], step_s[32], adam_s[32], batch_s[32], seq_s[32];
+  char save_id[TRAIN_RUN_ID_LEN + 1];
   bool root = srt_context_rank(ctx) == 0;
+  // This save's own id, in both files: forks of one run (one run id) save
+  // at the same step too, and their files must not pair across forks.
+  SRT_RETURN_IF_ERROR(train_run_id_mint(ctx, save_id));
   SRT_RETURN_IF_ERROR(claim_optim_name(ctx, path, state->step, optim));
   snprintf(step_s, sizeof step_s, "%" PRId64, state->step);
   snprintf(adam_s, sizeof adam_s, "%" PRId64, state->adam_step);
@@ -229,8 +233,9 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                         adam_s,                "shardrt.weights", base_of(path),
                         "shardrt.model",       p->model ? p->model : "",
                         "shardrt.lr_schedule", state->lr_schedule,
-                        "shardrt.run",         state->run_id};
-  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 6);
+                        "shardrt.run",         state->run_id,
+                        "shardrt.save",        save_id};
+  srt_status s = train_save_moments(ctx, p, arena, optim, meta, 7);
   if (s && root)
     unlink(optim); // the placeholder, or an optimizer file no weights name
   // 2. The weights, whose metadata names the optimizer file: the commit point.
@@ -240,6 +245,7 @@ srt_status train_save(srt_context *ctx, const srt_program *p, uint8_t *arena,
                            "shardrt.model",       p->model ? p->model : "",
                            "shardrt.lr_schedule", state->lr_schedule,
                            "shardrt.run",         state->run_id,
+                           "shardrt.save",        save_id,
                            "shardrt.batch",       batch_s, // the data windows: a resume checks
                            "shardrt.seq",         seq_s};
     s = train_save_weights(ctx, p, arena, in, SRT_F32, path, wmeta,
@@ -394,6 +400,18 @@ static srt_status check_optim_file(const char *path, const char *optim,
                      "file at the same step?)",
                      path, run ? run : "(none recorded)", optim,
                      orun ? orun : "(none recorded)");
+  // One save's: forks of one run share its run id, and save at the same
+  // steps. Files from before save ids (neither has one) pair as before.
+  const char *save = srt_safetensors_metadata(first, "shardrt.save");
+  const char *osave = srt_safetensors_metadata(o, "shardrt.save");
+  if ((save || osave) && (!save || !osave || strcmp(save, osave)))
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "checkpoint '%s' is save '%.64s' but its optimizer file '%s' is of save "
+                     "'%.64s': the two files were not written together (the optimizer file "
+                     "of another fork of run '%.64s', or of another save at step %lld?)",
+                     path, save ? save : "(none recorded)", optim,
+                     osave ? osave : "(none recorded)", run ? run : "(none recorded)",
+                     (long long)step);
   return NULL;
 }
 

@@ -330,6 +330,25 @@ srt_status train_check_options(train_options *o);
 /// always on one rank), 1 on every rank otherwise.
 int train_agree(const srt_program *p, const train_options *o, const char *command_line);
 
+/// After the resume rule (setup): every rank of MPI_COMM_WORLD follows the
+/// same lr schedule `s` (kind, lr, warmup, min lr, decay steps, decay
+/// fraction), however its flags were spelled (given or taken from the
+/// checkpoint), else the lowest differing rank prints "train: rank R
+/// disagrees with rank 0 on FLAG: V0 on rank 0, VR on rank R". Collective
+/// (plain MPI). Returns 0 when all agree, 1 on every rank otherwise.
+int train_agree_schedule(const train_lr_schedule *s);
+
+/// The identity of input file `path` as the ranks compare it: for a regular
+/// file a digest of its size and content (all of it up to 64 MiB; above, the
+/// first and last MiB and 62 windows of 64 KiB spread between: two large
+/// files that differ only elsewhere compare equal), for a folder (a --load
+/// checkpoint) that of its .safetensors and .json files by name, for
+/// anything else (a FIFO: reading would consume it) its name. Returns the
+/// digest (never 0) and writes into `text` (`size` bytes) the path with the
+/// size and digest, or why it cannot be read (the same error on every rank
+/// is agreement: the open then reports it).
+uint64_t train_input_identity(const char *path, char *text, size_t size);
+
 /// The usage text, made from the flag table (every flag, its value, what it
 /// does and its default).
 const char *train_usage(void);

@@ -10,7 +10,13 @@
 #      way, with no signal (they ended in MPI_ERR_TRUNCATE and a SIGSEGV);
 #   4. a rank whose flags do not parse while the other's do: refused, no hang;
 #   5. the same binary and flags as an MPMD launch trains exactly as the
-#      normal SPMD launch (the same step lines).
+#      normal SPMD launch (the same step lines);
+#   6. input files compare by what they hold, not how they are spelled: one
+#      name under two working directories naming two token files (--data)
+#      or two checkpoints (--load) is refused naming the flag (they trained
+#      a mix and exited 0); one file named relative on one rank and
+#      absolute on the other, with --save spelled two ways and
+#      --lr-schedule constant given on one rank only, trains as SPMD.
 # Each refusal must exit non-zero within its timeout and print "train: rank".
 # usage: agree.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR
 set -u
@@ -83,4 +89,35 @@ T=("${S[@]}"); T[9]=2
   >"$W/threads.log" 2>&1 || { cat "$W/threads.log"; fail "per-rank --threads refused"; }
 diff <(steps "$W/spmd.log") <(steps "$W/threads.log") || fail "per-rank --threads changed the steps"
 echo "ok: agreeing MPMD ranks train as SPMD, per-rank --threads allowed"
+
+# 6. what the input files hold. Two working directories, each with its own
+# t.tok (other texts) and ck.safetensors (other seeds).
+mkdir -p "$W/wa" "$W/wb"
+cp "$TOK" "$W/wa/t.tok" || fail "copy tokens"
+head -c 3000 "$TEXT" >"$W/short.txt" && "$BIN/shard-tokens" "$W/short.txt" -o "$W/wb/t.tok" >/dev/null \
+  || fail "shard-tokens short"
+cmp -s "$W/wa/t.tok" "$W/wb/t.tok" && fail "the two token files are the same"
+R=(--max-grad-norm 1 --threads 1)
+mpmd data_by_content "rank 1 disagrees with rank 0 on --data: 't.tok' (" \
+  -- -wdir "$W/wa" "$W/a" --data t.tok --steps 2 --lr 1e-2 "${R[@]}" \
+  :: -wdir "$W/wb" "$W/a" --data t.tok --steps 2 --lr 1e-2 "${R[@]}"
+for d in wa wb; do
+  seed=$([ $d = wa ] && echo 1 || echo 99)
+  (cd "$W/$d" && run 2 "$W/a" --data "$TOK" --steps 2 --lr 1e-2 "${R[@]}" --seed $seed \
+    --save ck.safetensors >"$W/$d.log" 2>&1) || { cat "$W/$d.log"; fail "save in $d"; }
+done
+mpmd load_by_content "rank 1 disagrees with rank 0 on --load: 'ck.safetensors' (" \
+  -- -wdir "$W/wa" "$W/a" --data "$TOK" --steps 3 "${R[@]}" --load ck.safetensors \
+  :: -wdir "$W/wb" "$W/a" --data "$TOK" --steps 3 "${R[@]}" --load ck.safetensors
+# one file, two spellings (and only rank 0's --save is written).
+mkdir -p "$W/same"
+cp "$TOK" "$W/same/t.tok" || fail "copy tokens"
+"$MPI" --allow-run-as-root --oversubscribe \
+  -np 1 -wdir "$W/same" "$W/a" --data t.tok --steps 3 --lr 1e-2 "${R[@]}" --save ck.safetensors \
+  : -np 1 -wdir "$W" "$W/a" --data "$W/same/t.tok" --steps 3 --lr 1e-2 "${R[@]}" \
+  --lr-schedule constant --save "$W/same/ck.safetensors" >"$W/spelled.log" 2>&1 \
+  || { cat "$W/spelled.log"; fail "one file spelled relative and absolute refused"; }
+diff <(steps "$W/spmd.log") <(steps "$W/spelled.log") || fail "two spellings: the steps differ from SPMD"
+[ -s "$W/same/ck.safetensors" ] || fail "two spellings: no checkpoint saved"
+echo "ok: inputs compare by content: one name for two files refused, two names for one file train as SPMD"
 echo PASS

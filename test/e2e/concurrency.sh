@@ -10,7 +10,10 @@
 #      one whole program that trains a step, and no temporary is left;
 #   3. another run's optimizer file at the same step, copied under the name
 #      a checkpoint gives, is refused on --load naming both run ids;
-#   4. --keep-last removes only its own run's step files of a shared stem.
+#   4. --keep-last removes only its own run's step files of a shared stem;
+#   5. two forks of one run (one run id, same step): one fork's optimizer
+#      file copied beside the other's weights, and the same with their
+#      exports, is refused on --load naming both save ids.
 # usage: concurrency.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR
 set -u
 CONFIGS=$1 BIN=$2 MPI=$3 TEXT=$4 W=$5
@@ -122,3 +125,33 @@ kept=$(cd "$W/rot" && ls | grep -v -e optim -e '\.lock$' | tr '\n' ' ')
   || fail "rotation with two runs on one stem kept: $kept"
 [ "$(grep -c 'another run saved' "$W/y.log")" = 1 ] || { cat "$W/y.log"; fail "no single note on the other run's files"; }
 echo "ok: --keep-last leaves another run's files of the stem: $kept"
+
+# 5. forks of one checkpoint share its run id and save at the same steps:
+# each save and export has its own save id, and a load pairs only one
+# save's weights and optimizer file.
+mkdir -p "$W/fork"
+F="$W/fork"
+run 1 "$W/q" --data "$TOK" --steps 2 "${TRAIN[@]}" --save "$F/base.safetensors" >"$F/base.log" 2>&1 \
+  || { cat "$F/base.log"; fail "fork: base run"; }
+run 1 "$W/q" --data "$TOK" --steps 4 "${TRAIN[@]}" --load "$F/base.safetensors" \
+  --save "$F/fa.safetensors" --export "$F/ea" >"$F/fa.log" 2>&1 || { cat "$F/fa.log"; fail "fork a"; }
+run 1 "$W/q" --data "$TOK" --steps 4 --max-grad-norm 1.0 --seed 5 --override-lr-schedule --lr 1e-3 \
+  --load "$F/base.safetensors" --save "$F/fb.safetensors" --export "$F/eb" >"$F/fb.log" 2>&1 \
+  || { cat "$F/fb.log"; fail "fork b"; }
+meta() { grep -ao "shardrt.$1\":\"[0-9a-f]*" "$2" | head -1 | cut -d'"' -f3; }
+OA="$F/fa.safetensors.optim-00000004-0" OB="$F/fb.safetensors.optim-00000004-0"
+[ "$(meta run "$F/fa.safetensors")" = "$(meta run "$F/fb.safetensors")" ] || fail "forks: run ids differ"
+sa=$(meta save "$OA") sb=$(meta save "$F/fb.safetensors") ea=$(meta save "$F/ea/optimizer.safetensors")
+eb=$(meta save "$F/eb/model.safetensors")
+[ ${#sa} = 32 ] && [ ${#sb} = 32 ] && [ "$sa" != "$sb" ] && [ "$sa" = "$(meta save "$F/fa.safetensors")" ] \
+  || fail "save ids: '$sa' '$sb'"
+[ ${#ea} = 32 ] && [ "$ea" != "$eb" ] && [ "$ea" = "$(meta save "$F/ea/model.safetensors")" ] \
+  || fail "export save ids: '$ea' '$eb'"
+cp "$OA" "$OB" && cp "$F/ea/optimizer.safetensors" "$F/eb/optimizer.safetensors" || fail "fork: copy"
+expect_error "another fork's optimizer file" "$sb" "$sa" "not written together" -- \
+  run 1 "$W/q" --data "$TOK" --steps 5 "${TRAIN[@]}" --load "$F/fb.safetensors"
+expect_error "another fork's export optimizer file" "$eb" "$ea" "not written together" -- \
+  run 1 "$W/q" --data "$TOK" --steps 5 "${TRAIN[@]}" --load "$F/eb"
+run 1 "$W/q" --data "$TOK" --steps 5 "${TRAIN[@]}" --load "$F/fa.safetensors" >"$F/fa5.log" 2>&1 \
+  || { cat "$F/fa5.log"; fail "fork a no longer resumes"; }
+echo "ok: forks of one run: each save and export has its own save id; a swapped optimizer file is refused"
