@@ -31,15 +31,7 @@ typedef struct record {
   int n;
 } record;
 
-// FNV-1a, continued from `h`.
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static const uint64_t kFnvBasis = 0xcbf29ce484222325ull;
+static const uint64_t kFnvBasis = TRAIN_FNV1A_BASIS;
 
 // Adds item `name` whose value is the formatted text (its digest: of the
 // whole text), or, when `hash` is not 0, that digest with the text shown.
@@ -52,7 +44,7 @@ static void add(record *r, const char *name, uint64_t hash, const char *fmt, ...
   vsnprintf(full, sizeof full, fmt, ap);
   va_end(ap);
   slot *s = &r->s[r->n++];
-  s->hash = hash ? hash : fnv(kFnvBasis, full, strlen(full));
+  s->hash = hash ? hash : train_fnv1a(kFnvBasis, full, strlen(full));
   snprintf(s->name, sizeof s->name, "%s", name);
   snprintf(s->text, sizeof s->text, "%s", full);
 }
@@ -72,17 +64,17 @@ static uint64_t params_hash(const srt_program *p) {
   uint64_t h = kFnvBasis;
   for (int32_t k = 0; k < p->num_params; ++k) {
     const srt_param_info *q = &p->params[k];
-    h = fnv(h, q->name, strlen(q->name) + 1);
+    h = train_fnv1a(h, q->name, strlen(q->name) + 1);
     int64_t v[] = {q->init,       q->rank,       q->offset,         q->grad_offset,
                    q->m_offset,   q->v_offset,   q->compute_offset, q->zero_row,
                    q->num_tp_blocks};
-    h = fnv(h, v, sizeof v);
-    h = fnv(h, q->global_shape, sizeof q->global_shape);
-    h = fnv(h, q->local_shape, sizeof q->local_shape);
-    h = fnv(h, q->tp_blocks, sizeof q->tp_blocks);
+    h = train_fnv1a(h, v, sizeof v);
+    h = train_fnv1a(h, q->global_shape, sizeof q->global_shape);
+    h = train_fnv1a(h, q->local_shape, sizeof q->local_shape);
+    h = train_fnv1a(h, q->tp_blocks, sizeof q->tp_blocks);
     for (int d = 0; d < 2; ++d) {
       int32_t pl[2] = {(int32_t)q->placement[d].kind, (int32_t)q->placement[d].dim};
-      h = fnv(h, pl, sizeof pl);
+      h = train_fnv1a(h, pl, sizeof pl);
     }
   }
   return h;
@@ -95,7 +87,7 @@ static void add_program(record *r, const srt_program *p) {
   if (p->abi != SRT_PROGRAM_ABI)
     return;
   char *config = canonical_config(p->config_json);
-  add(r, "program config", fnv(kFnvBasis, config, strlen(config)), "'%s'",
+  add(r, "program config", train_fnv1a(kFnvBasis, config, strlen(config)), "'%s'",
       p->model ? p->model : "?");
   free(config);
   add(r, "program mesh", 0, "dp=%lld x tp=%lld", (long long)p->dp, (long long)p->tp);
@@ -129,7 +121,7 @@ static void add_input(record *r, const char *flag, const char *path) {
 // so only whether it is given must agree (every rank takes part in the
 // writes); rank 0's spelling is the one used.
 static void add_output(record *r, const char *flag, const char *path) {
-  add(r, flag, fnv(kFnvBasis, path ? "given" : "none", path ? 5 : 4), "%s%s%s",
+  add(r, flag, train_fnv1a(kFnvBasis, path ? "given" : "none", path ? 5 : 4), "%s%s%s",
       path ? "'" : "(none)", path ? path : "", path ? "'" : "");
 }
 

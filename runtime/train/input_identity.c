@@ -20,14 +20,14 @@ enum {
   WINDOW = 64 << 10,
 };
 
-static uint64_t fnv(uint64_t h, const void *data, size_t n) {
+uint64_t train_fnv1a(uint64_t h, const void *data, size_t n) {
   const unsigned char *b = data;
   for (size_t i = 0; i < n; ++i)
     h = (h ^ b[i]) * 0x100000001b3ull;
   return h;
 }
 
-static const uint64_t kBasis = 0xcbf29ce484222325ull;
+static const uint64_t kBasis = TRAIN_FNV1A_BASIS;
 
 // Hashes `n` bytes of `fd` from `off` into *h. Returns 0, or an errno.
 static int hash_range(int fd, int64_t off, int64_t n, uint64_t *h) {
@@ -38,7 +38,7 @@ static int hash_range(int fd, int64_t off, int64_t n, uint64_t *h) {
       continue;
     if (got <= 0)
       return got < 0 ? errno : EIO; // shorter than stat said: changed under us
-    *h = fnv(*h, buf, (size_t)got);
+    *h = train_fnv1a(*h, buf, (size_t)got);
     off += got;
     n -= got;
   }
@@ -51,7 +51,7 @@ static int file_digest(const char *path, int64_t size, uint64_t *h) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return errno;
-  *h = fnv(kBasis, &size, sizeof size);
+  *h = train_fnv1a(kBasis, &size, sizeof size);
   int err = 0;
   if (size <= WHOLE_MAX) {
     err = hash_range(fd, 0, size, h);
@@ -92,7 +92,7 @@ static int folder_digest(const char *path, uint64_t *h, int *files, int64_t *byt
     if (!err && snprintf(full, sizeof full, "%s/%s", path, list[i]->d_name) < (int)sizeof full &&
         stat(full, &st) == 0 && S_ISREG(st.st_mode)) {
       err = file_digest(full, (int64_t)st.st_size, &d);
-      *h = fnv(fnv(*h, list[i]->d_name, strlen(list[i]->d_name) + 1), &d, sizeof d);
+      *h = train_fnv1a(train_fnv1a(*h, list[i]->d_name, strlen(list[i]->d_name) + 1), &d, sizeof d);
       ++*files;
       *bytes += (int64_t)st.st_size;
     }
@@ -123,13 +123,13 @@ uint64_t train_input_identity(const char *path, char *text, size_t size) {
       snprintf(text, size, "%s (folder: %d checkpoint files, %lld bytes, content %016llx)",
                shown, files, (long long)bytes, (unsigned long long)h);
   } else if (!err) { // a FIFO or a device: reading it would consume it; its name decides
-    h = fnv(fnv(kBasis, "name:", 5), path, len);
+    h = train_fnv1a(train_fnv1a(kBasis, "name:", 5), path, len);
     snprintf(text, size, "%s (not a regular file: compared by name)", shown);
   }
   if (err) { // the same on every rank is agreement: the load then says why
     snprintf(text, size, "%s (cannot read: %s)", shown, strerror(err));
     const char *why = strerror(err);
-    h = fnv(fnv(kBasis, "error:", 6), why, strlen(why));
+    h = train_fnv1a(train_fnv1a(kBasis, "error:", 6), why, strlen(why));
   }
   return h ? h : 1;
 }

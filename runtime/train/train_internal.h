@@ -289,6 +289,14 @@ typedef struct train_threads {
 /// to 1 rank / 1 CPU.
 train_threads train_choose_threads(int64_t requested);
 
+/// FNV-1a's 64-bit offset basis: the digest of no bytes.
+#define TRAIN_FNV1A_BASIS UINT64_C(0xcbf29ce484222325)
+
+/// FNV-1a (Fowler, Noll, Vo) over `n` bytes of `data`, continued from digest
+/// `h` (TRAIN_FNV1A_BASIS to start): the ranks' agreement digests (not a
+/// cryptographic hash: it tells mistakes apart, not adversaries).
+uint64_t train_fnv1a(uint64_t h, const void *data, size_t n);
+
 /// Refuses stacks the driver and the cpu kernels would overflow (a
 /// segmentation fault): a stack limit (RLIMIT_STACK, `ulimit -s`, the main
 /// thread's and by default every thread's) below 128 KiB, or an OpenMP
