@@ -493,6 +493,25 @@ static srt_status finish(const srt_program *p, const train_options *o, const tra
   return NULL;
 }
 
+// Rank 0's staging folder "<dir>.partial", made anew: the paths checked
+// again (a run is long), a crashed export's staging folder removed first.
+static srt_status stage_folder(const char *dir, const char *partial) {
+  SRT_RETURN_IF_ERROR(check_export_paths(dir));
+  remove_export(partial);
+  if (mkdir(partial, 0755) != 0)
+    return SRT_ERROR(SRT_IO, "export: cannot create '%s': %s", partial, strerror(errno));
+  return NULL;
+}
+
+// After a failed export: the previous export stays as it was; our staging
+// folder goes (when the paths are still ours to touch).
+static void drop_staging(const char *dir, const char *partial) {
+  srt_status again = check_export_paths(dir);
+  if (!again)
+    remove_export(partial);
+  srt_status_free(again);
+}
+
 srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
                         const train_options *o, const train_state *state,
                         const train_input *in) {
@@ -510,14 +529,7 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
   bool root = srt_context_rank(ctx) == 0;
   char partial[PATH_LEN];
   snprintf(partial, sizeof partial, "%s.partial", o->export_dir);
-  srt_status s = NULL;
-  if (root) { // checked again (a run is long); a crashed export's staging folder goes first
-    s = check_export_paths(o->export_dir);
-    if (!s)
-      remove_export(partial);
-    if (!s && mkdir(partial, 0755) != 0)
-      s = SRT_ERROR(SRT_IO, "export: cannot create '%s': %s", partial, strerror(errno));
-  }
+  srt_status s = root ? stage_folder(o->export_dir, partial) : NULL;
   SRT_RETURN_IF_ERROR(agree(ctx, s, "create the export folder"));
 
   srt_dtype dtype = export_dtype(p, o, in);
@@ -565,12 +577,8 @@ srt_status train_export(srt_context *ctx, const srt_program *p, uint8_t *arena,
     srt_status f = root ? finish(p, o, in, partial, &w, first, count, total, dtype) : NULL;
     s = agree(ctx, f, "finish the export");
   }
-  if (s && root) { // the previous export stays as it was; our staging folder goes
-    srt_status again = check_export_paths(o->export_dir);
-    if (!again)
-      remove_export(partial);
-    srt_status_free(again);
-  }
+  if (s && root)
+    drop_staging(o->export_dir, partial);
   free(first);
   train_weights_free(&w);
   return s;
