@@ -37,10 +37,12 @@ done
 # A --metrics reader that goes away (a pipe to `head`): the records stop with
 # a message and the run goes on to its last step, exit 0. (With the file
 # open for reading too, the driver was its own reader: no EPIPE, and once
-# the pipe filled the run blocked for good.)
-OMP_NUM_THREADS=2 "${TR0[@]}" --steps 30 --metrics >(head -n 2 >/dev/null) \
-  >"$W/pipe.log" 2>&1 || { cat "$W/pipe.log"; fail "--metrics pipe: exit status $?"; }
-grep -q "^step 30/30" "$W/pipe.log" || { cat "$W/pipe.log"; fail "--metrics pipe: no step 30"; }
+# the pipe filled the run blocked for good.) 600 records (~100 KB) overfill
+# the 64 KiB pipe whenever head ends, so the write fails every time.
+OMP_NUM_THREADS=2 timeout 120 "${TR0[@]}" --steps 600 --log-every 100 \
+  --metrics >(head -n 2 >/dev/null) >"$W/pipe.log" 2>&1 \
+  || { cat "$W/pipe.log"; fail "--metrics pipe: exit status $? (124: blocked)"; }
+grep -q "^step 600/600" "$W/pipe.log" || { cat "$W/pipe.log"; fail "--metrics pipe: no step 600"; }
 grep -q -- "--metrics .*write failed" "$W/pipe.log" || { cat "$W/pipe.log"; fail "--metrics pipe: no message"; }
 echo "ok: a --metrics reader that went away: $(grep -m1 'write failed' "$W/pipe.log")"
 expect_error "OMP_STACKSIZE=16K" "OMP_STACKSIZE=16K" "128 KiB" -- env OMP_STACKSIZE=16K "${TR[@]}"
