@@ -29,8 +29,9 @@ static const uint8_t *find_separator(const uint8_t *data, size_t size) {
 }
 
 static import_param g_params[] = {
-    {"model.embed_tokens.weight", IMPORT_PARAM_EMBEDDING, 2, {8, 4, 0}},
-    {"model.norm.weight", IMPORT_PARAM_NORM, 1, {4, 0, 0}},
+    {.name = "model.embed_tokens.weight", .kind = IMPORT_PARAM_EMBEDDING, .rank = 2,
+     .dims = {8, 4, 0}},
+    {.name = "model.norm.weight", .kind = IMPORT_PARAM_NORM, .rank = 1, .dims = {4, 0, 0}},
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
