@@ -135,14 +135,14 @@ typedef struct attn_ctx {
 
 static void run_attn_fwd(void *p) {
   attn_ctx *c = p;
-  check(srt_cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, c->ws,
+  check(srt_cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, NULL, c->ws,
                                   &c->cfg));
 }
 
 static void run_attn_bwd(void *p) {
   attn_ctx *c = p;
   check(srt_cpu_attention_backward(c->dq, c->dk, c->dv, c->dout, c->q, c->k,
-                                   c->v, c->out, c->lse, c->ws, &c->cfg));
+                                   c->v, c->out, c->lse, NULL, c->ws, &c->cfg));
 }
 
 typedef struct mamba_ctx {

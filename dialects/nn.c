@@ -303,13 +303,15 @@ MlirValue nn_build_rms_norm(nn_builder *b, const char *module, MlirValue x,
 }
 
 void nn_build_rotary_embedding(nn_builder *b, const char *module,
-                               const nn_rope *rope, int64_t batch, int64_t seq,
-                               MlirType element, MlirValue *cos,
-                               MlirValue *sin) {
+                               const nn_rope *rope, MlirValue position_ids,
+                               int64_t batch, int64_t seq, MlirType element,
+                               MlirValue *cos, MlirValue *sin) {
   int64_t dims[3] = {batch, seq, rope->head_dim};
   MlirType t = nn_tensor_type(b->ctx, 3, dims, element);
   op_spec s;
   spec_init(&s, b, NN_OP_ROTARY_EMBEDDING, module);
+  if (!mlirValueIsNull(position_ids))
+    spec_operands(&s, 1, &position_ids);
   spec_int(&s, "head_dim", rope->head_dim);
   spec_float(&s, "theta", rope->theta);
   spec_str(&s, "rope_type", rope->rope_type);
@@ -337,11 +339,12 @@ MlirValue nn_build_apply_rotary(nn_builder *b, const char *module, MlirValue x,
 }
 
 MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
-                             MlirValue k, MlirValue v,
+                             MlirValue k, MlirValue v, MlirValue segment_ids,
                              const nn_attention_config *cfg) {
   op_spec s;
   spec_init(&s, b, NN_OP_ATTENTION, module);
-  spec_operands(&s, 3, (MlirValue[]){q, k, v});
+  bool segments = !mlirValueIsNull(segment_ids);
+  spec_operands(&s, segments ? 4 : 3, (MlirValue[]){q, k, v, segment_ids});
   spec_int(&s, "num_heads", cfg->num_heads);
   spec_int(&s, "num_kv_heads", cfg->num_kv_heads);
   spec_int(&s, "head_dim", cfg->head_dim);

@@ -193,12 +193,13 @@ typedef struct nn_rope {
   int64_t original_max_position_embeddings;
 } nn_rope;
 
-/// Builds the rotary tuple for positions 0..S-1: cos and sin, each
-/// [batch, seq, head_dim] in `element`.
+/// Builds the rotary tuple: cos and sin, each [batch, seq, head_dim] in
+/// `element`, for the positions in `position_ids` (int64 [batch, seq]), or
+/// for 0..S-1 when it is null (no operand).
 void nn_build_rotary_embedding(nn_builder *b, const char *module,
-                               const nn_rope *rope, int64_t batch, int64_t seq,
-                               MlirType element, MlirValue *cos,
-                               MlirValue *sin);
+                               const nn_rope *rope, MlirValue position_ids,
+                               int64_t batch, int64_t seq, MlirType element,
+                               MlirValue *cos, MlirValue *sin);
 
 /// x [B, S, N * head_dim], cos/sin [B, S, head_dim] -> x's type.
 MlirValue nn_build_apply_rotary(nn_builder *b, const char *module, MlirValue x,
@@ -215,9 +216,11 @@ typedef struct nn_attention_config {
 
 /// q [B, S, H * hd], k/v [B, S, KV * hd] -> the output, q's type (the op's
 /// second result, the log-sum-exp [B, H, S] f32 the backward reads, is
-/// result 1 of the output's owner).
+/// result 1 of the output's owner). `segment_ids` (int64 [B, S], each
+/// token's document in its row, -1 padding; null: one document) becomes the
+/// optional fourth operand: queries see keys of their own document only.
 MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
-                             MlirValue k, MlirValue v,
+                             MlirValue k, MlirValue v, MlirValue segment_ids,
                              const nn_attention_config *cfg);
 
 /// activation "silu" or "gelu_tanh"; gate and up of one type -> that type.

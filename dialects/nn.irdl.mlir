@@ -95,6 +95,9 @@ irdl.dialect @nn {
   // query's log-sum-exp of its scores (nats), which the backward reads
   // instead of running the forward again. sliding_window = 0: none;
   // softcap = 0.0: none (else scores = softcap * tanh(scores / softcap)).
+  // segment_ids (optional, int [B, S]): each token's document within its
+  // row; a query sees only the keys of its own document (a run of equal
+  // ids), and a token of id -1 (padding) neither sees nor is seen.
   irdl.operation @attention {
     %q = irdl.base "!builtin.tensor"
     %kv = irdl.base "!builtin.tensor"
@@ -108,7 +111,8 @@ irdl.dialect @nn {
     %window = irdl.base "#builtin.integer"
     %softcap = irdl.base "#builtin.float"
     %lse = irdl.base "!builtin.tensor"
-    irdl.operands(query: %q, key: %kv, value: %kv)
+    %seg = irdl.base "!builtin.tensor"
+    irdl.operands(query: %q, key: %kv, value: %kv, segment_ids: optional %seg)
     irdl.results(output: %q, lse: %lse)
     irdl.attributes {"num_heads" = %heads, "num_kv_heads" = %kv_heads,
                      "head_dim" = %head_dim, "causal" = %causal,
@@ -359,7 +363,8 @@ irdl.dialect @nn {
   }
 
   // (dq, dk, dv) of nn.attention from its query, key, value, output, lse
-  // and dy, the output's gradient (same attributes as the forward op).
+  // and dy, the output's gradient, and the forward's segment_ids when it has
+  // them (same attributes as the forward op).
   irdl.operation @attention_grad {
     %q = irdl.base "!builtin.tensor"
     %kv = irdl.base "!builtin.tensor"
@@ -373,7 +378,9 @@ irdl.dialect @nn {
     %window = irdl.base "#builtin.integer"
     %softcap = irdl.base "#builtin.float"
     %lse = irdl.base "!builtin.tensor"
-    irdl.operands(query: %q, key: %kv, value: %kv, output: %q, lse: %lse, dy: %q)
+    %seg = irdl.base "!builtin.tensor"
+    irdl.operands(query: %q, key: %kv, value: %kv, output: %q, lse: %lse, dy: %q,
+                  segment_ids: optional %seg)
     irdl.results(dquery: %q, dkey: %kv, dvalue: %kv)
     irdl.attributes {"num_heads" = %heads, "num_kv_heads" = %kv_heads,
                      "head_dim" = %head_dim, "causal" = %causal,

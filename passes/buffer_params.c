@@ -193,6 +193,7 @@ void tp_buffer_plan_params(tp_buffer_build *b) {
   intptr_t nargs = mlirBlockGetNumArguments(b->body);
   MlirAttribute all = mlirOperationGetAttributeByName(b->func, str("arg_attrs"));
   b->plan->params = calloc((size_t)nargs + 1, sizeof *b->plan->params);
+  b->plan->position_ids_offset = b->plan->segment_ids_offset = -1;
   persistent_cursors c = {0};
   if (b->policy->offload)
     c = offload_cursors(b, all);
@@ -209,14 +210,18 @@ void tp_buffer_plan_params(tp_buffer_build *b) {
                              : mlirDictionaryAttrGetElementByName(dict, str(NN_PARAM_ATTR));
     int64_t bytes = param_bytes(arg);
     if (mlirAttributeIsNull(name)) {
-      // input_ids, then labels (int64 [local_batch, seq]).
+      // input_ids, labels, then optionally position_ids and segment_ids
+      // (int64 [local_batch, seq]).
       int64_t at = take(inputs_at, bytes);
-      if (ints == 0)
-        b->plan->ids_offset = at;
-      else if (ints == 1)
-        b->plan->labels_offset = at;
+      int64_t *slots[4] = {&b->plan->ids_offset, &b->plan->labels_offset,
+                           &b->plan->position_ids_offset, &b->plan->segment_ids_offset};
+      if (ints < 4)
+        *slots[ints] = at;
       else
-        tp_buffer_fail(b, "argument %ld is neither a parameter nor input_ids/labels", (long)i);
+        tp_buffer_fail(b,
+                       "argument %ld is neither a parameter nor input_ids, labels, "
+                       "position_ids or segment_ids",
+                       (long)i);
       ++ints;
       tp_buffer_set(b, arg, at, TP_BUF_I64);
       b->plan->mem.inputs += bytes;

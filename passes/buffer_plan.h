@@ -61,6 +61,9 @@ typedef struct tp_buffer_plan {
   /// Regions: the persistent region's end, the host-only prefix's end (0
   /// without offload), the input ids and labels, the arena's end.
   int64_t persistent, offload, ids_offset, labels_offset, arena;
+  // position_ids and segment_ids (int64 [local_batch, seq], arguments 2
+  // and 3), or -1 for a step that takes only input_ids and labels.
+  int64_t position_ids_offset, segment_ids_offset;
   /// The logits kept (policy keep_logits), else null.
   MlirValue logits;
   /// The global vocabulary (the embedding's rows times its tp parts), 0 if

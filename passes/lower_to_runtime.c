@@ -659,6 +659,8 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .offload = r.policy.offload ? r.plan.offload : 0,
                          .ids_offset = r.plan.ids_offset,
                          .labels_offset = r.plan.labels_offset,
+                         .position_ids_offset = r.plan.position_ids_offset,
+                         .segment_ids_offset = r.plan.segment_ids_offset,
                          .params = r.plan.params,
                          .num_params = r.plan.num_params,
                          .step = "shard_step",

@@ -116,8 +116,11 @@ static void apply_vjp(ad_run *r, MlirOperation fwd, const nn_vjp *vjp, MlirValue
     return;
   MlirValue ops[NN_MAX_VJP_VALUES];
   int n = 0;
-  for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o)
+  for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o) {
+    if (*o >= '0' && *o <= '9' && *o - '0' >= nfwd)
+      continue; // an absent optional operand (attention without segment_ids)
     ops[n++] = vjp_operand(r, fwd, *o, dy);
+  }
   if (vjp->grad == NN_OP_NONE) { // the gradient passes through (an add)
     for (int i = 0; i < nt; ++i)
       accumulate(r, targets[i], ops[0], m);

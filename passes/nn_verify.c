@@ -254,6 +254,20 @@ static void want_lse(checker *c, const nn_shape *lse, const nn_shape *q, int64_t
 
 static void check_static(checker *c);
 
+// An attention's optional segment_ids (operand i): integer [batch, seq] of
+// its query q.
+static void want_segments(checker *c, intptr_t i, const nn_shape *q) {
+  nn_shape seg;
+  if (mlirOperationGetNumOperands(c->op) <= i || !operand_shape(c, i, "segment_ids", &seg))
+    return;
+  if (!is_int(seg.element)) {
+    fail(c, "segment_ids must have an integer element type");
+    return;
+  }
+  nn_shape expect = {2, {q->dims[0], q->dims[1]}, seg.element};
+  want_shape(c, "segment_ids", &seg, &expect);
+}
+
 static void check_attention(checker *c) {
   nn_shape q, k;
   if (!operand_shape(c, 0, "query", &q) || !operand_shape(c, 1, "key", &k))
@@ -300,6 +314,7 @@ static void check_attention(checker *c) {
   nn_shape lse;
   if (result_shape(c, 1, &lse))
     want_lse(c, &lse, &q, h);
+  want_segments(c, 3, &q);
 }
 
 // nn.attention_grad: statically shaped, its lse operand as the forward's.
@@ -307,8 +322,10 @@ static void check_attention_grad(checker *c) {
   check_static(c);
   nn_shape q, lse;
   if (nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, 0)), &q) && q.rank == 3 &&
-      nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, 4)), &lse))
+      nn_shape_of(mlirValueGetType(mlirOperationGetOperand(c->op, 4)), &lse)) {
     want_lse(c, &lse, &q, nn_attr_int(c->op, "num_heads", 0));
+    want_segments(c, 6, &q);
+  }
 }
 
 static void check_float_elementwise(checker *c) {

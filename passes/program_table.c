@@ -157,6 +157,8 @@ static void program(aggregate *a, const tp_program_desc *d) {
   set_i64(a, kProgram_offload_bytes, d->offload);
   set_i64(a, kProgram_input_ids_offset, d->ids_offset);
   set_i64(a, kProgram_labels_offset, d->labels_offset);
+  set_i64(a, kProgram_position_ids_offset, d->position_ids_offset);
+  set_i64(a, kProgram_segment_ids_offset, d->segment_ids_offset);
   set_i32(a, kProgram_num_params, d->num_params);
   set_ptr(a, kProgram_params, "params");
   set_ptr(a, kProgram_step, d->step);

@@ -45,6 +45,7 @@ typedef struct tp_program_desc {
   double initializer_range;
   double flops_per_token; // the module's nn.flops_per_token (shard-import's count), or 0
   int64_t arena, persistent, ids_offset, labels_offset;
+  int64_t position_ids_offset, segment_ids_offset; // -1: the step takes none
   int64_t offload; // the host-only prefix of the persistent region (--cpu-offload), or 0
   const tp_program_param *params;
   int num_params;

@@ -37,7 +37,7 @@ static const tp_rule kHeadNorm = {
 static const tp_rule kRotary = {.operands = {"bs"}, .results = {"bsg", "bsg"}, .whole = "g"};
 static const tp_rule kApplyRotary = {
     .operands = {"bsh", "bsg", "bsg"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
-static const tp_rule kAttention = {.operands = {"bSh", "bTh", "bTh"},
+static const tp_rule kAttention = {.operands = {"bSh", "bTh", "bTh", "bS"},
                                    .results = {"bSh", "bhS"},
                                    .whole = "ST",
                                    .heads = "h",
@@ -95,7 +95,8 @@ static const tp_rule kHeadNormGradWeight = {.operands = {"bsh", "bsh"},
                                             .heads = "h"};
 static const tp_rule kApplyRotaryGrad = {
     .operands = {"bsh", "bsg", "bsg"}, .results = {"bsh"}, .whole = "g", .heads = "h"};
-static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh", "bhS", "bSh"},
+static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh", "bhS", "bSh",
+                                                    "bS"},
                                        .results = {"bSh", "bTh", "bTh"},
                                        .whole = "ST",
                                        .heads = "h",

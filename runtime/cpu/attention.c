@@ -1,5 +1,6 @@
 // Scaled dot-product attention on [B, S, heads * head_dim] activations:
-// causal, grouped KV heads, sliding window, logit softcap; forward + backward.
+// causal, grouped KV heads, sliding window, logit softcap, packed documents
+// (segment ids); forward + backward.
 #include "shardrt/kernels.h"
 
 #include <math.h>
@@ -22,6 +23,15 @@
 // Tasks: forward (b, h, query block), independent; backward (b, kv head),
 // each owning its dK/dV rows, summed over its query heads and blocks in a
 // fixed order. Results are the same bytes for any thread count.
+//
+// Packed documents (segment_ids [B, S], the document of each token): a
+// query sees only the keys of its own run of equal ids, so its visible keys
+// stay one contiguous range, the intersection of its document with the
+// causal / window range, and both ends of that range still move right with
+// the query (a padding query, id -1, gets the empty range at its own lower
+// end). A block's tiles cover the union of its rows' ranges only: key tiles
+// of other documents are never visited, and the cost is about the sum of
+// the squared document lengths (flash-attention's varlen, cu_seqlens).
 enum { kQueryBlock = 128, kKeyBlock = 512 };
 
 // Queries per task: kQueryBlock, or half that for a causal (or windowed)
@@ -108,43 +118,75 @@ static head_view view_of(const srt_attention_config *c, int64_t b, int64_t h) {
   return v;
 }
 
+// The visible keys [lo[r], hi[r]) of each query i0 + r of a block [i0, i1)
+// of batch row `seg` (segment ids of that row, or NULL: one document).
+typedef struct block_ranges {
+  int64_t lo[kQueryBlock], hi[kQueryBlock];
+} block_ranges;
+
+static void block_ranges_of(const srt_attention_config *c, const int64_t *seg, int64_t i0,
+                            int64_t i1, block_ranges *br) {
+  if (!seg) {
+    for (int64_t i = i0; i < i1; i++) {
+      br->lo[i - i0] = key_lo(c, i);
+      br->hi[i - i0] = key_hi(c, i);
+    }
+    return;
+  }
+  int64_t start = i0; // the first token of query i's document
+  while (start > 0 && seg[start - 1] == seg[i0])
+    start--;
+  int64_t end = i0; // one past its last
+  for (int64_t i = i0; i < i1; i++) {
+    if (i > i0 && seg[i] != seg[i - 1])
+      start = i;
+    if (end <= i)
+      for (end = i + 1; end < c->seq && seg[end] == seg[i];)
+        end++;
+    int64_t lo = key_lo(c, i) > start ? key_lo(c, i) : start;
+    int64_t hi = key_hi(c, i) < end ? key_hi(c, i) : end;
+    br->lo[i - i0] = lo;
+    br->hi[i - i0] = seg[i] < 0 || hi < lo ? lo : hi;
+  }
+}
+
 // One (query block, key tile) pair: queries [i0, i0 + m), keys [j0, j0 + nk).
 typedef struct tile {
   int64_t i0, m, j0, nk;
   bool whole; // every query sees every key: no element masking
 } tile;
 
-// Key tiles of query block [i0, i1): its visible keys [lo, hi) (the union of
-// its rows' ranges, contiguous, so no tile inside is hidden wholly: the keys
-// the causal or sliding-window mask hides from every row are never visited)
-// cut into tiles of kKeyBlock from lo, the last one cut at hi (so a causal
-// block computes only its diagonal triangle in vain). Returns false past the
-// last tile; *t is the tile at key j, `whole` when no element needs masking.
-static bool next_tile(const srt_attention_config *c, int64_t i0, int64_t i1, int64_t j,
-                      tile *t) {
-  int64_t hi = key_hi(c, i1 - 1);
+// Key tiles of a query block of m rows with ranges br: the union of its
+// rows' ranges [br->lo[0], br->hi[m - 1]) (contiguous, so no tile inside is
+// hidden wholly: the keys the causal, sliding-window or document mask hides
+// from every row are never visited) cut into tiles of kKeyBlock from lo,
+// the last one cut at hi (so a causal block computes only its diagonal
+// triangle in vain). Returns false past the last tile; *t is the tile at
+// key j, `whole` when no element needs masking.
+static bool next_tile(const block_ranges *br, int64_t i0, int64_t m, int64_t j, tile *t) {
+  int64_t hi = br->hi[m - 1];
   if (j >= hi)
     return false;
   t->i0 = i0;
-  t->m = i1 - i0;
+  t->m = m;
   t->j0 = j;
   t->nk = j + kKeyBlock < hi ? kKeyBlock : hi - j;
   int64_t end = j + t->nk;
   // Visible ranges move right with i (both ends non-decreasing): the block's
   // last query has the rightmost lo, its first the leftmost hi.
-  t->whole = key_lo(c, i1 - 1) <= j && key_hi(c, i0) >= end;
+  t->whole = br->lo[m - 1] <= j && br->hi[0] >= end;
   return true;
 }
 
-// The visible range of row i inside tile t, as offsets [lo, hi) into the row.
-static void row_range(const srt_attention_config *c, const tile *t, int64_t i,
-                      int64_t *lo, int64_t *hi) {
+// The visible range of row r inside tile t, as offsets [lo, hi) into the row.
+static void row_range(const block_ranges *br, const tile *t, int64_t r, int64_t *lo,
+                      int64_t *hi) {
   if (t->whole) {
     *lo = 0;
     *hi = t->nk;
     return;
   }
-  int64_t a = key_lo(c, i) - t->j0, b = key_hi(c, i) - t->j0;
+  int64_t a = br->lo[r] - t->j0, b = br->hi[r] - t->j0;
   *lo = a < 0 ? 0 : a > t->nk ? t->nk : a;
   *hi = b < *lo ? *lo : b > t->nk ? t->nk : b;
 }
@@ -187,8 +229,8 @@ static void scale_row(float *row, int64_t n, float s) {
 
 // One forward task: queries [i0, i1) of (b, h), out rows and lse written.
 static srt_status forward_block(float *out, float *lse, const float *q,
-                                const float *k, const float *v, float *ws,
-                                const srt_attention_config *c, int64_t b,
+                                const float *k, const float *v, const int64_t *seg,
+                                float *ws, const srt_attention_config *c, int64_t b,
                                 int64_t h, int64_t i0, int64_t i1) {
   head_view hv = view_of(c, b, h);
   int64_t hd = c->head_dim, m = i1 - i0;
@@ -201,14 +243,16 @@ static srt_status forward_block(float *out, float *lse, const float *q,
     l[r] = 0.0f;
     memset(O + r * hv.ldq, 0, (size_t)hd * sizeof *O);
   }
+  block_ranges br;
+  block_ranges_of(c, seg ? seg + b * c->seq : NULL, i0, i1, &br);
   tile t;
-  for (int64_t j = key_lo(c, i0); next_tile(c, i0, i1, j, &t); j += t.nk) {
+  for (int64_t j = br.lo[0]; next_tile(&br, i0, m, j, &t); j += t.nk) {
     // s[m, nk] = scale * Q K[j:j+nk]^T
     SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, c->scale, Q, hv.ldq,
                                      K + j * hv.ldkv, hv.ldkv, 0.0f, s, kKeyBlock));
     for (int64_t r = 0; r < m; r++) {
       int64_t lo, hi;
-      row_range(c, &t, i0 + r, &lo, &hi);
+      row_range(&br, &t, r, &lo, &hi);
       float *row = s + r * kKeyBlock;
       if (c->softcap > 0.0f)
         softcap_row(row, lo, hi, c->softcap);
@@ -225,6 +269,10 @@ static srt_status forward_block(float *out, float *lse, const float *q,
                                      V + j * hv.ldkv, hv.ldkv, 1.0f, O, hv.ldq));
   }
   for (int64_t r = 0; r < m; r++) {
+    if (l[r] == 0.0f) { // a padding query: it sees no key
+      L[r] = -INFINITY;
+      continue;
+    }
     scale_row(O + r * hv.ldq, hd, 1.0f / l[r]);
     L[r] = mx[r] + logf(l[r]);
   }
@@ -254,6 +302,7 @@ static void keep_first(srt_status *first, srt_status s) {
 // The operands of one attention call, shared by its tasks.
 typedef struct attention_args {
   const srt_attention_config *c;
+  const int64_t *seg; // segment ids [B, S], or NULL
   const float *q, *k, *v, *out, *dout, *lse_in;
   float *o, *lse, *dq, *dk, *dv;
 } attention_args;
@@ -287,16 +336,17 @@ static srt_status forward_task(const attention_args *a, float *ws, int64_t task)
   const srt_attention_config *c = a->c;
   int64_t qb = query_block(c), blocks = query_blocks(c), bh = task / blocks;
   int64_t i0 = task % blocks * qb, i1 = i0 + qb < c->seq ? i0 + qb : c->seq;
-  return forward_block(a->o, a->lse, a->q, a->k, a->v, ws, c, bh / c->heads, bh % c->heads,
-                       i0, i1);
+  return forward_block(a->o, a->lse, a->q, a->k, a->v, a->seg, ws, c, bh / c->heads,
+                       bh % c->heads, i0, i1);
 }
 
 srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
                                      const float *k, const float *v,
-                                     float *workspace,
+                                     const int64_t *segment_ids, float *workspace,
                                      const srt_attention_config *config) {
   SRT_RETURN_IF_ERROR(check_config("attention forward", config));
-  attention_args a = {.c = config, .q = q, .k = k, .v = v, .o = out, .lse = lse};
+  attention_args a = {.c = config, .seg = segment_ids, .q = q, .k = k, .v = v, .o = out,
+                      .lse = lse};
   // Causal blocks differ in cost: dynamic scheduling.
   return run_tasks(&a, workspace, config->batch * config->heads * query_blocks(config),
                    forward_task);
@@ -349,8 +399,10 @@ static srt_status backward_block(const attention_args *a, float *ws, int64_t b, 
     D[r] = srt_dot(dO + r * hv.ldq, O + r * hv.ldq, hd);
     memset(dQ + r * hv.ldq, 0, (size_t)hd * sizeof *dQ);
   }
+  block_ranges br;
+  block_ranges_of(c, a->seg ? a->seg + b * c->seq : NULL, i0, i1, &br);
   tile t;
-  for (int64_t j = key_lo(c, i0); next_tile(c, i0, i1, j, &t); j += t.nk) {
+  for (int64_t j = br.lo[0]; next_tile(&br, i0, m, j, &t); j += t.nk) {
     const float *Kj = K + j * hv.ldkv, *Vj = V + j * hv.ldkv;
     // s = scale Q K^T (recomputed), dp = dO V^T
     SRT_RETURN_IF_ERROR(srt_cpu_gemm(false, true, m, t.nk, hd, c->scale, Q, hv.ldq, Kj,
@@ -359,7 +411,7 @@ static srt_status backward_block(const attention_args *a, float *ws, int64_t b, 
                                      hv.ldkv, 0.0f, dp, kKeyBlock));
     for (int64_t r = 0; r < m; r++) {
       int64_t lo, hi;
-      row_range(c, &t, i0 + r, &lo, &hi);
+      row_range(&br, &t, r, &lo, &hi);
       backward_row(s + r * kKeyBlock, dp + r * kKeyBlock, t.nk, lo, hi, L[r], D[r],
                    c->scale, c->softcap);
     }
@@ -391,7 +443,7 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
                                       const float *dout, const float *q,
                                       const float *k, const float *v,
                                       const float *out, const float *lse,
-                                      float *workspace,
+                                      const int64_t *segment_ids, float *workspace,
                                       const srt_attention_config *config) {
   SRT_RETURN_IF_ERROR(check_config("attention backward", config));
   const srt_attention_config *c = config;
@@ -399,7 +451,7 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
   size_t kv_floats = (size_t)(c->batch * c->seq * c->kv_heads * c->head_dim);
   memset(dk, 0, kv_floats * sizeof *dk);
   memset(dv, 0, kv_floats * sizeof *dv);
-  attention_args a = {.c = c, .q = q, .k = k, .v = v, .out = out, .dout = dout,
-                      .lse_in = lse, .dq = dq, .dk = dk, .dv = dv};
+  attention_args a = {.c = c, .seg = segment_ids, .q = q, .k = k, .v = v, .out = out,
+                      .dout = dout, .lse_in = lse, .dq = dq, .dk = dk, .dv = dv};
   return run_tasks(&a, workspace, c->batch * c->kv_heads, backward_task);
 }

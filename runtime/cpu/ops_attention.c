@@ -75,8 +75,9 @@ static void move_heads(float *full, float *part, int64_t rows, int64_t heads, in
   }
 }
 
-srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
-                                int64_t lse, const srt_op_attention_config *config) {
+srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                int64_t segment_ids, int64_t out, int64_t lse,
+                                const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention", config, &heads));
   int64_t first = heads.first_head, group = heads.group;
@@ -84,11 +85,12 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, in
   int64_t B = c->batch, S = c->seq, rows = B * S, H = c->num_heads, hd = c->head_dim;
   srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
   int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * S;
+  const int64_t *seg = segment_ids >= 0 ? ops_i64(e, segment_ids) : NULL;
   float *scratch;
   if (c->q_head_offset_axis < 0) {
     SRT_RETURN_IF_ERROR(ops_scratch(e, ws, &scratch));
     return srt_cpu_attention_forward(ops_f32(e, out), ops_f32(e, lse), ops_f32(e, q),
-                                     ops_f32(e, k), ops_f32(e, v), scratch, &kc);
+                                     ops_f32(e, k), ops_f32(e, v), seg, scratch, &kc);
   }
   // Replicated KV: per run, gathered lse, q [rows, n*hd], out, k, v [rows, hd].
   int64_t qn = rows * H * hd, kn = rows * hd;
@@ -100,7 +102,7 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, in
     move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     srt_attention_config rc = kernel_config(c, run.count, 1);
-    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, ls, qs, ks, vs, scratch, &rc));
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, ls, qs, ks, vs, seg, scratch, &rc));
     move_heads(ops_f32(e, out), os, rows, H, hd, run.h0, run.count, 1);
     move_lse(ops_f32(e, lse), ls, B, H, S, run.h0, run.count, 1);
     h0 += run.count;
@@ -109,8 +111,8 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, in
 }
 
 srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
-                                     int64_t out, int64_t lse, int64_t dy, int64_t dq,
-                                     int64_t dk, int64_t dv,
+                                     int64_t out, int64_t lse, int64_t dy,
+                                     int64_t segment_ids, int64_t dq, int64_t dk, int64_t dv,
                                      const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
@@ -120,12 +122,13 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
   srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
   int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * S;
   int64_t qn = rows * H * hd, kn = rows * hd;
+  const int64_t *seg = segment_ids >= 0 ? ops_i64(e, segment_ids) : NULL;
   float *scratch;
   if (c->q_head_offset_axis < 0) {
     SRT_RETURN_IF_ERROR(ops_scratch(e, ws, &scratch));
     return srt_cpu_attention_backward(ops_f32(e, dq), ops_f32(e, dk), ops_f32(e, dv),
                                       ops_f32(e, dy), ops_f32(e, q), ops_f32(e, k),
-                                      ops_f32(e, v), ops_f32(e, out), ops_f32(e, lse),
+                                      ops_f32(e, v), ops_f32(e, out), ops_f32(e, lse), seg,
                                       scratch, &kc);
   }
   // Replicated KV: gathered lse, q, out, dy, dq [rows, n*hd] and k, v, dk,
@@ -146,7 +149,7 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
     move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
     srt_attention_config rc = kernel_config(c, run.count, 1);
     SRT_RETURN_IF_ERROR(
-        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, ls, scratch, &rc));
+        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, ls, seg, scratch, &rc));
     move_heads(ops_f32(e, dq), dqs, rows, H, hd, run.h0, run.count, 1);
     // Runs are maximal, so each KV head gets at most one run's gradient.
     move_heads(ops_f32(e, dk), dks, rows, c->num_kv_heads, hd, run.kv, 1, 1);

@@ -38,15 +38,17 @@ srt_status srt_cpu_op_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y, int
   return NULL;
 }
 
-srt_status srt_cpu_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, int64_t batch,
-                                       int64_t seq, int64_t head_dim, double theta,
+srt_status srt_cpu_op_rotary_embedding(srt_exec *e, int64_t position_ids, int64_t cos,
+                                       int64_t sin, int64_t batch, int64_t seq,
+                                       int64_t head_dim, double theta,
                                        int64_t rope_type, double factor, double low_freq_factor,
                                        double high_freq_factor,
                                        int64_t original_max_positions) {
   srt_rope_config c = srt_op_rope_config(head_dim, theta, rope_type, factor, low_freq_factor,
                                          high_freq_factor, original_max_positions);
-  return srt_cpu_rotary_embedding_forward(ops_f32(e, cos), ops_f32(e, sin), NULL, batch, seq,
-                                          &c);
+  return srt_cpu_rotary_embedding_forward(ops_f32(e, cos), ops_f32(e, sin),
+                                          position_ids >= 0 ? ops_i64(e, position_ids) : NULL,
+                                          batch, seq, &c);
 }
 
 srt_status srt_cpu_op_apply_rotary(srt_exec *e, int64_t x, int64_t cos, int64_t sin, int64_t y,

@@ -123,13 +123,14 @@ cudaError_t srt_cuda_rms_norm_backward_weight(float *dw, const srt_bf16 *x,
 // Rotary embedding (kernels/rotary.cu)
 //===----------------------------------------------------------------------===//
 
-/// cos/sin [batch, seq, head_dim] (fp32) for positions 0..seq-1:
-/// angle = (float)s * inv_freq[i mod head_dim/2] rounded to fp32, as
+/// cos/sin [batch, seq, head_dim] (fp32) for the positions position_ids
+/// [batch, seq] (int64, on the device), or 0..seq-1 when NULL:
+/// angle = (float)pos * inv_freq[i mod head_dim/2] rounded to fp32, as
 /// srt_cpu_rotary_embedding_forward. inv_freq: [head_dim / 2] on the device
 /// (from srt_cpu_rotary_inv_freq).
 cudaError_t srt_cuda_rotary_tables(float *cos, float *sin, const float *inv_freq,
-                                   int64_t batch, int64_t seq, int64_t head_dim,
-                                   cudaStream_t stream);
+                                   const int64_t *position_ids, int64_t batch, int64_t seq,
+                                   int64_t head_dim, cudaStream_t stream);
 /// RoPE on every head (rotate-half), as srt_cpu_apply_rotary_forward;
 /// y, x: [batch, seq, heads * head_dim]; cos, sin: [batch, seq, head_dim].
 cudaError_t srt_cuda_apply_rotary_forward(srt_bf16 *y, const srt_bf16 *x, const float *cos,
@@ -163,19 +164,25 @@ typedef struct srt_cuda_attention_shape {
 /// out = softmax(mask(softcap(scale q k^T))) v, fp32 online softmax;
 /// lse [batch, heads, seq] fp32 WRITTEN with each query's log-sum-exp.
 /// q, out: [batch, seq, heads * hd]; k, v: [batch, seq, kv_heads * hd].
+/// segment_ids: [batch, seq] on the device (packed documents, as
+/// srt_cpu_attention_forward's; each document its own id) or NULL: a key
+/// of another segment is masked (element by element: tiles are not
+/// skipped), a padding query (-1) gets out 0 and lse -inf.
 /// head_dim <= 256.
 cudaError_t srt_cuda_attention_forward(srt_bf16 *out, float *lse, const srt_bf16 *q,
                                        const srt_bf16 *k, const srt_bf16 *v,
+                                       const int64_t *segment_ids,
                                        const srt_cuda_attention_shape *shape,
                                        cudaStream_t stream);
 /// dq, dk, dv (all WRITTEN; a KV head's gradient sums over the LOCAL query
 /// heads that read it) from dout, the inputs, the forward's out and lse.
 /// delta: [batch, heads, seq] fp32 scratch (rowsum(dout * out)).
-/// Deterministic (no atomics).
+/// segment_ids: as the forward's. Deterministic (no atomics).
 cudaError_t srt_cuda_attention_backward(srt_bf16 *dq, srt_bf16 *dk, srt_bf16 *dv,
                                         const srt_bf16 *dout, const srt_bf16 *q,
                                         const srt_bf16 *k, const srt_bf16 *v,
                                         const srt_bf16 *out, const float *lse, float *delta,
+                                        const int64_t *segment_ids,
                                         const srt_cuda_attention_shape *shape,
                                         cudaStream_t stream);
 

@@ -8,7 +8,9 @@
 // the first forward and the first backward of every shape run both and
 // compare (max |cudnn - ours| / max |ours| < kAgree, no NaN); on a mismatch
 // cuDNN is disabled for that shape, with a message, and our result is used.
-// SHARD_CUDA_ATTENTION=kernel skips cuDNN altogether.
+// SHARD_CUDA_ATTENTION=kernel skips cuDNN altogether, and so does an
+// attention with segment ids (packed documents): the cuDNN graph built here
+// has no document mask, our kernels mask by segment.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,16 +124,17 @@ static bool try_cudnn(srt_cuda_device *d, const srt_cuda_attention_shape *s, int
 // else our kernel.
 static srt_status forward(srt_cuda_device *d, const srt_cuda_attention_shape *s,
                           const srt_bf16 *q, const srt_bf16 *k, const srt_bf16 *v,
-                          srt_bf16 *out, float *lse, srt_bf16 *check, float *check_lse) {
+                          const int64_t *seg, srt_bf16 *out, float *lse, srt_bf16 *check,
+                          float *check_lse) {
   int slot;
   bool supported = false;
-  if (try_cudnn(d, s, 0, &slot))
+  if (!seg && try_cudnn(d, s, 0, &slot))
     SRT_RETURN_IF_ERROR(srt_cudnn_attention_forward(d, s, q, k, v, out, lse, &supported));
   if (supported && d->checked_ok[slot][0] == 1)
     return NULL;
   srt_bf16 *ours = supported ? check : out;
   SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_attention_forward(ours, supported ? check_lse : lse,
-                                                           q, k, v, s, d->compute)));
+                                                           q, k, v, seg, s, d->compute)));
   if (!supported)
     return NULL;
   // The output and the log-sum-exp (the backward's input) must both agree;
@@ -166,8 +169,9 @@ static size_t carve(uint8_t *base, const size_t *sizes, int n, void **parts) {
   return at;
 }
 
-srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
-                                 int64_t lse, const srt_op_attention_config *config) {
+srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                 int64_t segment_ids, int64_t out, int64_t lse,
+                                 const srt_op_attention_config *config) {
   const char *op = "srt_cuda_op_attention";
   srt_cuda_device *d;
   SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, &d));
@@ -179,13 +183,14 @@ srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, i
   void *scratch, *part[2] = {NULL, NULL};
   SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 2, NULL), &scratch));
   carve(scratch, sizes, 2, part);
-  return forward(d, &s, cu_bf16(e, q), cu_bf16(e, k), cu_bf16(e, v), cu_bf16(e, out),
+  const int64_t *seg = segment_ids >= 0 ? cu_i64(e, segment_ids) : NULL;
+  return forward(d, &s, cu_bf16(e, q), cu_bf16(e, k), cu_bf16(e, v), seg, cu_bf16(e, out),
                  cu_f32(e, lse), part[1], part[0]);
 }
 
 srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
-                                      int64_t out, int64_t lse, int64_t dy, int64_t dq,
-                                      int64_t dk, int64_t dv,
+                                      int64_t out, int64_t lse, int64_t dy,
+                                      int64_t segment_ids, int64_t dq, int64_t dk, int64_t dv,
                                       const srt_op_attention_config *config) {
   const char *op = "srt_cuda_op_attention_grad";
   srt_cuda_device *d;
@@ -206,9 +211,10 @@ srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t
   const srt_bf16 *o = cu_bf16(e, out);
   const float *L = cu_f32(e, lse);
   srt_bf16 *dQ = cu_bf16(e, dq), *dK = cu_bf16(e, dk), *dV = cu_bf16(e, dv);
+  const int64_t *seg = segment_ids >= 0 ? cu_i64(e, segment_ids) : NULL;
   int slot;
   bool supported = false;
-  if (try_cudnn(d, &s, 1, &slot))
+  if (!seg && try_cudnn(d, &s, 1, &slot))
     SRT_RETURN_IF_ERROR(
         srt_cudnn_attention_backward(d, &s, Q, K, V, o, dO, L, dQ, dK, dV, &supported));
   if (supported && d->checked_ok[slot][1] == 1)
@@ -216,7 +222,7 @@ srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t
   bool compare = supported;
   SRT_RETURN_IF_ERROR(CU_LAUNCH(srt_cuda_attention_backward(
       compare ? rdq : dQ, compare ? rdk : dK, compare ? rdv : dV, dO, Q, K, V, o, L, delta,
-      &s, d->compute)));
+      seg, &s, d->compute)));
   if (!compare)
     return NULL;
   double eq, ek, ev;

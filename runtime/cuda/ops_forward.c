@@ -61,8 +61,9 @@ srt_status srt_cuda_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t s
                                                  d->compute));
 }
 
-srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, int64_t batch,
-                                        int64_t seq, int64_t head_dim, double theta,
+srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t position_ids, int64_t cos,
+                                        int64_t sin, int64_t batch, int64_t seq,
+                                        int64_t head_dim, double theta,
                                         int64_t rope_type, double factor,
                                         double low_freq_factor, double high_freq_factor,
                                         int64_t original_max_positions) {
@@ -84,8 +85,9 @@ srt_status srt_cuda_op_rotary_embedding(srt_exec *e, int64_t cos, int64_t sin, i
                                  cudaMemcpyHostToDevice, d->compute));
   // inv_freq lives on this stack frame: the copy must finish before return.
   SRT_RETURN_IF_ERROR(srt_cuda_wait(d, d->compute, "the rotary frequencies' copy"));
-  return CU_LAUNCH(srt_cuda_rotary_tables(cu_f32(e, cos), cu_f32(e, sin), dev_freq, batch, seq,
-                                          head_dim, d->compute));
+  return CU_LAUNCH(srt_cuda_rotary_tables(cu_f32(e, cos), cu_f32(e, sin), dev_freq,
+                                          position_ids >= 0 ? cu_i64(e, position_ids) : NULL,
+                                          batch, seq, head_dim, d->compute));
 }
 
 srt_status srt_cuda_op_apply_rotary(srt_exec *e, int64_t x, int64_t cos, int64_t sin,

@@ -1,6 +1,6 @@
 // Token batches into the arena: this dp rank's rows of a step's global
-// batch (docs/data.md), for training steps and evaluations, and their copy
-// to a device arena.
+// batch (docs/data.md), for training steps and evaluations, their document
+// structure (position and segment ids), and their copy to a device arena.
 #include <string.h>
 
 #include "shardrt/cpu.h"
@@ -19,7 +19,19 @@ srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *are
                                        train_first_row(ctx, p, micro), p->local_batch, ids));
   // Labels are the inputs: the loss shifts them.
   memcpy(arena + p->labels_offset, ids, (size_t)(p->local_batch * p->seq) * sizeof *ids);
+  train_one_document(p, arena);
   return NULL;
+}
+
+void train_one_document(const srt_program *p, uint8_t *arena) {
+  int64_t rows = p->local_batch;
+  if (p->position_ids_offset >= 0) {
+    int64_t *pos = (int64_t *)(void *)(arena + p->position_ids_offset);
+    for (int64_t t = 0; t < rows * p->seq; ++t)
+      pos[t] = t % p->seq;
+  }
+  if (p->segment_ids_offset >= 0)
+    memset(arena + p->segment_ids_offset, 0, (size_t)(rows * p->seq) * sizeof(int64_t));
 }
 
 const srt_backend *train_backend_of(const srt_program *p) {
@@ -30,6 +42,10 @@ const srt_backend *train_backend_of(const srt_program *p) {
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
                               const uint8_t *arena) {
   int64_t bytes = p->local_batch * p->seq * (int64_t)sizeof(int64_t);
-  SRT_RETURN_IF_ERROR(backend->to_device(device, p, arena, p->input_ids_offset, bytes));
-  return backend->to_device(device, p, arena, p->labels_offset, bytes);
+  const int64_t inputs[4] = {p->input_ids_offset, p->labels_offset, p->position_ids_offset,
+                             p->segment_ids_offset};
+  for (int i = 0; i < 4; ++i)
+    if (inputs[i] >= 0) // a step without documents has no position/segment ids
+      SRT_RETURN_IF_ERROR(backend->to_device(device, p, arena, inputs[i], bytes));
+  return NULL;
 }

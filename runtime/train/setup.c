@@ -40,14 +40,17 @@ srt_status train_check_program(const srt_program *p, const srt_backend *b,
   // The driver writes input ids and labels each step into its host arena:
   // anywhere in the cpu backend's (the arena itself); on a device backend in
   // the persistent region the host copies over, after a host-only prefix.
-  const int64_t inputs[2] = {p->input_ids_offset, p->labels_offset};
+  const int64_t inputs[4] = {p->input_ids_offset, p->labels_offset, p->position_ids_offset,
+                             p->segment_ids_offset};
+  static const char *const names[4] = {"input ids", "labels", "position ids", "segment ids"};
   int64_t in_lo = p->offload_bytes, in_hi = b->host ? p->arena_bytes : p->persistent_bytes;
-  for (int i = 0; i < 2; ++i)
-    if (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi)
+  for (int i = 0; i < 4; ++i)
+    if ((i < 2 || inputs[i] != -1) &&
+        (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi))
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "program: %s [%lld, %lld) lies outside [%lld, %lld), where the driver "
                        "can write them",
-                       i ? "labels" : "input ids", (long long)inputs[i],
+                       names[i], (long long)inputs[i],
                        (long long)(inputs[i] + p->local_batch * p->seq * 8), (long long)in_lo,
                        (long long)in_hi);
   for (int32_t k = 0; k < p->num_params; ++k) {

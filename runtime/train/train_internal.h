@@ -108,16 +108,22 @@ int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
 
 /// Fills this dp rank's rows of micro-batch `micro` (0 without gradient
 /// accumulation) of step `step`'s global batch of `tokens` (docs/data.md)
-/// into the program's input ids and labels in the host `arena`. Errors:
-/// those of srt_tokens_batch.
+/// into the program's input ids and labels in the host `arena`, each row one
+/// document (train_one_document). Errors: those of srt_tokens_batch.
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
                             const srt_tokens *tokens, int64_t step, int64_t micro);
+
+/// Writes the document structure of rows that are one document each into
+/// the host `arena`: position ids 0..seq-1 and segment ids 0 (int64
+/// [local_batch, seq] each), where the program takes them (offset >= 0).
+void train_one_document(const srt_program *p, uint8_t *arena);
 
 /// The backend program `p` runs on: the one its table names, or the cpu
 /// backend (srt_cpu_backend) where the table names none.
 const srt_backend *train_backend_of(const srt_program *p);
 
-/// Copies the input ids and labels of the host `arena` to the device arena.
+/// Copies the input ids, labels, position ids and segment ids (those the
+/// program takes) of the host `arena` to the device arena.
 /// Errors: the backend's copy errors.
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
                               const uint8_t *arena);
@@ -539,7 +545,10 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
 /// and sequence length), and copies this dp rank's rows of micro-batch
 /// `micro` (train_first_row; 0 without accumulation) into the program's
 /// input_ids and labels buffers. Ids must lie in [0, vocab); labels too, or
-/// be -100 (ignored by the loss, which shifts the labels itself).
+/// be -100 (ignored by the loss, which shifts the labels itself). Where the
+/// file also holds `position_ids` and `segment_ids` (I64 [batch, seq]:
+/// packed documents, as the program's inputs of those names) they are
+/// copied too, else each row is one document.
 /// Errors: as srt_safetensors_open; SRT_NOT_FOUND for a missing tensor;
 /// SRT_INVALID_ARGUMENT for a wrong dtype or shape or an id out of range,
 /// naming the file, the tensor, the position and the value.

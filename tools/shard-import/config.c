@@ -180,9 +180,9 @@ static const int64_t kMaxSize = INT64_C(1) << 24;
 
 // Layers beyond this are rejected before the graph is built op by op: each
 // layer holds one parameter tensor at least, and a compiled step takes at
-// most NN_MAX_FUNC_ARGS arguments, two of them the input ids and labels
-// (the compiler's limit: one constant for both).
-static const int64_t kMaxLayers = NN_MAX_FUNC_ARGS - 2;
+// most NN_MAX_FUNC_ARGS arguments, four of them the input ids, labels,
+// position ids and segment ids (the compiler's limit: one constant for both).
+static const int64_t kMaxLayers = NN_MAX_FUNC_ARGS - 4;
 
 static bool get_int(parser *p, const json_t *o, const char *opath,
                     const char *key, bool required, int64_t def, int64_t min,

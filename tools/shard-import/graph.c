@@ -92,9 +92,10 @@ MlirValue graph_param(import_graph *g, import_param_kind kind, int rank,
 }
 
 void graph_param_init(import_graph *g, MlirValue param, nn_param_init init) {
-  // Parameters are arguments 2.. (after input_ids and labels); after an
-  // allocation failure graph_param returned argument 0 (reported later).
-  intptr_t i = mlirBlockArgumentGetArgNumber(param) - 2;
+  // Parameters follow the step's inputs (input_ids, labels, position_ids,
+  // segment_ids); after an allocation failure graph_param returned argument
+  // 0 (reported later).
+  intptr_t i = mlirBlockArgumentGetArgNumber(param) - IMPORT_NUM_INPUTS;
   if (i >= 0 && i < g->model->num_params)
     g->model->params[i].init = init;
 }

@@ -1,4 +1,5 @@
-// The imported model graph: `func.func @forward(input_ids, labels, params...)`
+// The imported model graph: `func.func @forward(input_ids, labels,
+// position_ids, segment_ids, params...)`
 // in the nn dialect, built from an import_config, plus the list of its
 // parameters (Hugging Face names, shapes, kinds) that --summary and
 // --weights read, and the helpers at the end of this header through which
@@ -51,9 +52,15 @@ typedef struct import_options {
   bool logits;        // also return the logits [B, S, vocab]
 } import_options;
 
+/// The step's inputs before its parameters: input_ids, labels,
+/// position_ids (each token's rotary position: transformers' position_ids,
+/// restarting at 0 in each packed document) and segment_ids (each token's
+/// document within its row, -1 for padding), all int64 [batch, seq].
+enum { IMPORT_NUM_INPUTS = 4 };
+
 typedef struct import_model {
   MlirModule module;
-  import_param *params; // params[i] is function argument i + 2
+  import_param *params; // params[i] is function argument i + IMPORT_NUM_INPUTS
   int num_params;
   const char *tied_name; // "lm_head.weight" when lm_head is tied, else NULL
   int tied_to;           // index in params that lm_head reuses, or -1
@@ -72,6 +79,7 @@ typedef struct import_graph {
   MlirContext ctx;
   MlirType element; // parameter and activation element type
   nn_builder b;     // appends to the function body; b.loc set by graph_at
+  MlirValue position_ids, segment_ids; // block arguments 2 and 3, int64 [B, S]
   import_model *model;
   int cap;          // capacity of model->params
   bool oom;

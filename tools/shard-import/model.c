@@ -57,10 +57,10 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
   MlirIdentifier init_id = mlirIdentifierGet(ctx, str(NN_INIT_ATTR));
   for (intptr_t i = 0; i < nargs; ++i) {
     inputs[i] = mlirValueGetType(mlirBlockGetArgument(body, i));
-    if (i < 2) {
+    if (i < IMPORT_NUM_INPUTS) {
       arg_attrs[i] = mlirDictionaryAttrGet(ctx, 0, NULL);
     } else {
-      const import_param *param = &g->model->params[i - 2];
+      const import_param *param = &g->model->params[i - IMPORT_NUM_INPUTS];
       MlirNamedAttribute p[2] = {
           mlirNamedAttributeGet(param_id, mlirStringAttrGet(ctx, str(param->name))),
           mlirNamedAttributeGet(init_id,
@@ -114,11 +114,15 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
   MlirType ids_type = nn_tensor_type(ctx, 2, (int64_t[]){opts->batch, opts->seq},
                                      mlirIntegerTypeGet(ctx, 64));
   MlirLocation top = graph_location(&g, "architectures");
-  MlirBlock body = mlirBlockCreate(2, (MlirType[]){ids_type, ids_type},
-                                   (MlirLocation[]){top, top});
+  // input_ids, labels, position_ids, segment_ids: int64 [batch, seq] each.
+  MlirBlock body = mlirBlockCreate(IMPORT_NUM_INPUTS,
+                                   (MlirType[]){ids_type, ids_type, ids_type, ids_type},
+                                   (MlirLocation[]){top, top, top, top});
   g.b = (nn_builder){.ctx = ctx, .block = body, .loc = top};
   MlirValue ids = mlirBlockGetArgument(body, 0);
   MlirValue labels = mlirBlockGetArgument(body, 1);
+  g.position_ids = mlirBlockGetArgument(body, 2);
+  g.segment_ids = mlirBlockGetArgument(body, 3);
 
   // Embedding (Gemma scales it by sqrt(hidden), rounded to the weight dtype).
   const import_arch *arch = cfg->arch;
@@ -174,15 +178,15 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
   }
   // The compiler's limit (nn-autodiff), checked here in milliseconds: its
   // passes would take minutes over such a graph before refusing it.
-  if (out->num_params > NN_MAX_FUNC_ARGS - 2) {
+  if (out->num_params > NN_MAX_FUNC_ARGS - IMPORT_NUM_INPUTS) {
     int line = 1, col = 1;
     import_config_locate(cfg, "num_hidden_layers", &line, &col);
     snprintf(err, errlen,
              "%s:%d:%d: error: num_hidden_layers %lld give %d parameter tensors, more than a "
-             "compiled step takes (limit %d: %d function arguments, less the input ids and "
-             "labels)",
+             "compiled step takes (limit %d: %d function arguments, less the input ids, "
+             "labels, position ids and segment ids)",
              cfg->path, line, col, (long long)cfg->layers, out->num_params,
-             NN_MAX_FUNC_ARGS - 2, NN_MAX_FUNC_ARGS);
+             NN_MAX_FUNC_ARGS - IMPORT_NUM_INPUTS, NN_MAX_FUNC_ARGS);
     import_model_free(out);
     return false;
   }

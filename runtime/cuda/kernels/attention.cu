@@ -29,12 +29,17 @@ struct Geo {
   int64_t window;
   int causal;
   float scale, cap;
+  const int64_t *seg; // segment ids [batch, S] (packed documents), or NULL
 };
 
-__device__ __forceinline__ bool visible(const Geo &g, int64_t i, int64_t j) {
+// Whether key j is visible from query i of batch row b: causal, window,
+// and (packed documents) the same segment, padding (-1) seeing nothing.
+__device__ __forceinline__ bool visible(const Geo &g, int64_t b, int64_t i, int64_t j) {
   if (i >= g.S || j >= g.S)
     return false;
   if (g.causal && j > i)
+    return false;
+  if (g.seg && (g.seg[b * g.S + i] < 0 || g.seg[b * g.S + i] != g.seg[b * g.S + j]))
     return false;
   return g.window <= 0 || (i > j ? i - j : j - i) < g.window;
 }
@@ -143,7 +148,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     float p[kRowsPerWarp];
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
-      float t, s = visible(g, i0 + row0 + r, j0 + lane) ? logit(g, dot[r], &t) : -INFINITY;
+      float t, s = visible(g, b, i0 + row0 + r, j0 + lane) ? logit(g, dot[r], &t) : -INFINITY;
       float mnew = fmaxf(m[r], warp_reduce(s, MaxOp()));
       float alpha = mnew == -INFINITY ? 1.0f : expf(m[r] - mnew);
       p[r] = mnew == -INFINITY ? 0.0f : expf(s - mnew);
@@ -251,7 +256,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) {
       float p;
-      ds[r] = visible(g, i0 + row0 + r, j0 + lane) ? dscore(g, qk[r], dp[r], L[r], D[r], &p)
+      ds[r] = visible(g, b, i0 + row0 + r, j0 + lane) ? dscore(g, qk[r], dp[r], L[r], D[r], &p)
                                                     : 0.0f;
     }
     for (int jj = 0; jj < kColTile; ++jj) {
@@ -328,7 +333,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 #pragma unroll
       for (int r = 0; r < kRowsPerWarp; ++r) {
         p[r] = ds[r] = 0.0f;
-        if (visible(g, i0 + lane, j0 + row0 + r))
+        if (visible(g, b, i0 + lane, j0 + row0 + r))
           ds[r] = dscore(g, qk[r], dp[r], Ls[lane], Ds[lane], &p[r]);
       }
       for (int ii = 0; ii < kColTile; ++ii) {
@@ -444,10 +449,12 @@ cudaError_t backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 
 /// kv_heads or batch past 65535 (grid dimensions).
 cudaError_t srt_cuda_attention_forward(srt_bf16 *out, float *lse, const srt_bf16 *q,
                                        const srt_bf16 *k, const srt_bf16 *v,
+                                       const int64_t *segment_ids,
                                        const srt_cuda_attention_shape *shape,
                                        cudaStream_t stream) {
   Geo g;
   cudaError_t err = geometry(shape, &g);
+  g.seg = segment_ids;
   if (err != cudaSuccess || shape->batch == 0 || g.S == 0)
     return err;
   bf16 *o = as_bf16(out);
@@ -468,10 +475,12 @@ cudaError_t srt_cuda_attention_backward(srt_bf16 *dq, srt_bf16 *dk, srt_bf16 *dv
                                         const srt_bf16 *dout, const srt_bf16 *q,
                                         const srt_bf16 *k, const srt_bf16 *v,
                                         const srt_bf16 *out, const float *lse, float *delta,
+                                        const int64_t *segment_ids,
                                         const srt_cuda_attention_shape *shape,
                                         cudaStream_t stream) {
   Geo g;
   cudaError_t err = geometry(shape, &g);
+  g.seg = segment_ids;
   if (err != cudaSuccess || shape->batch == 0 || g.S == 0)
     return err;
   bf16 *gq = as_bf16(dq), *gk = as_bf16(dk), *gv = as_bf16(dv);

@@ -1,4 +1,5 @@
-// Rotary position embeddings: the (cos, sin) tables for positions 0..S-1 and
+// Rotary position embeddings: the (cos, sin) tables for given positions (or
+// 0..S-1) and
 // the rotate-half rotation of q/k heads and its transpose
 // (runtime/cpu/rotary.c).
 #include "../kernels.h"
@@ -12,13 +13,14 @@ namespace {
 // fp32 product (no FMA can touch a single multiply), cos/sin of it in double
 // then rounded, exactly the CPU's steps; double cos/sin run once per table.
 __global__ void __launch_bounds__(kThreads)
-    tables_kernel(float *cos_out, float *sin_out, const float *inv_freq, int64_t tokens,
-                  int64_t seq, int64_t half) {
+    tables_kernel(float *cos_out, float *sin_out, const float *inv_freq,
+                  const int64_t *positions, int64_t tokens, int64_t seq, int64_t half) {
   int64_t total = tokens * half;
   for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < total;
        e += (int64_t)gridDim.x * blockDim.x) {
     int64_t t = e / half, i = e % half;
-    float angle = __fmul_rn((float)(t % seq), inv_freq[i]);
+    int64_t pos = positions ? positions[t] : t % seq;
+    float angle = __fmul_rn((float)pos, inv_freq[i]);
     float c = (float)cos((double)angle), s = (float)sin((double)angle);
     int64_t o = t * 2 * half + i;
     cos_out[o] = cos_out[o + half] = c;
@@ -68,15 +70,15 @@ cudaError_t rotate(srt_bf16 *y, const srt_bf16 *x, const float *cos, const float
 /// An odd head_dim gives cudaErrorInvalidValue, here and in the two apply
 /// launchers (rotate-half needs two equal halves).
 cudaError_t srt_cuda_rotary_tables(float *cos, float *sin, const float *inv_freq,
-                                   int64_t batch, int64_t seq, int64_t head_dim,
-                                   cudaStream_t stream) {
+                                   const int64_t *position_ids, int64_t batch, int64_t seq,
+                                   int64_t head_dim, cudaStream_t stream) {
   if (head_dim % 2 != 0)
     return cudaErrorInvalidValue;
   int64_t tokens = batch * seq, half = head_dim / 2;
   if (tokens <= 0 || half <= 0)
     return cudaSuccess;
-  tables_kernel<<<grid_for(tokens * half, kThreads), kThreads, 0, stream>>>(cos, sin, inv_freq,
-                                                                           tokens, seq, half);
+  tables_kernel<<<grid_for(tokens * half, kThreads), kThreads, 0, stream>>>(
+      cos, sin, inv_freq, position_ids, tokens, seq, half);
   return cudaGetLastError();
 }
 

@@ -284,6 +284,11 @@ int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
 /// q, out: [B, S, H * hd]; k, v: [B, S, KV * hd];
 /// lse: [B, H, S], WRITTEN with log(sum_j exp(logits[i, j])) per query, the
 /// only state the backward needs besides the inputs and out;
+/// segment_ids: [B, S] the document of each token (packed rows), or NULL for
+/// one document per row: key j is visible from query i only inside i's run
+/// of equal ids (with the causal and window rules), a padding token (id
+/// -1) sees no key (out row 0, lse -inf) and is seen by none; key tiles of
+/// other documents are skipped (cost ~ the sum of squared document lengths);
 /// workspace: srt_cpu_attention_workspace_floats(config) floats.
 /// FlashAttention-2 tiling (Dao 2023): per (b, h, block of 128 queries), key
 /// tiles of 512 with the online softmax, QK^T and PV as GEMMs on tiles; tiles
@@ -293,7 +298,7 @@ int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
 /// a negative window, a negative softcap.
 srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
                                      const float *k, const float *v,
-                                     float *workspace,
+                                     const int64_t *segment_ids, float *workspace,
                                      const srt_attention_config *config);
 
 /// Attention backward (FlashAttention-style: probabilities are recomputed
@@ -305,12 +310,13 @@ srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
 ///   dk_j = scale sum_i dscore q_i;  dv_j = sum_i p[i, j] dout_i
 /// Threaded over (b, KV head): each task owns its dk/dv rows and sums them
 /// over its query heads and blocks in order (the same bytes for any thread
-/// count). workspace: as forward. Errors: as forward.
+/// count). segment_ids, workspace: as forward (a padding query's rows of
+/// dq are 0, and so are dk/dv of keys no query sees). Errors: as forward.
 srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
                                       const float *dout, const float *q,
                                       const float *k, const float *v,
                                       const float *out, const float *lse,
-                                      float *workspace,
+                                      const int64_t *segment_ids, float *workspace,
                                       const srt_attention_config *config);
 
 //===----------------------------------------------------------------------===//

@@ -18,7 +18,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 10
+#define SRT_PROGRAM_ABI 11
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -142,6 +142,10 @@ typedef enum srt_param_init {
   F(I64, offload_bytes)              /* host-only [0, offload): --cpu-offload, else 0 */  \
   F(I64, input_ids_offset)           /* int64 [local_batch, seq] */                      \
   F(I64, labels_offset)              /* int64 [local_batch, seq] */                      \
+  F(I64, position_ids_offset)        /* int64 [local_batch, seq] rotary positions, */    \
+                                     /* -1: the step takes none */                       \
+  F(I64, segment_ids_offset)         /* int64 [local_batch, seq] documents (-1 padding), */ \
+                                     /* -1: the step takes none */                       \
   F(I32, num_params)                                                                     \
   F(PARAMS, params)                                                                      \
   F(STEP, step)                                                                          \

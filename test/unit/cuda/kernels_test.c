@@ -442,7 +442,7 @@ static void test_rotary(void) {
     return;
   }
   float *dc = out_dev((size_t)(B * S * hd) * 4), *ds = out_dev((size_t)(B * S * hd) * 4);
-  LAUNCH(srt_cuda_rotary_tables(dc, ds, up_f32(inv_freq, hd / 2), B, S, hd, 0));
+  LAUNCH(srt_cuda_rotary_tables(dc, ds, up_f32(inv_freq, hd / 2), NULL, B, S, hd, 0));
   check_f32("rotary_tables cos", dc, cosw, B * S * hd, kTolExact);
   check_f32("rotary_tables sin", ds, sinw, B * S * hd, kTolExact);
 
@@ -516,10 +516,10 @@ static int attention_reference(const srt_cuda_attention_shape *s, const float *q
   if (s->q_head_offset == 0 && s->global_heads == H) {
     srt_attention_config c = cpu_config(s, H, KV);
     float *ws = host_alloc((size_t)srt_cpu_attention_workspace_floats(&c) * 4);
-    if (out && !cpu_ok(srt_cpu_attention_forward(out, lse, q, k, v, ws, &c)))
+    if (out && !cpu_ok(srt_cpu_attention_forward(out, lse, q, k, v, NULL, ws, &c)))
       return 0;
     return !dq || cpu_ok(srt_cpu_attention_backward(dq, dk, dv, dout, q, k, v, out_in, lse_in,
-                                                    ws, &c));
+                                                    NULL, ws, &c));
   }
   srt_attention_config c = cpu_config(s, 1, 1);
   float *ws = host_alloc((size_t)srt_cpu_attention_workspace_floats(&c) * 4);
@@ -539,7 +539,7 @@ static int attention_reference(const srt_cuda_attention_shape *s, const float *q
     gather_head(k, ks, rows, KV, hd, kvh);
     gather_head(v, vs, rows, KV, hd, kvh);
     if (out) {
-      if (!cpu_ok(srt_cpu_attention_forward(os, ls, qs, ks, vs, ws, &c)))
+      if (!cpu_ok(srt_cpu_attention_forward(os, ls, qs, ks, vs, NULL, ws, &c)))
         return 0;
       scatter_head(out, os, rows, H, hd, h, 0);
       for (int64_t b = 0; b < B; ++b)
@@ -551,7 +551,7 @@ static int attention_reference(const srt_cuda_attention_shape *s, const float *q
     gather_head(out_in, os, rows, H, hd, h);
     for (int64_t b = 0; b < B; ++b)
       memcpy(ls + b * S, lse_in + (b * H + h) * S, (size_t)S * 4);
-    if (!cpu_ok(srt_cpu_attention_backward(dqs, dks, dvs, gs, qs, ks, vs, os, ls, ws, &c)))
+    if (!cpu_ok(srt_cpu_attention_backward(dqs, dks, dvs, gs, qs, ks, vs, os, ls, NULL, ws, &c)))
       return 0;
     scatter_head(dq, dqs, rows, H, hd, h, 0);
     scatter_head(dk, dks, rows, KV, hd, kvh, 1);
@@ -574,7 +574,7 @@ static void attention_case(const char *label, srt_cuda_attention_shape s) {
   srt_bf16 *dq_in = up_bf16(q, nq), *dk_in = up_bf16(k, nk), *dv_in = up_bf16(v, nk);
   srt_bf16 *dout_in = up_bf16(dout, nq), *gout = out_dev((size_t)nq * 2);
   float *glse = out_dev((size_t)nl * 4);
-  LAUNCH(srt_cuda_attention_forward(gout, glse, dq_in, dk_in, dv_in, &s, 0));
+  LAUNCH(srt_cuda_attention_forward(gout, glse, dq_in, dk_in, dv_in, NULL, &s, 0));
   float *out_gpu = down_bf16(gout, nq), *lse_gpu = down_f32(glse, nl);
   snprintf(name, sizeof name, "attention_forward %s out", label);
   check(name, out_gpu, out, nq, kTolBf16);
@@ -592,7 +592,7 @@ static void attention_case(const char *label, srt_cuda_attention_shape s) {
   srt_bf16 *gdv = out_dev((size_t)nk * 2);
   float *delta = out_dev((size_t)nl * 4);
   LAUNCH(srt_cuda_attention_backward(gdq, gdk, gdv, dout_in, dq_in, dk_in, dv_in, gout, glse,
-                                     delta, &s, 0));
+                                     delta, NULL, &s, 0));
   snprintf(name, sizeof name, "attention_backward %s dq", label);
   check_bf16(name, gdq, dq, nq, kTolBf16);
   snprintf(name, sizeof name, "attention_backward %s dk", label);
@@ -611,7 +611,7 @@ static void attention_refusals(void) {
        .global_heads = 2}};
   int refused = 0;
   for (int i = 0; i < 3; ++i)
-    refused += srt_cuda_attention_forward(NULL, NULL, NULL, NULL, NULL, &bad[i], 0) ==
+    refused += srt_cuda_attention_forward(NULL, NULL, NULL, NULL, NULL, NULL, &bad[i], 0) ==
                cudaErrorInvalidValue;
   CUDA_OK(cudaGetLastError());
   check_true("attention refuses bad shapes", refused == 3,

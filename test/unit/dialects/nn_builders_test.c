@@ -133,7 +133,8 @@ static void test_layer_builds_and_verifies(void **state) {
                   .factor = 32, .low_freq_factor = 1, .high_freq_factor = 4,
                   .original_max_position_embeddings = 8192};
   MlirValue cos, sin;
-  nn_build_rotary_embedding(&f->b, "model.rotary_emb", &rope, 2, 8, f32, &cos, &sin);
+  nn_build_rotary_embedding(&f->b, "model.rotary_emb", &rope, (MlirValue){NULL}, 2, 8, f32,
+                            &cos, &sin);
   assert_shape(sin, 3, (int64_t[]){2, 8, 16});
   MlirValue h = nn_build_rms_norm(&f->b, "model.layers.0.input_layernorm", x, ln,
                                   1e-6, 1.0, 0);
@@ -145,7 +146,8 @@ static void test_layer_builds_and_verifies(void **state) {
   q = nn_build_apply_rotary(&f->b, "model.layers.0.self_attn", q, cos, sin, 16);
   k = nn_build_apply_rotary(&f->b, "model.layers.0.self_attn", k, cos, sin, 16);
   nn_attention_config cfg = {4, 2, 16, true, 0.25, 4, 50.0};
-  MlirValue a = nn_build_attention(&f->b, "model.layers.0.self_attn", q, k, k, &cfg);
+  MlirValue a = nn_build_attention(&f->b, "model.layers.0.self_attn", q, k, k, (MlirValue){NULL},
+                                   &cfg);
   // Result 1: the log-sum-exp [batch, num_heads, seq], f32.
   MlirValue lse = mlirOperationGetResult(mlirOpResultGetOwner(a), 1);
   assert_shape(lse, 3, (int64_t[]){2, 4, 8});

@@ -337,7 +337,7 @@ static void impossible_sizes(void **state) {
   // refused at import, not after minutes of passes.
   expect_error(edit("num_hidden_layers", "  \"num_hidden_layers\": 100000,", buf, sizeof buf),
                "t.json:7:3: error: num_hidden_layers 100000 is more than a compiled step takes "
-               "(limit 4094: one parameter tensor per layer at least, 4096 function arguments "
+               "(limit 4092: one parameter tensor per layer at least, 4096 function arguments "
                "in all)", NULL);
   expect_error(edit("num_hidden_layers", "  \"num_hidden_layers\": 4095,", buf, sizeof buf),
                "t.json:7:3: error: num_hidden_layers 4095 is more than a compiled step takes",

@@ -125,7 +125,7 @@ static void check_case(const srt_attention_config *c, int64_t fd_samples,
   test_fill(v, kvn, &rng, -1, 1);
   test_fill(dout, qn, &rng, -1, 1);
   test_fill(dk, kvn, &rng, 50, 60); // must be overwritten, not accumulated
-  assert_null(srt_cpu_attention_forward(out, lse, q, k, v, ws, c));
+  assert_null(srt_cpu_attention_forward(out, lse, q, k, v, NULL, ws, c));
 
   fd_ctx f = {c, test_to_double(q, qn), test_to_double(k, kvn),
               test_to_double(v, kvn), test_to_double(dout, qn), qn};
@@ -137,7 +137,7 @@ static void check_case(const srt_attention_config *c, int64_t fd_samples,
   test_assert_close(lse, wlse, ln, 1e-5, 1e-6, "attention lse");
 
   assert_null(srt_cpu_attention_backward(dq, dk, dv, dout, q, k, v, out, lse,
-                                         ws, c));
+                                         NULL, ws, c));
   check_grad("attention dq", dq, &f, f.q, qn, fd_samples, &rng);
   check_grad("attention dk", dk, &f, f.k, kvn, fd_samples, &rng);
   check_grad("attention dv", dv, &f, f.v, kvn, fd_samples, &rng);
@@ -222,12 +222,12 @@ static void test_rejects_bad_config(void **state) {
   float x = 0;
   srt_attention_config c = {.batch = 1, .seq = 4, .heads = 3, .kv_heads = 2,
                             .head_dim = 4, .causal = true, .scale = 1};
-  srt_status s = srt_cpu_attention_forward(&x, &x, &x, &x, &x, &x, &c);
+  srt_status s = srt_cpu_attention_forward(&x, &x, &x, &x, &x, NULL, &x, &c);
   assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
   srt_status_free(s);
   c.kv_heads = 3;
   c.softcap = -1;
-  s = srt_cpu_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, &x, &c);
+  s = srt_cpu_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, NULL, &x, &c);
   assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
   srt_status_free(s);
 }

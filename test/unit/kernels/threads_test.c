@@ -181,9 +181,9 @@ static void run_attention(float *out, void *p) {
   int64_t ln = c->batch * c->heads * c->seq;
   float *o = out, *lse = o + qn, *dq = lse + ln, *dk = dq + qn, *dv = dk + kvn;
   float *ws = kt_calloc(srt_cpu_attention_workspace_floats(c), sizeof(float));
-  assert_null(srt_cpu_attention_forward(o, lse, a->q, a->k, a->v, ws, c));
+  assert_null(srt_cpu_attention_forward(o, lse, a->q, a->k, a->v, NULL, ws, c));
   // dout: the queries again (any fixed values)
-  assert_null(srt_cpu_attention_backward(dq, dk, dv, a->q, a->q, a->k, a->v, o, lse, ws, c));
+  assert_null(srt_cpu_attention_backward(dq, dk, dv, a->q, a->q, a->k, a->v, o, lse, NULL, ws, c));
   free(ws);
 }
 

@@ -22,9 +22,9 @@ static void reference(int64_t q, int64_t k, int64_t v, int64_t dy, int64_t H, in
   srt_attention_config c = {B, S, H, KV, HD, true, 0.5f, window, softcap};
   int64_t ws = srt_cpu_attention_workspace_floats(&c);
   float *scratch = malloc((size_t)ws * 4);
-  ASSERT_OK(srt_cpu_attention_forward(F(out), F(lse), F(q), F(k), F(v), scratch, &c));
+  ASSERT_OK(srt_cpu_attention_forward(F(out), F(lse), F(q), F(k), F(v), NULL, scratch, &c));
   ASSERT_OK(srt_cpu_attention_backward(F(dq), F(dk), F(dv), F(dy), F(q), F(k), F(v), F(out),
-                                       F(lse), scratch, &c));
+                                       F(lse), NULL, scratch, &c));
   free(scratch);
 }
 
@@ -62,8 +62,8 @@ static void check(int64_t H, int64_t KV, int replicated, float softcap, int64_t 
   poison(llse, B * lh * S);
   poison(ldk, B * S * lkv * HD);
   poison(ldv, B * S * lkv * HD);
-  ASSERT_OK(srt_op_attention(&e, lq, lk, lv, lout, llse, &c));
-  ASSERT_OK(srt_op_attention_grad(&e, lq, lk, lv, lout, llse, ldy, ldq, ldk, ldv, &c));
+  ASSERT_OK(srt_op_attention(&e, lq, lk, lv, -1, lout, llse, &c));
+  ASSERT_OK(srt_op_attention_grad(&e, lq, lk, lv, lout, llse, ldy, -1, ldq, ldk, ldv, &c));
 
   int64_t want = arena_alloc(B * S * H * HD * 4);
   take_heads(out, want, H, idx * lh, lh);
@@ -102,10 +102,10 @@ static void test_bad_config(void **state) {
   srt_exec e = test_exec();
   int64_t buf = arena_alloc(4096);
   srt_op_attention_config c = {B, S, 3, 3, HD, 1, 0, 0.5, 0, 1, 7};
-  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, buf, buf, &c), SRT_INVALID_ARGUMENT,
+  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, -1, buf, buf, &c), SRT_INVALID_ARGUMENT,
                "replicated KV");
   c.batch = 0;
-  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, buf, buf, &c), SRT_INVALID_ARGUMENT,
+  ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, -1, buf, buf, &c), SRT_INVALID_ARGUMENT,
                "must be positive");
 }
 

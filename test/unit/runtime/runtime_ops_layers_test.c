@@ -129,9 +129,17 @@ static void test_rotary(void **state) {
   int64_t cos = arena_alloc(B * S * HD * 4), sin = arena_alloc(B * S * HD * 4);
   int64_t rcos = arena_alloc(B * S * HD * 4), rsin = arena_alloc(B * S * HD * 4);
   ASSERT_OK(srt_cpu_rotary_embedding_forward(F(rcos), F(rsin), NULL, B, S, &rc));
-  ASSERT_OK(srt_op_rotary_embedding(&e, cos, sin, B, S, HD, 10000.0, 1, 8, 1, 4, 16));
+  ASSERT_OK(srt_op_rotary_embedding(&e, -1, cos, sin, B, S, HD, 10000.0, 1, 8, 1, 4, 16));
   assert_close(F(cos), F(rcos), B * S * HD, 0, "rotary cos");
   assert_close(F(sin), F(rsin), B * S * HD, 0, "rotary sin");
+  // Packed documents: positions restarting at 0 go through to the kernel.
+  int64_t pos = arena_alloc(B * S * 8);
+  for (int64_t t = 0; t < B * S; ++t)
+    I(pos)[t] = t % 3;
+  ASSERT_OK(srt_cpu_rotary_embedding_forward(F(rcos), F(rsin), I(pos), B, S, &rc));
+  ASSERT_OK(srt_op_rotary_embedding(&e, pos, cos, sin, B, S, HD, 10000.0, 1, 8, 1, 4, 16));
+  assert_close(F(cos), F(rcos), B * S * HD, 0, "rotary cos from positions");
+  assert_close(F(sin), F(rsin), B * S * HD, 0, "rotary sin from positions");
   int64_t x = arena_floats(10, B * S * HEADS * HD), y = arena_alloc(B * S * HEADS * HD * 4);
   int64_t ref = arena_alloc(B * S * HEADS * HD * 4);
   srt_cpu_apply_rotary_forward(F(ref), F(x), F(cos), F(sin), B, S, HEADS, HD);
@@ -140,7 +148,7 @@ static void test_rotary(void **state) {
   srt_cpu_apply_rotary_backward(F(ref), F(x), F(cos), F(sin), B, S, HEADS, HD);
   ASSERT_OK(srt_op_apply_rotary_grad(&e, x, cos, sin, y, B, S, HEADS, HD));
   assert_close(F(y), F(ref), B * S * HEADS * HD, 0, "apply_rotary grad");
-  ASSERT_ERROR(srt_op_rotary_embedding(&e, cos, sin, B, S, HD, 1e4, 7, 0, 0, 0, 0),
+  ASSERT_ERROR(srt_op_rotary_embedding(&e, -1, cos, sin, B, S, HD, 1e4, 7, 0, 0, 0, 0),
                SRT_INVALID_ARGUMENT, "rope_type 7");
 }
 
