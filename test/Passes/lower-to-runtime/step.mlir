@@ -24,7 +24,7 @@
 // CHECK: @param_name_1 = private constant [15 x i8] c"lm_head.weight\00"
 // CHECK: @model_path = private constant [10 x i8] c"tiny.json\00"
 // CHECK: @params = private constant {{.*}} { ptr @param_name_0, i32 0, i32 2, [8 x i64] [i64 16, i64 8, {{.*}}], [8 x i64] [i64 16, i64 8, {{.*}}], [2 x { i32, i32 }] zeroinitializer, i64 128, i64 640, i64 1152, i64 1664, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} { ptr @param_name_1, i32 0, i32 2, {{.*}}, i64 2176, i64 2688, i64 3200, i64 3712, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
+// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i64 -1, i64 -1, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
 
 // One call per op, the exec first, then ops.def's arguments; every status
 // is checked at once.
@@ -50,7 +50,7 @@
 // bf16 (the embedding output, 128 B, at 4736; the logits, 256 B, at
 // 4864), the loss fp32.
 // CUDA: @params = {{.*}} i64 128, i64 640, i64 1152, i64 1664, i64 2176, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} i64 2432, i64 2944, i64 3456, i64 3968, i64 4480, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CUDA: @shard_program = constant {{.*}} i64 5312, i64 4736, i64 0, i64 0, i64 64, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, {{.*}}, ptr @srt_cuda_backend }
+// CUDA: @shard_program = constant {{.*}} i64 5312, i64 4736, i64 0, i64 0, i64 64, i64 -1, i64 -1, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, {{.*}}, ptr @srt_cuda_backend }
 // CUDA: @srt_cuda_backend = external constant [1 x i8]
 // CUDA: call ptr @srt_op_embedding(ptr %0, i64 0, i64 2176, i64 4736,
 // CUDA: call ptr @srt_op_linear(ptr %0, i64 4736, i64 4480, i64 -1, i64 4864,
@@ -61,7 +61,7 @@
 // labels (4608, 4672); the same persistent 4736 and arena 5312; the ops
 // read the copy (4096) and the ids (4608).
 // OFFLOAD: @params = {{.*}} i64 0, i64 3072, i64 512, i64 1024, i64 4096, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} i64 1536, i64 3584, i64 2048, i64 2560, i64 4352, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// OFFLOAD: @shard_program = constant {{.*}} i64 5312, i64 4736, i64 3072, i64 4608, i64 4672, i32 2, ptr @params, {{.*}}, ptr @srt_cuda_backend }
+// OFFLOAD: @shard_program = constant {{.*}} i64 5312, i64 4736, i64 3072, i64 4608, i64 4672, i64 -1, i64 -1, i32 2, ptr @params, {{.*}}, ptr @srt_cuda_backend }
 // OFFLOAD: call ptr @srt_op_embedding(ptr %0, i64 4608, i64 4096, i64 4736,
 
 // keep-logits pins the lm_head output (4480, [2, 4, 16], Replicate) to the
