@@ -9,8 +9,9 @@
 // compare (max |cudnn - ours| / max |ours| < kAgree, no NaN); on a mismatch
 // cuDNN is disabled for that shape, with a message, and our result is used.
 // SHARD_CUDA_ATTENTION=kernel skips cuDNN altogether, and so does an
-// attention with segment ids (packed documents): the cuDNN graph built here
-// has no document mask, our kernels mask by segment.
+// attention with segment ids (packed documents) unless the driver knows the
+// batch to be one document per row (srt_exec.one_document): the cuDNN graph
+// built here has no document mask, our kernels mask by segment.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,7 +184,7 @@ srt_status srt_cuda_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
   void *scratch, *part[2] = {NULL, NULL};
   SRT_RETURN_IF_ERROR(srt_cuda_scratch(d, carve(NULL, sizes, 2, NULL), &scratch));
   carve(scratch, sizes, 2, part);
-  const int64_t *seg = segment_ids >= 0 ? cu_i64(e, segment_ids) : NULL;
+  const int64_t *seg = segment_ids >= 0 && !e->one_document ? cu_i64(e, segment_ids) : NULL;
   return forward(d, &s, cu_bf16(e, q), cu_bf16(e, k), cu_bf16(e, v), seg, cu_bf16(e, out),
                  cu_f32(e, lse), part[1], part[0]);
 }
@@ -211,7 +212,7 @@ srt_status srt_cuda_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t
   const srt_bf16 *o = cu_bf16(e, out);
   const float *L = cu_f32(e, lse);
   srt_bf16 *dQ = cu_bf16(e, dq), *dK = cu_bf16(e, dk), *dV = cu_bf16(e, dv);
-  const int64_t *seg = segment_ids >= 0 ? cu_i64(e, segment_ids) : NULL;
+  const int64_t *seg = segment_ids >= 0 && !e->one_document ? cu_i64(e, segment_ids) : NULL;
   int slot;
   bool supported = false;
   if (!seg && try_cudnn(d, &s, 1, &slot))

@@ -79,6 +79,7 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
       options.accum_total = (float)total;
       options.grad_accum = grad_accum;
     }
+    ev->exec->one_document = train_one_document_rows(p, ev->arena);
     SRT_RETURN_IF_ERROR(p->step(ev->exec, &options, result));
     loss += weight * (double)result->loss;
   }

@@ -34,6 +34,16 @@ void train_one_document(const srt_program *p, uint8_t *arena) {
     memset(arena + p->segment_ids_offset, 0, (size_t)(rows * p->seq) * sizeof(int64_t));
 }
 
+int32_t train_one_document_rows(const srt_program *p, const uint8_t *arena) {
+  if (p->segment_ids_offset < 0)
+    return 1;
+  const int64_t *seg = (const int64_t *)(const void *)(arena + p->segment_ids_offset);
+  for (int64_t t = 0; t < p->local_batch * p->seq; ++t)
+    if (seg[t] != 0)
+      return 0;
+  return 1;
+}
+
 const srt_backend *train_backend_of(const srt_program *p) {
   // The program table's convention (lower-to-runtime): no backend is the cpu.
   return p->backend ? p->backend : &srt_cpu_backend;

@@ -132,7 +132,8 @@ static int setup_device(train_run *r) {
                        r->backend->open(r->ctx, r->p, &r->device, &r->device_arena)))
     return 1;
   memset(r->arena, 0, (size_t)r->host_bytes);
-  r->exec = (srt_exec){r->ctx, r->device_arena, r->device, r->p->backend};
+  r->exec = (srt_exec){.ctx = r->ctx, .arena = r->device_arena, .device = r->device,
+                       .backend = r->p->backend};
   return 0;
 }
 

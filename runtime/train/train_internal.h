@@ -118,6 +118,11 @@ srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *are
 /// [local_batch, seq] each), where the program takes them (offset >= 0).
 void train_one_document(const srt_program *p, uint8_t *arena);
 
+/// 1 when the segment ids of the host `arena` are all 0 (each row one
+/// document, as train_one_document writes them) or the program takes none;
+/// else 0 (srt_exec.one_document).
+int32_t train_one_document_rows(const srt_program *p, const uint8_t *arena);
+
 /// The backend program `p` runs on: the one its table names, or the cpu
 /// backend (srt_cpu_backend) where the table names none.
 const srt_backend *train_backend_of(const srt_program *p);

@@ -36,6 +36,11 @@ typedef struct srt_exec {
   /// The backend whose ops run (srt_op_X calls backend->ops), or NULL for
   /// the cpu backend (srt_cpu_ops).
   const struct srt_backend *backend;
+  /// 1 when the driver knows every row of the current batch to be one
+  /// document (segment ids all 0): an attention may then ignore its
+  /// segment ids (the cuda backend keeps cuDNN's fused attention, which
+  /// has no document mask). 0: unknown, the segment ids are applied.
+  int32_t one_document;
 } srt_exec;
 
 /// A device backend: how the driver moves the host's copy of the persistent

@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
                    .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = kArena,
                    .persistent_bytes = PERSISTENT, .num_params = 1, .params = &g_param,
                    .step = no_step, .backend = &srt_cuda_backend};
-  srt_exec e = {ctx, NULL, NULL, &srt_cuda_backend};
+  srt_exec e = {.ctx = ctx, .backend = &srt_cuda_backend};
   s = srt_cuda_backend.open(ctx, &p, &e.device, &e.arena);
   if (s) {
     fail_status(s, "srt_cuda_backend.open");

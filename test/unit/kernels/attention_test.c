@@ -1,6 +1,7 @@
 // Unit tests of attention (runtime/cpu/attention.c): causal, GQA ratios 2
-// and 4, sliding window, softcap, non-causal and multi-tile sequences; the
-// forward against float64 loops, the backward against finite differences.
+// and 4, sliding window, softcap, non-causal and multi-tile sequences,
+// packed documents (segment ids, padding); the forward against float64
+// loops, the backward against finite differences.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +14,12 @@
 #include "kernel_testing.h"
 #include "shardrt/kernels.h"
 
-// Straightforward float64 attention: out [B, S, H*hd], lse [B, H, S].
+// Straightforward float64 attention: out [B, S, H*hd], lse [B, H, S];
+// seg [B, S] (NULL: one document per row): key j is visible from query i
+// only when both carry the same id >= 0 (the tests give each document its
+// own id); a query that sees nothing gets out 0 and lse -inf.
 static void ref_attention(double *out, double *lse, const double *q,
-                          const double *k, const double *v,
+                          const double *k, const double *v, const int64_t *seg,
                           const srt_attention_config *c) {
   int64_t B = c->batch, S = c->seq, H = c->heads, KV = c->kv_heads,
           hd = c->head_dim, W = c->sliding_window;
@@ -27,7 +31,8 @@ static void ref_attention(double *out, double *lse, const double *q,
         double mx = -INFINITY;
         for (int64_t j = 0; j < S; j++) {
           bool visible = (!c->causal || j <= i) &&
-                         (W == 0 || (i > j ? i - j : j - i) < W);
+                         (W == 0 || (i > j ? i - j : j - i) < W) &&
+                         (!seg || (seg[b * S + i] >= 0 && seg[b * S + i] == seg[b * S + j]));
           if (!visible) {
             logit[j] = -INFINITY;
             continue;
@@ -43,13 +48,13 @@ static void ref_attention(double *out, double *lse, const double *q,
           mx = s > mx ? s : mx;
         }
         double sum = 0.0;
-        for (int64_t j = 0; j < S; j++)
+        for (int64_t j = 0; j < S && mx > -INFINITY; j++)
           sum += exp(logit[j] - mx);
         if (lse)
-          lse[(b * H + h) * S + i] = mx + log(sum);
+          lse[(b * H + h) * S + i] = mx > -INFINITY ? mx + log(sum) : -INFINITY;
         for (int64_t d = 0; d < hd; d++) {
           double o = 0.0;
-          for (int64_t j = 0; j < S; j++)
+          for (int64_t j = 0; j < S && mx > -INFINITY; j++)
             o += exp(logit[j] - mx) / sum *
                  v[(b * S + j) * KV * hd + kvh * hd + d];
           out[(b * S + i) * H * hd + h * hd + d] = o;
@@ -61,6 +66,7 @@ static void ref_attention(double *out, double *lse, const double *q,
 
 typedef struct fd_ctx {
   const srt_attention_config *c;
+  const int64_t *seg;
   double *q, *k, *v;
   const double *cot;
   int64_t qn;
@@ -70,7 +76,7 @@ static double loss(const double *unused, void *p) {
   (void)unused;
   fd_ctx *f = p;
   double *out = kt_calloc(f->qn, sizeof *out);
-  ref_attention(out, NULL, f->q, f->k, f->v, f->c);
+  ref_attention(out, NULL, f->q, f->k, f->v, f->seg, f->c);
   double l = test_dot(out, f->cot, f->qn);
   free(out);
   return l;
@@ -109,8 +115,24 @@ static void check_grad(const char *what, const float *got, fd_ctx *f,
   free(idx), free(want), free(picked);
 }
 
-static void check_case(const srt_attention_config *c, int64_t fd_samples,
-                       uint64_t seed) {
+// lse against the reference: a query that sees no key (padding) has -inf
+// in both, the others within 1e-5 absolute, 1e-6 relative.
+static void check_lse(const float *lse, const double *wlse, int64_t n) {
+  float *got = kt_calloc(n, sizeof *got);
+  double *want = kt_calloc(n, sizeof *want);
+  for (int64_t i = 0; i < n; i++) {
+    bool empty = isinf(wlse[i]);
+    if (empty)
+      assert_true(isinf(lse[i]) && lse[i] < 0);
+    got[i] = empty ? 0.0f : lse[i];
+    want[i] = empty ? 0.0 : wlse[i];
+  }
+  test_assert_close(got, want, n, 1e-5, 1e-6, "attention lse");
+  free(got), free(want);
+}
+
+static void check_documents(const srt_attention_config *c, const int64_t *seg,
+                            int64_t fd_samples, uint64_t seed) {
   int64_t qn = c->batch * c->seq * c->heads * c->head_dim;
   int64_t kvn = c->batch * c->seq * c->kv_heads * c->head_dim;
   int64_t ln = c->batch * c->heads * c->seq;
@@ -125,25 +147,30 @@ static void check_case(const srt_attention_config *c, int64_t fd_samples,
   test_fill(v, kvn, &rng, -1, 1);
   test_fill(dout, qn, &rng, -1, 1);
   test_fill(dk, kvn, &rng, 50, 60); // must be overwritten, not accumulated
-  assert_null(srt_cpu_attention_forward(out, lse, q, k, v, NULL, ws, c));
+  assert_null(srt_cpu_attention_forward(out, lse, q, k, v, seg, ws, c));
 
-  fd_ctx f = {c, test_to_double(q, qn), test_to_double(k, kvn),
+  fd_ctx f = {c, seg, test_to_double(q, qn), test_to_double(k, kvn),
               test_to_double(v, kvn), test_to_double(dout, qn), qn};
   double *want = kt_calloc(qn, sizeof *want), *wlse = kt_calloc(ln, sizeof *wlse);
-  ref_attention(want, wlse, f.q, f.k, f.v, c);
+  ref_attention(want, wlse, f.q, f.k, f.v, seg, c);
   // Outputs are convex combinations of values in [-1, 1]: fp32 softmax and
   // sgemm errors ~1e-7 per term; 1e-5 absolute bounds S <= 150 terms.
   test_assert_close(out, want, qn, 1e-5, 0.0, "attention forward");
-  test_assert_close(lse, wlse, ln, 1e-5, 1e-6, "attention lse");
+  check_lse(lse, wlse, ln);
 
   assert_null(srt_cpu_attention_backward(dq, dk, dv, dout, q, k, v, out, lse,
-                                         NULL, ws, c));
+                                         seg, ws, c));
   check_grad("attention dq", dq, &f, f.q, qn, fd_samples, &rng);
   check_grad("attention dk", dk, &f, f.k, kvn, fd_samples, &rng);
   check_grad("attention dv", dv, &f, f.v, kvn, fd_samples, &rng);
   free(q), free(k), free(v), free(out), free(lse), free(dout), free(dq);
   free(dk), free(dv), free(ws), free(want), free(wlse);
   free(f.q), free(f.k), free(f.v), free((void *)f.cot);
+}
+
+static void check_case(const srt_attention_config *c, int64_t fd_samples,
+                       uint64_t seed) {
+  check_documents(c, NULL, fd_samples, seed);
 }
 
 static const int64_t kAll = INT64_MAX; // finite differences on every input
@@ -217,6 +244,86 @@ static void test_online_softmax_across_key_tiles(void **state) {
   check_case(&c, 12, 10);
 }
 
+// Segment ids [B, S] of `rows` rows of seq tokens from run lengths: each row
+// lists its documents' lengths, 0-terminated; the rest of a row is padding.
+static int64_t *segments(int64_t rows, int64_t seq, const int64_t (*lengths)[8]) {
+  int64_t *seg = kt_calloc(rows * seq, sizeof *seg);
+  for (int64_t b = 0; b < rows; b++) {
+    int64_t t = 0;
+    for (int64_t d = 0; lengths[b][d] > 0; d++)
+      for (int64_t n = 0; n < lengths[b][d]; n++)
+        seg[b * seq + t++] = d;
+    while (t < seq)
+      seg[b * seq + t++] = -1;
+  }
+  return seg;
+}
+
+// Packed documents, causal with GQA 2: row 0 holds documents of 3, 4 and 2
+// tokens and 2 of padding, row 1 documents of 4 and 7 (no padding).
+static void test_documents_causal(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 2, .seq = 11, .heads = 4, .kv_heads = 2,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f};
+  int64_t *seg = segments(2, 11, (const int64_t[][8]){{3, 4, 2, 0}, {4, 7, 0}});
+  check_documents(&c, seg, kAll, 11);
+  c.causal = false; // a document sees its later keys, never the next document's
+  check_documents(&c, seg, kAll, 12);
+  free(seg);
+}
+
+// Documents with a sliding window and softcap across query blocks of 64:
+// lengths 50, 37, 60 then 3 of padding; window 20 inside the longer ones.
+static void test_documents_window_softcap(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 1, .seq = 150, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f,
+                            .sliding_window = 20, .softcap = 3.0f};
+  int64_t *seg = segments(1, 150, (const int64_t[][8]){{50, 37, 60, 0}});
+  check_documents(&c, seg, 60, 13);
+  free(seg);
+}
+
+// A document across a key tile boundary (512): lengths 100, 500, 100.
+static void test_documents_across_key_tiles(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 1, .seq = 700, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f};
+  int64_t *seg = segments(1, 700, (const int64_t[][8]){{100, 500, 100, 0}});
+  check_documents(&c, seg, 12, 14);
+  free(seg);
+}
+
+// One document per row given as segment ids (all 0) is today's attention:
+// the same bytes as without segment ids, forward and backward.
+static void test_one_document_same_bytes(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 2, .seq = 700, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f,
+                            .sliding_window = 300, .softcap = 3.0f};
+  int64_t qn = c.batch * c.seq * c.heads * c.head_dim, kvn = qn / 2, ln = c.batch * c.heads * c.seq;
+  test_rng rng = {15};
+  float *in = kt_calloc(3 * qn, 4), *ws = kt_calloc(srt_cpu_attention_workspace_floats(&c), 4);
+  test_fill(in, 3 * qn, &rng, -1, 1);
+  const float *q = in, *k = in + qn, *v = k + kvn, *dout = in + 2 * qn;
+  int64_t *zeros = kt_calloc(c.batch * c.seq, sizeof *zeros);
+  float *r[2][5]; // out, lse, dq, dk, dv without and with segment ids
+  for (int w = 0; w < 2; w++) {
+    const int64_t *seg = w ? zeros : NULL;
+    r[w][0] = kt_calloc(qn, 4), r[w][1] = kt_calloc(ln, 4), r[w][2] = kt_calloc(qn, 4);
+    r[w][3] = kt_calloc(kvn, 4), r[w][4] = kt_calloc(kvn, 4);
+    assert_null(srt_cpu_attention_forward(r[w][0], r[w][1], q, k, v, seg, ws, &c));
+    assert_null(srt_cpu_attention_backward(r[w][2], r[w][3], r[w][4], dout, q, k, v, r[w][0],
+                                           r[w][1], seg, ws, &c));
+  }
+  const int64_t n[5] = {qn, ln, qn, kvn, kvn};
+  for (int i = 0; i < 5; i++) {
+    assert_memory_equal(r[0][i], r[1][i], (size_t)n[i] * 4);
+    free(r[0][i]), free(r[1][i]);
+  }
+  free(in), free(ws), free(zeros);
+}
+
 static void test_rejects_bad_config(void **state) {
   (void)state;
   float x = 0;
@@ -240,6 +347,10 @@ int main(void) {
       cmocka_unit_test(test_non_causal_and_window),
       cmocka_unit_test(test_multi_tile),
       cmocka_unit_test(test_online_softmax_across_key_tiles),
+      cmocka_unit_test(test_documents_causal),
+      cmocka_unit_test(test_documents_window_softcap),
+      cmocka_unit_test(test_documents_across_key_tiles),
+      cmocka_unit_test(test_one_document_same_bytes),
       cmocka_unit_test(test_rejects_bad_config),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,7 +46,7 @@ static int ops_teardown(void **state) {
 }
 
 /// The exec of the test context.
-static inline srt_exec test_exec(void) { return (srt_exec){g_ctx, g_arena, NULL, NULL}; }
+static inline srt_exec test_exec(void) { return (srt_exec){.ctx = g_ctx, .arena = g_arena}; }
 
 /// Forgets every arena buffer (call at the start of each test).
 static inline void arena_reset(void) { g_used = 0; }
