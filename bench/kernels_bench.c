@@ -130,19 +130,20 @@ static void run_linear_bwd(void *p) {
 
 typedef struct attn_ctx {
   srt_attention_config cfg;
+  const int64_t *seg; // segment ids [batch, seq] (packed documents), or NULL
   float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv, *ws;
 } attn_ctx;
 
 static void run_attn_fwd(void *p) {
   attn_ctx *c = p;
-  check(srt_cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, NULL, c->ws,
+  check(srt_cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, c->seg, c->ws,
                                   &c->cfg));
 }
 
 static void run_attn_bwd(void *p) {
   attn_ctx *c = p;
   check(srt_cpu_attention_backward(c->dq, c->dk, c->dv, c->dout, c->q, c->k,
-                                   c->v, c->out, c->lse, NULL, c->ws, &c->cfg));
+                                   c->v, c->out, c->lse, c->seg, c->ws, &c->cfg));
 }
 
 typedef struct mamba_ctx {
@@ -354,6 +355,45 @@ int main(int argc, char **argv) {
       free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
       free(c.dq), free(c.dk), free(c.dv), free(c.ws);
     }
+  }
+
+  { // Packed documents (issue 41): a row of S tokens holding 8 documents of
+    // S/8 against one document of S, same run, forward + backward; the
+    // kernel skips the key tiles of other documents, so the packed row costs
+    // about 8 (S/8)^2 / S^2 = 1/8 of the single document plus the diagonal
+    // blocks' waste. FLOPs count visible pairs as above.
+    int64_t S = quick ? 1024 : 4096, docs = 8, hd = 64;
+    attn_ctx c = {.cfg = {.batch = 1, .seq = S, .heads = 8, .kv_heads = 2, .head_dim = hd,
+                          .causal = true, .scale = 1.0f / sqrtf((float)hd)}};
+    int64_t qn = S * 8 * hd, kvn = S * 2 * hd;
+    c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
+    c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
+    c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
+    c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
+    c.dv = alloc_random(kvn, 20);
+    c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
+    int64_t *seg = malloc((size_t)S * sizeof *seg);
+    if (!seg) {
+      fprintf(stderr, "kernels_bench: out of memory\n");
+      return 1;
+    }
+    for (int64_t t = 0; t < S; t++)
+      seg[t] = t / (S / docs);
+    double bytes = 4.0 * (2 * qn + 2 * kvn), total[2];
+    for (int packed = 0; packed < 2; packed++) {
+      c.seg = packed ? seg : NULL;
+      double pairs = packed ? docs * visible_pairs(S / docs, 0) : visible_pairs(S, 0);
+      snprintf(shape, sizeof shape, "S=%lld %s", (long long)S,
+               packed ? "8 docs of S/8" : "one document");
+      double f = time_best(&b, run_attn_fwd, &c), g = time_best(&b, run_attn_bwd, &c);
+      report(&b, "attention fwd documents", shape, f, 2 * 2.0 * hd * pairs * 8, bytes);
+      report(&b, "attention bwd documents", shape, g, 5 * 2.0 * hd * pairs * 8, 2 * bytes);
+      total[packed] = f + g;
+    }
+    printf("attention S=%lld fwd+bwd, 8 documents / one document: %.3fx (target <= 0.2)\n",
+           (long long)S, total[1] / total[0]);
+    free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
+    free(c.dq), free(c.dk), free(c.dv), free(c.ws), free(seg);
   }
 
   { // Mamba2 mixer: a NemotronH-like block (hidden 1024, 16 heads of 64 in 4
