@@ -242,7 +242,8 @@ static void print_report(const report *rep, MlirStringRef name) {
           (long long)rep->mesh.size[1]);
   fprintf(o, "  %-16s %18lld bytes  (%lld elements in %lld tensors)\n", "parameters",
           rep->param_bytes, rep->param_elements, rep->params);
-  fprintf(o, "  %-16s %18lld bytes  (input_ids, labels)\n", "inputs", rep->input_bytes);
+  fprintf(o, "  %-16s %18lld bytes  (input_ids, labels, position/segment ids)\n", "inputs",
+          rep->input_bytes);
   fprintf(o, "  %-16s %18lld bytes  (every intermediate value, before buffer reuse)\n",
           "activations", rep->activation_bytes);
   fprintf(o, "  %-16s %4s %6s %18s %20s %12s %6s\n", "collective", "axis", "count",

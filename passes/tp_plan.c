@@ -495,7 +495,7 @@ static bool fsdp_layout(plan_run *r, int n, const nn_shape *s, tp_layout *l, int
 
 // Inserts `shard.shard %arg to %s` at the top for every wanted parameter
 // (and, under FSDP, every parameter), and the dp batch split of integer
-// inputs (input_ids, labels).
+// inputs (input_ids, labels, position_ids, segment_ids).
 static void annotate_args(plan_run *r) {
   MlirOperation first = mlirBlockGetFirstOperation(r->body);
   int refused = 0;

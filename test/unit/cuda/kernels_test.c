@@ -507,19 +507,19 @@ static int cpu_ok(srt_status st) {
 // (q_head_offset > 0 or global_heads != heads) runs the CPU kernel per local
 // head with its KV head found from the GLOBAL index, as
 // runtime/src/ops/attention.c does; dk/dv sum over the local heads.
-static int attention_reference(const srt_cuda_attention_shape *s, const float *q, const float *k,
-                               const float *v, const float *dout, const float *out_in,
-                               const float *lse_in, float *out, float *lse, float *dq,
-                               float *dk, float *dv) {
+static int attention_reference(const srt_cuda_attention_shape *s, const int64_t *seg,
+                               const float *q, const float *k, const float *v,
+                               const float *dout, const float *out_in, const float *lse_in,
+                               float *out, float *lse, float *dq, float *dk, float *dv) {
   int64_t B = s->batch, S = s->seq, H = s->heads, KV = s->kv_heads, hd = s->head_dim;
   int64_t rows = B * S;
   if (s->q_head_offset == 0 && s->global_heads == H) {
     srt_attention_config c = cpu_config(s, H, KV);
     float *ws = host_alloc((size_t)srt_cpu_attention_workspace_floats(&c) * 4);
-    if (out && !cpu_ok(srt_cpu_attention_forward(out, lse, q, k, v, NULL, ws, &c)))
+    if (out && !cpu_ok(srt_cpu_attention_forward(out, lse, q, k, v, seg, ws, &c)))
       return 0;
     return !dq || cpu_ok(srt_cpu_attention_backward(dq, dk, dv, dout, q, k, v, out_in, lse_in,
-                                                    NULL, ws, &c));
+                                                    seg, ws, &c));
   }
   srt_attention_config c = cpu_config(s, 1, 1);
   float *ws = host_alloc((size_t)srt_cpu_attention_workspace_floats(&c) * 4);
@@ -539,7 +539,7 @@ static int attention_reference(const srt_cuda_attention_shape *s, const float *q
     gather_head(k, ks, rows, KV, hd, kvh);
     gather_head(v, vs, rows, KV, hd, kvh);
     if (out) {
-      if (!cpu_ok(srt_cpu_attention_forward(os, ls, qs, ks, vs, NULL, ws, &c)))
+      if (!cpu_ok(srt_cpu_attention_forward(os, ls, qs, ks, vs, seg, ws, &c)))
         return 0;
       scatter_head(out, os, rows, H, hd, h, 0);
       for (int64_t b = 0; b < B; ++b)
@@ -551,7 +551,7 @@ static int attention_reference(const srt_cuda_attention_shape *s, const float *q
     gather_head(out_in, os, rows, H, hd, h);
     for (int64_t b = 0; b < B; ++b)
       memcpy(ls + b * S, lse_in + (b * H + h) * S, (size_t)S * 4);
-    if (!cpu_ok(srt_cpu_attention_backward(dqs, dks, dvs, gs, qs, ks, vs, os, ls, NULL, ws, &c)))
+    if (!cpu_ok(srt_cpu_attention_backward(dqs, dks, dvs, gs, qs, ks, vs, os, ls, seg, ws, &c)))
       return 0;
     scatter_head(dq, dqs, rows, H, hd, h, 0);
     scatter_head(dk, dks, rows, KV, hd, kvh, 1);
@@ -560,21 +560,25 @@ static int attention_reference(const srt_cuda_attention_shape *s, const float *q
   return 1;
 }
 
-static void attention_case(const char *label, srt_cuda_attention_shape s) {
+// One shape against the CPU kernel; seg: segment ids [B, S] (packed
+// documents, no padding: every lse finite) or NULL.
+static void attention_case_seg(const char *label, srt_cuda_attention_shape s,
+                               const int64_t *seg) {
   int64_t B = s.batch, S = s.seq, H = s.heads, KV = s.kv_heads, hd = s.head_dim;
   int64_t nq = B * S * H * hd, nk = B * S * KV * hd, nl = B * H * S;
   float *q = random_host(nq, -1, 1, 1), *k = random_host(nk, -1, 1, 1);
   float *v = random_host(nk, -1, 1, 1), *dout = random_host(nq, -1, 1, 1);
   float *out = host_alloc((size_t)nq * 4), *lse = host_alloc((size_t)nl * 4);
   char name[128];
-  if (!attention_reference(&s, q, k, v, NULL, NULL, NULL, out, lse, NULL, NULL, NULL)) {
+  if (!attention_reference(&s, seg, q, k, v, NULL, NULL, NULL, out, lse, NULL, NULL, NULL)) {
     release_all();
     return;
   }
   srt_bf16 *dq_in = up_bf16(q, nq), *dk_in = up_bf16(k, nk), *dv_in = up_bf16(v, nk);
   srt_bf16 *dout_in = up_bf16(dout, nq), *gout = out_dev((size_t)nq * 2);
   float *glse = out_dev((size_t)nl * 4);
-  LAUNCH(srt_cuda_attention_forward(gout, glse, dq_in, dk_in, dv_in, NULL, &s, 0));
+  const int64_t *gseg = seg ? up_bytes(seg, (size_t)(B * S) * sizeof *seg) : NULL;
+  LAUNCH(srt_cuda_attention_forward(gout, glse, dq_in, dk_in, dv_in, gseg, &s, 0));
   float *out_gpu = down_bf16(gout, nq), *lse_gpu = down_f32(glse, nl);
   snprintf(name, sizeof name, "attention_forward %s out", label);
   check(name, out_gpu, out, nq, kTolBf16);
@@ -584,7 +588,7 @@ static void attention_case(const char *label, srt_cuda_attention_shape s) {
   // The backward of both sides reads the GPU forward's out and lse.
   float *dq = host_alloc((size_t)nq * 4), *dk = host_alloc((size_t)nk * 4);
   float *dv = host_alloc((size_t)nk * 4);
-  if (!attention_reference(&s, q, k, v, dout, out_gpu, lse_gpu, NULL, NULL, dq, dk, dv)) {
+  if (!attention_reference(&s, seg, q, k, v, dout, out_gpu, lse_gpu, NULL, NULL, dq, dk, dv)) {
     release_all();
     return;
   }
@@ -592,7 +596,7 @@ static void attention_case(const char *label, srt_cuda_attention_shape s) {
   srt_bf16 *gdv = out_dev((size_t)nk * 2);
   float *delta = out_dev((size_t)nl * 4);
   LAUNCH(srt_cuda_attention_backward(gdq, gdk, gdv, dout_in, dq_in, dk_in, dv_in, gout, glse,
-                                     delta, NULL, &s, 0));
+                                     delta, gseg, &s, 0));
   snprintf(name, sizeof name, "attention_backward %s dq", label);
   check_bf16(name, gdq, dq, nq, kTolBf16);
   snprintf(name, sizeof name, "attention_backward %s dk", label);
@@ -600,6 +604,30 @@ static void attention_case(const char *label, srt_cuda_attention_shape s) {
   snprintf(name, sizeof name, "attention_backward %s dv", label);
   check_bf16(name, gdv, dv, nk, kTolBf16);
   release_all();
+}
+
+static void attention_case(const char *label, srt_cuda_attention_shape s) {
+  attention_case_seg(label, s, NULL);
+}
+
+// Packed documents: row 0 of 77 tokens holds documents of 30, 17 and 30,
+// row 1 of 20 and 57, with the window of Gemma (17) inside the longer ones.
+static void attention_documents(void) {
+  static int64_t seg[2 * 77];
+  const int64_t ends[2][3] = {{30, 47, 77}, {20, 77, 77}};
+  for (int b = 0; b < 2; ++b)
+    for (int64_t t = 0, d = 0; t < 77; ++t) {
+      while (t >= ends[b][d])
+        ++d;
+      seg[b * 77 + t] = d;
+    }
+  srt_cuda_attention_shape s = {.batch = 2, .seq = 77, .heads = 4, .kv_heads = 2,
+                                .head_dim = 64, .global_heads = 4, .causal = 1,
+                                .scale = 0.125f};
+  attention_case_seg("documents causal hd64", s, seg);
+  s.sliding_window = 17;
+  s.softcap = 20.0f;
+  attention_case_seg("documents window17 softcap20 hd64", s, seg);
 }
 
 // Shapes the kernels cannot run are refused before any launch.
@@ -620,6 +648,7 @@ static void attention_refusals(void) {
 
 static void test_attention(void) {
   attention_refusals();
+  attention_documents();
   // GQA (4 query heads on 2 KV heads), causal, seq not a multiple of a tile.
   attention_case("gqa causal hd64",
                  (srt_cuda_attention_shape){.batch = 2, .seq = 77, .heads = 4, .kv_heads = 2,
