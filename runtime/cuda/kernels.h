@@ -165,9 +165,11 @@ typedef struct srt_cuda_attention_shape {
 /// lse [batch, heads, seq] fp32 WRITTEN with each query's log-sum-exp.
 /// q, out: [batch, seq, heads * hd]; k, v: [batch, seq, kv_heads * hd].
 /// segment_ids: [batch, seq] on the device (packed documents, as
-/// srt_cpu_attention_forward's; each document its own id) or NULL: a key
-/// of another segment is masked (element by element: tiles are not
-/// skipped), a padding query (-1) gets out 0 and lse -inf.
+/// srt_cpu_attention_forward's; a document is a run of equal ids, and ids
+/// do not repeat in non-adjacent runs of a row) or NULL: a key of another
+/// document is masked, and the tiles of other documents are never visited
+/// (cost ~ the sum of squared document lengths); a padding query (-1) gets
+/// out 0 and lse -inf.
 /// head_dim <= 256.
 cudaError_t srt_cuda_attention_forward(srt_bf16 *out, float *lse, const srt_bf16 *q,
                                        const srt_bf16 *k, const srt_bf16 *v,

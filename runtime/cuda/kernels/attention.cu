@@ -62,6 +62,44 @@ __device__ __forceinline__ void query_range(const Geo &g, int64_t j0, int64_t j1
   *hi = b < g.S ? b : g.S;
 }
 
+// Packed documents: narrows [*lo, *hi) to the documents of positions
+// [a, b) of batch row `seg` (segment ids [S]): from the start of a's run of
+// equal ids to the end of (b - 1)'s, since no position outside shares a
+// document with [a, b) (a document is a run; ids do not repeat in
+// non-adjacent runs of a row). The whole block walks out from a and b,
+// blockDim.x positions per round, so the cost is the documents' length over
+// blockDim.x; every thread must call it (it synchronises the block).
+__device__ void doc_span(const int64_t *seg, int64_t S, int64_t a, int64_t b, int64_t *lo,
+                         int64_t *hi) {
+  __shared__ unsigned long long start, end;
+  if (threadIdx.x == 0) {
+    start = 0;
+    end = (unsigned long long)S;
+  }
+  __syncthreads();
+  const int64_t first = seg[a], last = seg[b - 1];
+  for (int64_t base = a - 1; base >= 0; base -= blockDim.x) {
+    int64_t t = base - (int64_t)threadIdx.x;
+    bool differ = t >= 0 && seg[t] != first;
+    if (differ)
+      atomicMax(&start, (unsigned long long)(t + 1));
+    if (__syncthreads_or(differ))
+      break;
+  }
+  for (int64_t base = b; base < S; base += blockDim.x) {
+    int64_t t = base + (int64_t)threadIdx.x;
+    bool differ = t < S && seg[t] != last;
+    if (differ)
+      atomicMin(&end, (unsigned long long)t);
+    if (__syncthreads_or(differ))
+      break;
+  }
+  int64_t s = (int64_t)start, e = (int64_t)end;
+  __syncthreads(); // every thread read start/end before a later call resets them
+  *lo = *lo > s ? *lo : s;
+  *hi = *hi < e ? *hi : e;
+}
+
 // The logit of a visible pair from its raw q.k; *t gets tanh(scale q.k / c)
 // for the softcap's derivative.
 __device__ __forceinline__ float logit(const Geo &g, float dot, float *t) {
@@ -130,8 +168,10 @@ __global__ void __launch_bounds__(kAttnThreads)
     for (int c = 0; c < DPL; ++c)
       acc[r][c] = 0.0f;
   }
-  int64_t lo, hi;
-  key_range(g, i0, i0 + kRowTile < g.S ? i0 + kRowTile : g.S, &lo, &hi);
+  int64_t lo, hi, i1 = i0 + kRowTile < g.S ? i0 + kRowTile : g.S;
+  key_range(g, i0, i1, &lo, &hi);
+  if (g.seg) // the key tiles of other documents are never visited
+    doc_span(g.seg + b * g.S, g.S, i0, i1, &lo, &hi);
   for (int64_t j0 = lo; j0 < hi; j0 += kColTile) {
     __syncthreads(); // Q is loaded; the previous K/V tile is consumed
     load_tile(Ks, ld, kh, g.ldkv, j0, kColTile, g.S, hd);
@@ -236,8 +276,10 @@ __global__ void __launch_bounds__(kAttnThreads)
     for (int c = 0; c < DPL; ++c)
       acc[r][c] = 0.0f;
   }
-  int64_t lo, hi;
-  key_range(g, i0, i0 + kRowTile < g.S ? i0 + kRowTile : g.S, &lo, &hi);
+  int64_t lo, hi, i1 = i0 + kRowTile < g.S ? i0 + kRowTile : g.S;
+  key_range(g, i0, i1, &lo, &hi);
+  if (g.seg) // the key tiles of other documents are never visited
+    doc_span(g.seg + b * g.S, g.S, i0, i1, &lo, &hi);
   for (int64_t j0 = lo; j0 < hi; j0 += kColTile) {
     __syncthreads();
     load_tile(Ks, ld, kh, g.ldkv, j0, kColTile, g.S, hd);
@@ -305,8 +347,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   int64_t h_lo = kvh * g.group - g.off, h_hi = h_lo + g.group;
   h_lo = h_lo > 0 ? h_lo : 0;
   h_hi = h_hi < g.H ? h_hi : g.H;
-  int64_t lo, hi;
-  query_range(g, j0, j0 + kRowTile < g.S ? j0 + kRowTile : g.S, &lo, &hi);
+  int64_t lo, hi, j1 = j0 + kRowTile < g.S ? j0 + kRowTile : g.S;
+  query_range(g, j0, j1, &lo, &hi);
+  if (g.seg) // the query tiles of other documents are never visited
+    doc_span(g.seg + b * g.S, g.S, j0, j1, &lo, &hi);
   for (int64_t h = h_lo; h < h_hi; ++h) {
     const bf16 *qh = q + b * g.S * g.ldq + h * hd, *doh = dout + b * g.S * g.ldq + h * hd;
     const float *lh = lse + (b * g.H + h) * g.S, *dh = delta + (b * g.H + h) * g.S;
