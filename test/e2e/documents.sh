@@ -14,9 +14,10 @@
 #     attention moves the step-1 loss only ~1e-5, its gradient ~1e-2: qwen2
 #     1.8723 packed vs 1.8547 joined; gemma3, its window 8 leaking only near
 #     the boundary, 4.4528 vs 4.4582), so ignored ids would fail the test;
-#   - mesh parity on the packed batch: tp2, tp2+SP and dp2 against tp1,
-#     losses and grad norms of every step and the saved parameters within
-#     RTOL (st_compare), as parity.sh.
+#   - mesh parity on the packed batch: tp2, tp2+SP, dp2, activation
+#     checkpointing and micro-batches of 2 rows (each micro-batch reads its
+#     rows' documents) against tp1, losses and grad norms of every step and
+#     the saved parameters within RTOL (st_compare), as parity.sh.
 # Prints one "DOCUMENTS arch check ..." line per comparison.
 #
 # usage: documents.sh ARCH PLAN CONFIG BIN_DIR MPIEXEC WORK_DIR
@@ -63,7 +64,8 @@ else
   status=1
 fi
 for v in "tp2 2 --tp-size=2" "tp2sp 2 --tp-size=2 --sequence-parallel" \
-         "dp2 2 --tp-size=1 --dp-size=2"; do
+         "dp2 2 --tp-size=1 --dp-size=2" "recompute 1 --tp-size=1 --activation-checkpointing" \
+         "micro2 1 --tp-size=1 --micro-batch 2"; do
   read -r name np flags <<<"$v"
   # shellcheck disable=SC2086 # flags are words
   compile "$name" "$CONFIG" "$PLAN" $flags || { status=1; continue; }
