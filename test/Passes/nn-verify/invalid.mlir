@@ -283,6 +283,22 @@ func.func @attention_kv_dim(%q: tensor<1x4x32xf32>, %k: tensor<1x4x24xf32>) -> t
 
 // -----
 
+func.func @attention_segments_shape(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>, %s: tensor<1x5xi64>) -> tensor<1x4x32xf32> {
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): segment_ids has shape [1, 5], expected [1, 4]
+  %0, %lse = "nn.attention"(%q, %k, %k, %s) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x5xi64>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
+  return %0 : tensor<1x4x32xf32>
+}
+
+// -----
+
+func.func @attention_segments_float(%q: tensor<1x4x32xf32>, %k: tensor<1x4x16xf32>, %s: tensor<1x4xf32>) -> tensor<1x4x32xf32> {
+  // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): segment_ids must have an integer element type
+  %0, %lse = "nn.attention"(%q, %k, %k, %s) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x4x16xf32>, tensor<1x4x16xf32>, tensor<1x4xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
+  return %0 : tensor<1x4x32xf32>
+}
+
+// -----
+
 func.func @attention_seq(%q: tensor<1x4x32xf32>, %k: tensor<1x2x16xf32>) -> tensor<1x4x32xf32> {
   // CHECK: nn-verify{{/|\\}}invalid.mlir:[[@LINE+1]]:14: error: 'nn.attention' (self_attn): query batch x seq 1 x 4 differs from key's 1 x 2
   %0, %lse = "nn.attention"(%q, %k, %k) {nn.module = "self_attn", num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal = true, scale = 0.35 : f64, sliding_window = 0 : i64, softcap = 0.0 : f64} : (tensor<1x4x32xf32>, tensor<1x2x16xf32>, tensor<1x2x16xf32>) -> (tensor<1x4x32xf32>, tensor<1x4x4xf32>)
