@@ -96,10 +96,11 @@ static void add_program(record *r, const srt_program *p) {
   add(r, "program parameters", params_hash(p), "%d parameter tensors (table digest %016llx)",
       (int)p->num_params, (unsigned long long)params_hash(p));
   add(r, "program memory plan", 0,
-      "arena %lld bytes, persistent %lld, offload %lld, ids at %lld, labels at %lld, logits "
-      "%d at %lld",
+      "arena %lld bytes, persistent %lld, offload %lld, ids at %lld, labels at %lld, "
+      "positions at %lld, segments at %lld, logits %d at %lld",
       (long long)p->arena_bytes, (long long)p->persistent_bytes, (long long)p->offload_bytes,
-      (long long)p->input_ids_offset, (long long)p->labels_offset, (int)p->logits_kept,
+      (long long)p->input_ids_offset, (long long)p->labels_offset,
+      (long long)p->position_ids_offset, (long long)p->segment_ids_offset, (int)p->logits_kept,
       (long long)p->logits_offset);
   add(r, "program init", 0, "initializer_range %.17g", p->initializer_range);
   add(r, "program checkpoint names", 0, "%s", p->checkpoint_names ? p->checkpoint_names : "");
