@@ -43,7 +43,7 @@ srt_status srt_cpu_op_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int6
   srt_mamba2_weights w = {ops_f32(e, in_proj), ops_f32(e, conv_w), ops_f32(e, conv_b),
                           ops_f32(e, dt_bias), ops_f32(e, a_log),  ops_f32(e, d),
                           ops_f32(e, norm_w),  ops_f32(e, out_proj)};
-  return srt_cpu_mamba2_forward(ops_f32(e, out), ops_f32(e, x), &w, ws, &c);
+  return srt_cpu_mamba2_forward(ops_f32(e, out), ops_f32(e, x), NULL, &w, ws, &c);
 }
 
 srt_status srt_cpu_op_mamba2_mixer_grad(
@@ -77,6 +77,6 @@ srt_status srt_cpu_op_mamba2_mixer_grad(
   srt_mamba2_grads g = {ops_f32(e, d_in_proj), ops_f32(e, d_conv_w),  ops_f32(e, d_conv_b),
                         ops_f32(e, d_dt_bias), ops_f32(e, d_a_log),   ops_f32(e, d_d),
                         ops_f32(e, d_norm_w),  ops_f32(e, d_out_proj)};
-  return srt_cpu_mamba2_backward(ops_f32(e, dx), &g, ops_f32(e, dout), ops_f32(e, x), &w, ws,
+  return srt_cpu_mamba2_backward(ops_f32(e, dx), &g, ops_f32(e, dout), ops_f32(e, x), NULL, &w, ws,
                                  &c);
 }
