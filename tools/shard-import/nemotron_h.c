@@ -45,7 +45,8 @@ static MlirValue mamba(import_graph *g, const char *base, MlirValue h) {
                          .conv_kernel = c->conv_kernel,
                          .chunk_size = c->chunk_size, .eps = c->mamba_eps,
                          .dt_min = c->mamba_dt_min};
-  return nn_build_mamba2_mixer(&g->b, base, h, &p, &mc);
+  // One document per row until the step takes segment_ids (issue 41).
+  return nn_build_mamba2_mixer(&g->b, base, h, (MlirValue){NULL}, &p, &mc);
 }
 
 // up_proj -> relu2 -> down_proj under `base`.
