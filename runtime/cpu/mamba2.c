@@ -141,6 +141,8 @@ static inline bool starts(const int64_t *seg, int64_t t) {
 // The earliest token the conv at token t reads: t - (K - 1), 0 or its
 // document's start, whichever is latest.
 static int64_t conv_lo(const int64_t *seg, int64_t t, int64_t K) {
+  if (!seg) // the weight gradient asks per channel and token: no walk
+    return t - (K - 1) > 0 ? t - (K - 1) : 0;
   int64_t lo = t;
   while (lo > 0 && t - lo < K - 1 && !starts(seg, lo))
     --lo;
@@ -150,6 +152,8 @@ static int64_t conv_lo(const int64_t *seg, int64_t t, int64_t K) {
 // The latest conv output token t feeds: t + K - 1, seq - 1 or the end of
 // its document, whichever is earliest.
 static int64_t conv_hi(const int64_t *seg, int64_t t, int64_t K, int64_t seq) {
+  if (!seg)
+    return t + K - 1 < seq ? t + K - 1 : seq - 1;
   int64_t hi = t;
   while (hi + 1 < seq && hi - t < K - 1 && !starts(seg, hi + 1))
     ++hi;
