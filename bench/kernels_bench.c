@@ -155,12 +155,12 @@ typedef struct mamba_ctx {
 
 static void run_mamba_fwd(void *p) {
   mamba_ctx *c = p;
-  check(srt_cpu_mamba2_forward(c->out, c->x, &c->w, c->ws, &c->cfg));
+  check(srt_cpu_mamba2_forward(c->out, c->x, NULL, &c->w, c->ws, &c->cfg));
 }
 
 static void run_mamba_bwd(void *p) {
   mamba_ctx *c = p;
-  check(srt_cpu_mamba2_backward(c->dx, &c->g, c->dout, c->x, &c->w, c->ws, &c->cfg));
+  check(srt_cpu_mamba2_backward(c->dx, &c->g, c->dout, c->x, NULL, &c->w, c->ws, &c->cfg));
 }
 
 // Visible (query, key) pairs of a causal attention with window w (0: none).

@@ -421,14 +421,14 @@ MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,
 }
 
 MlirValue nn_build_mamba2_mixer(nn_builder *b, const char *module, MlirValue x,
-                                const nn_mamba2_params *p,
+                                MlirValue segment_ids, const nn_mamba2_params *p,
                                 const nn_mamba2_config *cfg) {
   op_spec s;
   spec_init(&s, b, NN_OP_MAMBA2_MIXER, module);
-  spec_operands(&s, 9,
+  spec_operands(&s, mlirValueIsNull(segment_ids) ? 9 : 10,
                 (MlirValue[]){x, p->in_proj_weight, p->conv1d_weight,
                               p->conv1d_bias, p->dt_bias, p->A_log, p->D,
-                              p->norm_weight, p->out_proj_weight});
+                              p->norm_weight, p->out_proj_weight, segment_ids});
   spec_int(&s, "num_heads", cfg->num_heads);
   spec_int(&s, "head_dim", cfg->head_dim);
   spec_int(&s, "n_groups", cfg->n_groups);

@@ -267,9 +267,11 @@ typedef struct nn_mamba2_params {
       norm_weight, out_proj_weight;
 } nn_mamba2_params;
 
-/// x [B, S, hidden] -> x's type.
+/// x [B, S, hidden] -> x's type. segment_ids: i64 [B, S] document ids of
+/// packed rows (the conv and the scan restart where they change), or a null
+/// value for one document per row.
 MlirValue nn_build_mamba2_mixer(nn_builder *b, const char *module, MlirValue x,
-                                const nn_mamba2_params *params,
+                                MlirValue segment_ids, const nn_mamba2_params *params,
                                 const nn_mamba2_config *cfg);
 
 #endif // SHARD_DIALECTS_NN_H

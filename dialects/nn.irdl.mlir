@@ -156,8 +156,11 @@ irdl.dialect @nn {
   // conv1d_weight [C, 1, K], conv1d_bias [C], dt_bias / a_log / d
   // [num_heads], norm_weight [I], out_proj_weight [H, I], output [B, S, H].
   // chunk_size is the SSD scan's chunk length; eps the gated norm's epsilon.
+  // segment_ids (optional, i64 [B, S]): packed documents; the conv and the
+  // scan restart where the id changes (mamba_ssm's seq_idx).
   irdl.operation @mamba2_mixer {
     %x = irdl.base "!builtin.tensor"
+    %seg = irdl.base "!builtin.tensor"
     %in_w = irdl.base "!builtin.tensor"
     %conv_w = irdl.base "!builtin.tensor"
     %conv_b = irdl.base "!builtin.tensor"
@@ -176,7 +179,8 @@ irdl.dialect @nn {
     %dt_min = irdl.base "#builtin.float"
     irdl.operands(input: %x, in_proj_weight: %in_w, conv1d_weight: %conv_w,
                   conv1d_bias: %conv_b, dt_bias: %dt_bias, a_log: %a_log,
-                  d: %d, norm_weight: %norm_w, out_proj_weight: %out_w)
+                  d: %d, norm_weight: %norm_w, out_proj_weight: %out_w,
+                  segment_ids: optional %seg)
     irdl.results(output: %x)
     irdl.attributes {"num_heads" = %heads, "head_dim" = %head_dim,
                      "n_groups" = %groups, "state_size" = %state,
@@ -389,9 +393,11 @@ irdl.dialect @nn {
   }
 
   // (dx, d in_proj, d conv1d weight, d conv1d bias, d dt_bias, d A_log, d D,
-  // d norm weight, d out_proj) of nn.mamba2_mixer (same attributes).
+  // d norm weight, d out_proj) of nn.mamba2_mixer (same attributes, its
+  // operands, then dy).
   irdl.operation @mamba2_mixer_grad {
     %x = irdl.base "!builtin.tensor"
+    %seg = irdl.base "!builtin.tensor"
     %in_w = irdl.base "!builtin.tensor"
     %conv_w = irdl.base "!builtin.tensor"
     %conv_b = irdl.base "!builtin.tensor"
@@ -410,7 +416,8 @@ irdl.dialect @nn {
     %dt_min = irdl.base "#builtin.float"
     irdl.operands(input: %x, in_proj_weight: %in_w, conv1d_weight: %conv_w,
                   conv1d_bias: %conv_b, dt_bias: %dt_bias, a_log: %a_log, d: %d,
-                  norm_weight: %norm_w, out_proj_weight: %out_w, dy: %x)
+                  norm_weight: %norm_w, out_proj_weight: %out_w,
+                  segment_ids: optional %seg, dy: %x)
     irdl.results(dinput: %x, din_proj_weight: %in_w, dconv1d_weight: %conv_w,
                  dconv1d_bias: %conv_b, ddt_bias: %dt_bias, da_log: %a_log, dd: %d,
                  dnorm_weight: %norm_w, dout_proj_weight: %out_w)

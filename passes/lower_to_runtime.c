@@ -205,6 +205,8 @@ static int64_t is_max(lower_call *c) {
 
 #define IN(i) in_of(c->op, i)
 #define IN_OPT(i) in_of(c->op, i)
+#define IN_OPT_BEFORE_LAST(i) \
+  (mlirOperationGetNumOperands(c->op) > (i) + 1 ? in_of(c->op, i) : (MlirValue){NULL})
 #define OUT(i) mlirOperationGetResult(c->op, i)
 #define NUM_IN mlirOperationGetNumOperands(c->op)
 #define NUMEL(v) lr_numel(v)

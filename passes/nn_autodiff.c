@@ -21,9 +21,9 @@
 #include "shard_ops.h"
 
 // Operands and results of one backward op, at most (the Mamba2 mixer's: x,
-// eight weights and dy). Every NN_VJP row of the op table is checked
-// against it when this file compiles, so no row is ever cut short.
-enum { NN_MAX_VJP_VALUES = 10 };
+// eight weights, segment_ids and dy). Every NN_VJP row of the op table is
+// checked against it when this file compiles, so no row is ever cut short.
+enum { NN_MAX_VJP_VALUES = 11 };
 #define NN_VJP(KIND, GRAD, operands, targets)                                             \
   _Static_assert(sizeof(operands) - 1 <= NN_MAX_VJP_VALUES &&                             \
                      sizeof(targets) - 1 <= NN_MAX_VJP_VALUES,                            \
@@ -116,11 +116,9 @@ static void apply_vjp(ad_run *r, MlirOperation fwd, const nn_vjp *vjp, MlirValue
     return;
   MlirValue ops[NN_MAX_VJP_VALUES];
   int n = 0;
-  for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o) {
-    if (*o >= '0' && *o <= '9' && *o - '0' >= nfwd)
-      continue; // an absent optional operand (attention without segment_ids)
-    ops[n++] = vjp_operand(r, fwd, *o, dy);
-  }
+  for (const char *o = vjp->operands; *o && n < NN_MAX_VJP_VALUES; ++o)
+    if (*o < '0' || *o > '9' || *o - '0' < nfwd) // an absent optional operand is left out
+      ops[n++] = vjp_operand(r, fwd, *o, dy);
   if (vjp->grad == NN_OP_NONE) { // the gradient passes through (an add)
     for (int i = 0; i < nt; ++i)
       accumulate(r, targets[i], ops[0], m);

@@ -366,6 +366,18 @@ static void want_param(checker *c, intptr_t i, const char *what, int rank,
   want_shape(c, what, &got, &expect);
 }
 
+// Operand i, document ids: i64 [B, S] of `x`'s batch and sequence (the
+// runtime reads them as int64).
+static void want_segment_ids(checker *c, intptr_t i, const nn_shape *x) {
+  nn_shape seg;
+  if (!operand_shape(c, i, "segment_ids", &seg))
+    return;
+  nn_shape expect = {2, {x->dims[0], x->dims[1]}, seg.element};
+  want_shape(c, "segment_ids", &seg, &expect);
+  if (!mlirTypeIsAInteger(seg.element) || mlirIntegerTypeGetWidth(seg.element) != 64)
+    fail(c, "segment_ids must have element type i64");
+}
+
 static void check_mamba2_mixer(checker *c) {
   nn_shape x, out;
   if (!operand_shape(c, 0, "input", &x) || !result_shape(c, 0, &out) ||
@@ -414,6 +426,8 @@ static void check_mamba2_mixer(checker *c) {
   want_param(c, 7, "norm_weight", 1, (int64_t[]){inner}, x.element);
   want_param(c, 8, "out_proj_weight", 2, (int64_t[]){hidden, inner}, x.element);
   want_shape(c, "output", &out, &x);
+  if (mlirOperationGetNumOperands(c->op) > 9)
+    want_segment_ids(c, 9, &x);
 }
 
 static void check_bias_add(checker *c) {

@@ -55,8 +55,11 @@ static const tp_rule kCrossEntropy = {.operands = {"bsv", "bs"},
 // weight is split by as Megatron does (in_proj's rows and conv1d's channels
 // part by part, dt_bias, A_log, D and the norm per head, out_proj's
 // columns); the output of a split mixer is Partial. The scan needs the whole
-// sequence (S), the hidden size (F) and the conv taps (K) stay whole.
-static const tp_rule kMamba2 = {.operands = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm"},
+// sequence (S), the hidden size (F) and the conv taps (K) stay whole. The
+// optional segment_ids [B, S] (integers) follow the batch, replicated over
+// the heads.
+static const tp_rule kMamba2 = {.operands = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm",
+                                             "bS"},
                                 .results = {"bSF"},
                                 .reduction = "m",
                                 .whole = "SFWK",
@@ -106,6 +109,13 @@ static const tp_rule kAttentionGrad = {.operands = {"bSh", "bTh", "bTh", "bSh", 
 // split) and keep the heads; dx sums over the heads (Partial where they are).
 static const tp_rule kMamba2Grad = {
     .operands = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm", "bSF"},
+    .results = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm"},
+    .reduction = "bm",
+    .whole = "SFWK",
+    .localize = tp_localize_mamba2};
+// With segment_ids (operand 9), dy moves to 10.
+static const tp_rule kMamba2GradDocs = {
+    .operands = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm", "bS", "bSF"},
     .results = {"bSF", "mF", "mWK", "m", "m", "m", "m", "m", "Fm"},
     .reduction = "bm",
     .whole = "SFWK",
@@ -164,7 +174,9 @@ RULE(elementwise2) { return elementwise(&kElementwise2, rank, rule); }
 RULE(bias_add) { return elementwise(&kBiasAdd, rank, rule); }
 RULE(cross_entropy) { return pick(&kCrossEntropy, rule); }
 RULE(mamba2) { return pick(&kMamba2, rule); }
-RULE(mamba2_grad) { return pick(&kMamba2Grad, rule); }
+RULE(mamba2_grad) {
+  return pick(mlirOperationGetNumOperands(op) > 10 ? &kMamba2GradDocs : &kMamba2Grad, rule);
+}
 RULE(embedding_grad) { return pick(&kEmbeddingGrad, rule); }
 RULE(linear_grad_input) { return pick(rank == 2 ? &kLinearGradInput2 : &kLinearGradInput, rule); }
 RULE(linear_grad_weight) {

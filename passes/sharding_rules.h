@@ -16,7 +16,7 @@
 #include "nn.h"
 #include "plan.h"
 
-enum { TP_RULE_MAX_VALUES = 10, TP_MESH_AXES = 2 };
+enum { TP_RULE_MAX_VALUES = 11, TP_MESH_AXES = 2 };
 
 /// The mesh: axis 0 = dp, axis 1 = tp.
 typedef struct tp_mesh {

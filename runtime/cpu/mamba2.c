@@ -13,6 +13,15 @@
 // last chunk), R_prev = exp(S_last) R + sum_i exp(S_i) dy_i C_i^T, and
 // collects dL/dS_i from every exp(.) it differentiates; dL/da_t is the sum
 // of dL/dS_i over i >= t in the chunk.
+//
+// Packed documents (segment_ids; mamba_ssm's seq_idx): a token whose id
+// differs from its predecessor's starts a document. The conv reads no input
+// before the start of its token's document; in the scan the pairs (i, j) of
+// different documents drop out of the quadratic form (E_ij = 0), the
+// entering state H reaches only the tokens before the chunk's first start,
+// and the leaving state H' keeps H only when the chunk has no start and
+// sums only the chunk's last document. S stays the plain cumulative sum, so
+// dL/da_t keeps its form; every masked term is a constant zero.
 #include "shardrt/kernels.h"
 
 #include <math.h>
@@ -67,9 +76,11 @@ static srt_status check(const srt_mamba2_config *c, sizes *z) {
 }
 
 // The workspace's parts, in order; `states` and after only for backward.
+// `seg` (the caller's segment_ids or NULL) rides along, no part of it.
 typedef struct parts {
   float *proj, *xbc, *dt, *y, *normed;
   float *states, *dproj, *dxbc, *ddt, *dy, *dnormed, *rstd, *dA, *dD, *threads;
+  const int64_t *seg;
 } parts;
 
 // Floats of each part (srt_mamba2_workspace_parts: a NULL `ws` only
@@ -118,19 +129,60 @@ static inline float dot(const float *a, const float *b, int64_t n) {
 }
 
 //===----------------------------------------------------------------------===//
+// Document starts
+//===----------------------------------------------------------------------===//
+
+// Whether token t of a row (`seg` that row's ids, NULL for one document)
+// starts a document other than the row's first.
+static inline bool starts(const int64_t *seg, int64_t t) {
+  return seg && t > 0 && seg[t] != seg[t - 1];
+}
+
+// The earliest token the conv at token t reads: t - (K - 1), 0 or its
+// document's start, whichever is latest.
+static int64_t conv_lo(const int64_t *seg, int64_t t, int64_t K) {
+  if (!seg) // the weight gradient asks per channel and token: no walk
+    return t - (K - 1) > 0 ? t - (K - 1) : 0;
+  int64_t lo = t;
+  while (lo > 0 && t - lo < K - 1 && !starts(seg, lo))
+    --lo;
+  return lo;
+}
+
+// The latest conv output token t feeds: t + K - 1, seq - 1 or the end of
+// its document, whichever is earliest.
+static int64_t conv_hi(const int64_t *seg, int64_t t, int64_t K, int64_t seq) {
+  if (!seg)
+    return t + K - 1 < seq ? t + K - 1 : seq - 1;
+  int64_t hi = t;
+  while (hi + 1 < seq && hi - t < K - 1 && !starts(seg, hi + 1))
+    ++hi;
+  return hi;
+}
+
+// The row of `segment_ids` of row r of the activations, or NULL.
+static inline const int64_t *seg_row(const int64_t *segment_ids, const srt_mamba2_config *c,
+                                     int64_t r) {
+  return segment_ids ? segment_ids + (r / c->seq) * c->seq : NULL;
+}
+
+//===----------------------------------------------------------------------===//
 // conv1d + SiLU, dt
 //===----------------------------------------------------------------------===//
 
 // The conv's pre-activation at row r (token t of its batch) for every
 // channel: bias + sum_k w[c, k] raw[t + k - (K - 1), c] (torch's conv1d with
-// padding K - 1, the first `seq` outputs).
-static void conv_row(float *pre, const float *proj, const srt_mamba2_weights *w,
-                     const srt_mamba2_config *c, const sizes *z, int64_t r) {
+// padding K - 1, the first `seq` outputs), the inputs before t's document
+// read as zeros (causal_conv1d with seq_idx).
+static void conv_row(float *pre, const float *proj, const int64_t *seg,
+                     const srt_mamba2_weights *w, const srt_mamba2_config *c, const sizes *z,
+                     int64_t r) {
   int64_t t = r % c->seq, K = c->conv_kernel, C = z->conv_dim;
+  int64_t lo = conv_lo(seg_row(seg, c, r), t, K);
   memcpy(pre, w->conv_b, (size_t)C * sizeof(float));
   for (int64_t k = 0; k < K; ++k) {
     int64_t src = t + k - (K - 1);
-    if (src < 0)
+    if (src < lo)
       continue;
     const float *raw = proj + (r - t + src) * z->proj + z->inner;
     for (int64_t ch = 0; ch < C; ++ch)
@@ -138,12 +190,13 @@ static void conv_row(float *pre, const float *proj, const srt_mamba2_weights *w,
   }
 }
 
-static void conv_forward(float *xbc, const float *proj, const srt_mamba2_weights *w,
-                         const srt_mamba2_config *c, const sizes *z) {
+static void conv_forward(float *xbc, const float *proj, const int64_t *seg,
+                         const srt_mamba2_weights *w, const srt_mamba2_config *c,
+                         const sizes *z) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < z->n; ++r) {
     float *row = xbc + r * z->conv_dim;
-    conv_row(row, proj, w, c, z, r);
+    conv_row(row, proj, seg, w, c, z, r);
     for (int64_t ch = 0; ch < z->conv_dim; ++ch)
       row[ch] = silu(row[ch]);
   }
@@ -153,24 +206,24 @@ static void conv_forward(float *xbc, const float *proj, const srt_mamba2_weights
 // place; then the raw input's gradient goes to dproj's xBC columns and the
 // weight's and bias's are accumulated (in double, tokens in order).
 static void conv_backward(float *dproj, const srt_mamba2_grads *g, float *dxbc, float *pre,
-                          const float *proj, const srt_mamba2_weights *w,
+                          const float *proj, const int64_t *seg, const srt_mamba2_weights *w,
                           const srt_mamba2_config *c, const sizes *z) {
   int64_t K = c->conv_kernel, C = z->conv_dim, S = c->seq;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < z->n; ++r) {
     float *d = dxbc + r * C, *tmp = pre + r * C;
-    conv_row(tmp, proj, w, c, z, r);
+    conv_row(tmp, proj, seg, w, c, z, r);
     for (int64_t ch = 0; ch < C; ++ch)
       d[ch] *= silu_grad(tmp[ch]);
   }
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < z->n; ++r) { // raw[t] feeds outputs t .. t + K - 1
-    int64_t t = r % S;
+    int64_t t = r % S, hi = conv_hi(seg_row(seg, c, r), t, K, S);
     float *draw = dproj + r * z->proj + z->inner;
     memset(draw, 0, (size_t)C * sizeof(float));
     for (int64_t k = 0; k < K; ++k) {
       int64_t out = t - k + (K - 1);
-      if (out >= S)
+      if (out > hi)
         continue;
       const float *d = dxbc + (r - t + out) * C;
       for (int64_t ch = 0; ch < C; ++ch)
@@ -184,13 +237,13 @@ static void conv_backward(float *dproj, const srt_mamba2_grads *g, float *dxbc, 
       int64_t kn = K - k0 < 64 ? K - k0 : 64;
       memset(dw, 0, sizeof dw);
       for (int64_t r = 0; r < z->n; ++r) {
-        int64_t t = r % S;
+        int64_t t = r % S, lo = conv_lo(seg_row(seg, c, r), t, K);
         float d = dxbc[r * C + ch];
         if (k0 == 0)
           db += d;
         for (int64_t k = k0; k < k0 + kn; ++k) {
           int64_t src = t + k - (K - 1);
-          if (src >= 0)
+          if (src >= lo)
             dw[k - k0] += (double)d * proj[(r - t + src) * z->proj + z->inner + ch];
         }
       }
@@ -239,9 +292,28 @@ typedef struct head {
   const srt_mamba2_config *c;
   const sizes *z;
   const float *xbc, *dt;
-  int64_t b, h, g; // batch, head, its group
+  const int64_t *seg; // this batch row's segment ids, NULL for one document
+  int64_t b, h, g;    // batch, head, its group
   float A, D;
 } head;
+
+// Where the documents of the chunk at c0 (len steps) lie, as chunk steps:
+// `first` the first step that starts a document (len: none; the steps
+// before it continue the previous chunk and see its state), `last` the
+// start of the document the chunk ends in (0 when that began earlier).
+typedef struct docs {
+  int64_t first, last;
+} docs;
+
+static docs docs_of(const head *e, int64_t c0, int64_t len) {
+  docs d = {len, 0};
+  for (int64_t i = 0; i < len && e->seg; ++i)
+    if (starts(e->seg, c0 + i)) {
+      d.first = d.first < i ? d.first : i;
+      d.last = i;
+    }
+  return d;
+}
 
 static inline const float *hx(const head *e, int64_t t) {
   return e->xbc + (e->b * e->c->seq + t) * e->z->conv_dim + e->h * e->c->head_dim;
@@ -292,10 +364,14 @@ static void scan_forward_head(const head *e, float *y, float *states, float *tmp
     if (states)
       memcpy(states + ci * P * N, st, (size_t)(P * N) * sizeof(float));
     chunk_setup(e, c0, len, S, m);
-    // The causal part and the zeros apart: a select would evaluate expf
-    // above the diagonal too once the compiler may speculate it.
-    for (int64_t i = 0; i < len; ++i) {
-      for (int64_t j = 0; j <= i; ++j)
+    docs dc = docs_of(e, c0, len);
+    // The causal part of i's document and the zeros apart: a select would
+    // evaluate expf outside it too once the compiler may speculate it.
+    for (int64_t i = 0, lo = 0; i < len; ++i) {
+      lo = starts(e->seg, c0 + i) ? i : lo;
+      for (int64_t j = 0; j < lo; ++j)
+        m[i * L + j] = 0.0f;
+      for (int64_t j = lo; j <= i; ++j)
         m[i * L + j] = expf(S[i] - S[j]) * m[i * L + j] * hdt(e, c0 + j);
       for (int64_t j = i + 1; j < len; ++j)
         m[i * L + j] = 0.0f;
@@ -306,48 +382,32 @@ static void scan_forward_head(const head *e, float *y, float *states, float *tmp
     float last = S[len - 1];
     for (int64_t i = 0; i < len; ++i) {
       const float *xi = hx(e, c0 + i);
-      float ea = expf(S[i]), w = expf(last - S[i]) * hdt(e, c0 + i);
+      float ea = i < dc.first ? expf(S[i]) : 0.0f;
+      float w = i >= dc.last ? expf(last - S[i]) * hdt(e, c0 + i) : 0.0f;
       for (int64_t p = 0; p < P; ++p) {
         y0[i * ly + p] += ea * off[i * P + p] + e->D * xi[p];
         xw[i * P + p] = w * xi[p];
       }
     }
-    gemm(true, false, P, N, len, 1.0f, xw, P, hB(e, c0), ld, expf(last), st, N);
+    float keep = dc.first == len ? expf(last) : 0.0f; // H survives no start
+    gemm(true, false, P, N, len, 1.0f, xw, P, hB(e, c0), ld, keep, st, N);
   }
 }
 
-// The gradients of one chunk's inputs given dy and R (dL/d the state leaving
-// the chunk); R becomes dL/d the state entering it. dx of the head and dB,
-// dC of its group go to dxbc (accumulated), dL/d dt to ddt (accumulated);
-// dL/dA is added to *dA. With E_ij = exp(S_i - S_j) (j <= i), u_j = dt_j x_j:
-//   du = (E . CB)^T dy + exp(S_last - S) (B R^T),
-//   dB += (E . dyu)^T C + exp(S_last - S) (u R),  dyu_ij = dy_i . u_j,
-//   dC += (E . dyu) B + exp(S) (dy H),
-//   R_prev = exp(S_last) R + (exp(S) dy)^T C.
-static void scan_backward_chunk(const head *e, const float *dy, const float *H, float *R,
-                                int64_t c0, int64_t len, float *dxbc, float *ddt, double *dA,
-                                float *tmp) {
-  const srt_mamba2_config *c = e->c;
-  const sizes *z = e->z;
-  int64_t L = tile(c), P = c->head_dim, N = c->state, ld = z->conv_dim, ly = z->inner;
-  float *S = tmp, *dS = S + L, *cb = dS + L, *a1 = cb + L * L, *a2 = a1 + L * L,
-        *du = a2 + L * L, *u = du + L * P, *ey = u + L * P, *rb = ey + L * P, *rtu = rb + L * P,
-        *htdy = rtu + L * N;
-  chunk_setup(e, c0, len, S, cb);
-  const float *dy0 = dy + (e->b * c->seq + c0) * ly + e->h * P;
-  float last = S[len - 1], el = expf(last);
-  for (int64_t j = 0; j < len; ++j) {
-    const float *xj = hx(e, c0 + j);
-    float dtj = hdt(e, c0 + j), ea = expf(S[j]);
-    for (int64_t p = 0; p < P; ++p) {
-      u[j * P + p] = dtj * xj[p];
-      ey[j * P + p] = ea * dy0[j * ly + p];
-    }
-  }
-  gemm(false, true, len, len, P, 1.0f, dy0, ly, u, P, 0.0f, a2, L); // dyu
+// The quadratic form's decays E (E_ij = exp(S_i - S_j) for j <= i in i's
+// document, else 0) applied to one chunk's a1 = CB (row stride chunk) and
+// a2 = dyu, and dS (written) from differentiating them.
+static void decay_quadratic(const head *e, int64_t c0, int64_t len, const float *S,
+                            const float *cb, float *a1, float *a2, float *dS) {
+  int64_t L = tile(e->c);
   memset(dS, 0, (size_t)len * sizeof(float));
-  for (int64_t i = 0; i < len; ++i) {
-    for (int64_t j = 0; j <= i; ++j) { // causal: E = e^(S_i - S_j)
+  for (int64_t i = 0, lo = 0; i < len; ++i) {
+    lo = starts(e->seg, c0 + i) ? i : lo;
+    for (int64_t j = 0; j < lo; ++j) { // another document: E = 0
+      a1[i * L + j] = 0.0f * cb[i * L + j];
+      a2[i * L + j] *= 0.0f;
+    }
+    for (int64_t j = lo; j <= i; ++j) { // causal: E = e^(S_i - S_j)
       float E = expf(S[i] - S[j]);
       a1[i * L + j] = E * cb[i * L + j];
       a2[i * L + j] *= E;
@@ -362,6 +422,41 @@ static void scan_backward_chunk(const head *e, const float *dy, const float *H, 
       a2[i * L + j] *= 0.0f;
     }
   }
+}
+
+// The gradients of one chunk's inputs given dy and R (dL/d the state leaving
+// the chunk); R becomes dL/d the state entering it. dx of the head and dB,
+// dC of its group go to dxbc (accumulated), dL/d dt to ddt (accumulated);
+// dL/dA is added to *dA. With E_ij = exp(S_i - S_j) (j <= i; 0 across a
+// document start), u_j = dt_j x_j (exp(S) 0 from the chunk's first start on,
+// exp(S_last - S) before its last document, as in the forward):
+//   du = (E . CB)^T dy + exp(S_last - S) (B R^T),
+//   dB += (E . dyu)^T C + exp(S_last - S) (u R),  dyu_ij = dy_i . u_j,
+//   dC += (E . dyu) B + exp(S) (dy H),
+//   R_prev = exp(S_last) R + (exp(S) dy)^T C.
+static void scan_backward_chunk(const head *e, const float *dy, const float *H, float *R,
+                                int64_t c0, int64_t len, float *dxbc, float *ddt, double *dA,
+                                float *tmp) {
+  const srt_mamba2_config *c = e->c;
+  const sizes *z = e->z;
+  int64_t L = tile(c), P = c->head_dim, N = c->state, ld = z->conv_dim, ly = z->inner;
+  float *S = tmp, *dS = S + L, *cb = dS + L, *a1 = cb + L * L, *a2 = a1 + L * L,
+        *du = a2 + L * L, *u = du + L * P, *ey = u + L * P, *rb = ey + L * P, *rtu = rb + L * P,
+        *htdy = rtu + L * N;
+  chunk_setup(e, c0, len, S, cb);
+  docs dc = docs_of(e, c0, len);
+  const float *dy0 = dy + (e->b * c->seq + c0) * ly + e->h * P;
+  float last = S[len - 1], el = dc.first == len ? expf(last) : 0.0f;
+  for (int64_t j = 0; j < len; ++j) {
+    const float *xj = hx(e, c0 + j);
+    float dtj = hdt(e, c0 + j), ea = j < dc.first ? expf(S[j]) : 0.0f;
+    for (int64_t p = 0; p < P; ++p) {
+      u[j * P + p] = dtj * xj[p];
+      ey[j * P + p] = ea * dy0[j * ly + p];
+    }
+  }
+  gemm(false, true, len, len, P, 1.0f, dy0, ly, u, P, 0.0f, a2, L); // dyu
+  decay_quadratic(e, c0, len, S, cb, a1, a2, dS);
   gemm(true, false, len, P, len, 1.0f, a1, L, dy0, ly, 0.0f, du, P);
   gemm(false, true, len, P, N, 1.0f, hB(e, c0), ld, R, N, 0.0f, rb, P);   // B R^T
   gemm(false, false, len, N, P, 1.0f, u, P, R, N, 0.0f, rtu, N);         // u R
@@ -372,7 +467,8 @@ static void scan_backward_chunk(const head *e, const float *dy, const float *H, 
   gemm(false, false, len, N, len, 1.0f, a2, L, hB(e, c0), ld, 1.0f, dC0, ld);
   for (int64_t j = 0; j < len; ++j) {
     const float *xj = hx(e, c0 + j), *Bj = hB(e, c0 + j), *Cj = hC(e, c0 + j);
-    float dtj = hdt(e, c0 + j), eL = expf(last - S[j]), ea = expf(S[j]), dd = 0;
+    float dtj = hdt(e, c0 + j), dd = 0;
+    float eL = j >= dc.last ? expf(last - S[j]) : 0.0f, ea = j < dc.first ? expf(S[j]) : 0.0f;
     float *dxj = dxbc0 + j * ld + e->h * P;
     for (int64_t p = 0; p < P; ++p) {
       float d = du[j * P + p] + eL * rb[j * P + p];
@@ -423,7 +519,9 @@ static void scan_backward_head(const head *e, const float *dy, const float *stat
 
 static head head_of(const srt_mamba2_config *c, const sizes *z, const parts *p,
                     const srt_mamba2_weights *w, int64_t b, int64_t h) {
-  return (head){c, z, p->xbc, p->dt, b, h, h / z->per_group, -expf(w->A_log[h]), w->D[h]};
+  return (head){.c = c, .z = z, .xbc = p->xbc, .dt = p->dt,
+                .seg = p->seg ? p->seg + b * c->seq : NULL, .b = b, .h = h,
+                .g = h / z->per_group, .A = -expf(w->A_log[h]), .D = w->D[h]};
 }
 
 // Every head's scan, forward (keeping each chunk's entering state when
@@ -520,32 +618,36 @@ static srt_status forward_to_norm(const float *x, const srt_mamba2_weights *w, c
                                   const srt_mamba2_config *c, const sizes *z, bool backward) {
   SRT_RETURN_IF_ERROR(srt_cpu_linear_forward(p->proj, x, w->in_proj, NULL, z->n, c->hidden,
                                              z->proj));
-  conv_forward(p->xbc, p->proj, w, c, z);
+  conv_forward(p->xbc, p->proj, p->seg, w, c, z);
   dt_forward(p->dt, p->proj, w, c, z);
   scan(p, w, c, z, false, backward);
   norm_forward(p->normed, backward ? p->rstd : NULL, p->y, p->proj, w->norm_w, c, z);
   return NULL;
 }
 
-srt_status srt_cpu_mamba2_forward(float *out, const float *x, const srt_mamba2_weights *w,
-                                  float *workspace, const srt_mamba2_config *c) {
+srt_status srt_cpu_mamba2_forward(float *out, const float *x, const int64_t *segment_ids,
+                                  const srt_mamba2_weights *w, float *workspace,
+                                  const srt_mamba2_config *c) {
   sizes z;
   parts p;
   SRT_RETURN_IF_ERROR(check(c, &z));
   if (layout(c, &z, false, workspace, &p) < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "srt_cpu_mamba2_forward: the workspace overflows");
+  p.seg = segment_ids;
   SRT_RETURN_IF_ERROR(forward_to_norm(x, w, &p, c, &z, false));
   return srt_cpu_linear_forward(out, p.normed, w->out_proj, NULL, z.n, z.inner, c->hidden);
 }
 
 srt_status srt_cpu_mamba2_backward(float *dx, const srt_mamba2_grads *g, const float *dout,
-                                   const float *x, const srt_mamba2_weights *w,
-                                   float *workspace, const srt_mamba2_config *c) {
+                                   const float *x, const int64_t *segment_ids,
+                                   const srt_mamba2_weights *w, float *workspace,
+                                   const srt_mamba2_config *c) {
   sizes z;
   parts p;
   SRT_RETURN_IF_ERROR(check(c, &z));
   if (layout(c, &z, true, workspace, &p) < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "srt_cpu_mamba2_backward: the workspace overflows");
+  p.seg = segment_ids;
   SRT_RETURN_IF_ERROR(forward_to_norm(x, w, &p, c, &z, true));
   SRT_RETURN_IF_ERROR(srt_cpu_linear_backward(p.dnormed, g->out_proj, NULL, dout, p.normed,
                                               w->out_proj, z.n, z.inner, c->hidden));
@@ -565,7 +667,7 @@ srt_status srt_cpu_mamba2_backward(float *dx, const srt_mamba2_grads *g, const f
   dt_backward(p.dproj, g, p.ddt, p.proj, w, c, &z);
   // xbc is read by nothing after the scan: the conv's recomputed
   // pre-activation takes its place.
-  conv_backward(p.dproj, g, p.dxbc, p.xbc, p.proj, w, c, &z);
+  conv_backward(p.dproj, g, p.dxbc, p.xbc, p.proj, p.seg, w, c, &z);
   return srt_cpu_linear_backward(dx, g->in_proj, NULL, p.dproj, x, w->in_proj, z.n, c->hidden,
                                  z.proj);
 }

@@ -45,7 +45,8 @@ static MlirValue mamba(import_graph *g, const char *base, MlirValue h) {
                          .conv_kernel = c->conv_kernel,
                          .chunk_size = c->chunk_size, .eps = c->mamba_eps,
                          .dt_min = c->mamba_dt_min};
-  return nn_build_mamba2_mixer(&g->b, base, h, &p, &mc);
+  // segment_ids: the mixer restarts at each packed document.
+  return nn_build_mamba2_mixer(&g->b, base, h, g->segment_ids, &p, &mc);
 }
 
 // up_proj -> relu2 -> down_proj under `base`.

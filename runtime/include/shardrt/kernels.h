@@ -410,16 +410,23 @@ int64_t srt_cpu_mamba2_workspace_floats(const srt_mamba2_config *c, bool backwar
 ///   within-chunk quadratic form and the state passed between chunks);
 ///   y = RMSNorm per group of inner / groups (y * silu(z)) * norm_w;
 ///   out = y W_out^T.
-/// x, out: [batch, seq, hidden] (out must not alias x). Threaded over
+/// x, out: [batch, seq, hidden] (out must not alias x). segment_ids
+/// [batch, seq] (NULL: each row one document) packs documents in a row, as
+/// mamba_ssm's seq_idx: where a token's id differs from the previous
+/// token's, a document starts, and the conv reads no input before it and the
+/// scan's state restarts from zero there (inside a chunk or at its edge);
+/// the values are those of each document run alone. NULL and ids that never
+/// change give the same bytes. Threaded over
 /// (batch, group); dot products accumulate in fp32 in a fixed order, so the
 /// bytes do not depend on the thread count.
 /// Errors: SRT_INVALID_ARGUMENT for a non-positive size, groups not dividing
 /// heads, or a workspace size that overflows; those of srt_cpu_gemm.
-srt_status srt_cpu_mamba2_forward(float *out, const float *x, const srt_mamba2_weights *w,
-                                  float *workspace, const srt_mamba2_config *c);
+srt_status srt_cpu_mamba2_forward(float *out, const float *x, const int64_t *segment_ids,
+                                  const srt_mamba2_weights *w, float *workspace,
+                                  const srt_mamba2_config *c);
 
-/// Gradients of srt_cpu_mamba2_forward given dout ([batch, seq, hidden]):
-/// dx WRITTEN, every weight's gradient in `g` ACCUMULATED. The forward is
+/// Gradients of srt_cpu_mamba2_forward given dout ([batch, seq, hidden])
+/// and the same segment_ids: dx WRITTEN, every weight's gradient in `g` ACCUMULATED. The forward is
 /// recomputed from x (nothing is saved between the calls); the scan's
 /// backward is the chunked one (per chunk the quadratic form's transpose and
 /// the state gradient passed back between chunks), exact for the same
@@ -427,8 +434,9 @@ srt_status srt_cpu_mamba2_forward(float *out, const float *x, const srt_mamba2_w
 /// and softplus follows torch (threshold 20). Reductions over tokens
 /// accumulate in double. Errors: as srt_cpu_mamba2_forward.
 srt_status srt_cpu_mamba2_backward(float *dx, const srt_mamba2_grads *g, const float *dout,
-                                   const float *x, const srt_mamba2_weights *w,
-                                   float *workspace, const srt_mamba2_config *c);
+                                   const float *x, const int64_t *segment_ids,
+                                   const srt_mamba2_weights *w, float *workspace,
+                                   const srt_mamba2_config *c);
 
 //===----------------------------------------------------------------------===//
 // cross_entropy (runtime/cpu/cross_entropy.c)

@@ -3,7 +3,10 @@
 // (not the chunked form the kernel uses), the backward against central
 // finite differences of that reference for x and every weight; sequences of
 // several chunks with a short last one, one chunk, chunk 1, one group, the
-// dt clamp active; the same bytes for 1 and 2 threads; refusals.
+// dt clamp active; the same bytes for 1 and 2 threads; refusals. Packed
+// documents (segment_ids): the reference restarts the conv and the state at
+// each document, finite differences check the reset backward, a packed row
+// equals its documents run alone, and no ids equal constant ids bit for bit.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,7 +25,8 @@
 typedef struct layout {
   srt_mamba2_config c;
   int64_t inner, conv_dim, proj, n;
-  int64_t off[10]; // part i at [off[i], off[i + 1])
+  int64_t off[10];    // part i at [off[i], off[i + 1])
+  const int64_t *seg; // [batch, seq] segment ids, or NULL
 } layout;
 
 static layout layout_of(srt_mamba2_config c) {
@@ -42,7 +46,15 @@ static double sigmoid(double x) { return 1 / (1 + exp(-x)); }
 static double silu(double x) { return x * sigmoid(x); }
 static double softplus(double x) { return x > 20 ? x : log1p(exp(x)); }
 
-// out [n, hidden] from the flat inputs v, in float64, step by step.
+// Whether token t of batch row b starts a document (its id differs from the
+// previous token's).
+static bool doc_start(const layout *l, int64_t b, int64_t t) {
+  const int64_t *row = l->seg ? l->seg + b * l->c.seq : NULL;
+  return row && t > 0 && row[t] != row[t - 1];
+}
+
+// out [n, hidden] from the flat inputs v, in float64, step by step; the
+// conv's window and the state restart at each document (l->seg).
 static void reference(double *out, const double *v, const layout *l) {
   const srt_mamba2_config *c = &l->c;
   const double *x = v + l->off[0], *win = v + l->off[1], *cw = v + l->off[2],
@@ -58,16 +70,18 @@ static void reference(double *out, const double *v, const layout *l) {
       for (int64_t i = 0; i < c->hidden; ++i)
         proj[r * l->proj + o] += x[r * c->hidden + i] * win[o * c->hidden + i];
   for (int64_t b = 0; b < c->batch; ++b)
-    for (int64_t t = 0; t < S; ++t)
+    for (int64_t t = 0, start = 0; t < S; ++t) {
+      start = doc_start(l, b, t) ? t : start;
       for (int64_t ch = 0; ch < l->conv_dim; ++ch) {
         double s = cb[ch];
         for (int64_t k = 0; k < K; ++k) {
           int64_t src = t + k - (K - 1);
-          if (src >= 0)
+          if (src >= start)
             s += cw[ch * K + k] * proj[(b * S + src) * l->proj + l->inner + ch];
         }
         xbc[(b * S + t) * l->conv_dim + ch] = silu(s);
       }
+    }
   for (int64_t b = 0; b < c->batch; ++b)
     for (int64_t h = 0; h < H; ++h) {
       int64_t g = h / (H / c->groups);
@@ -75,6 +89,8 @@ static void reference(double *out, const double *v, const layout *l) {
       memset(st, 0, (size_t)(P * N) * sizeof(double));
       for (int64_t t = 0; t < S; ++t) {
         int64_t r = b * S + t;
+        if (doc_start(l, b, t))
+          memset(st, 0, (size_t)(P * N) * sizeof(double));
         double dt = softplus(proj[r * l->proj + l->inner + l->conv_dim + h] + dtb[h]);
         dt = fmin(fmax(dt, (double)c->dt_min), (double)c->dt_max);
         const double *xt = xbc + r * l->conv_dim + h * P,
@@ -154,8 +170,11 @@ static void fill(float *v, const layout *l, test_rng *rng) {
 static const char *kPart[9] = {"dx",      "d in_proj", "d conv_w", "d conv_b",  "d dt_bias",
                                "d A_log", "d D",       "d norm_w", "d out_proj"};
 
-static void check_case(srt_mamba2_config c, uint64_t seed) {
+// The forward against the reference and the backward against its finite
+// differences, for the documents `seg` ([batch, seq], NULL: one per row).
+static void check_docs(srt_mamba2_config c, uint64_t seed, const int64_t *seg) {
   layout l = layout_of(c);
+  l.seg = seg;
   test_rng rng = {seed};
   int64_t total = l.off[9], out_len = l.n * c.hidden;
   float *v = kt_calloc(total, sizeof(float)), *out = kt_calloc(out_len, sizeof(float));
@@ -170,7 +189,7 @@ static void check_case(srt_mamba2_config c, uint64_t seed) {
   assert_true(srt_cpu_mamba2_workspace_floats(&c, false) <= ws_n);
   float *ws = kt_calloc(ws_n, sizeof(float));
   srt_mamba2_weights w = weights_of(v, &l);
-  assert_null(srt_cpu_mamba2_forward(out, v, &w, ws, &c));
+  assert_null(srt_cpu_mamba2_forward(out, v, seg, &w, ws, &c));
 
   double *vd = test_to_double(v, total), *want = kt_calloc(out_len, sizeof(double));
   reference(want, vd, &l);
@@ -179,7 +198,7 @@ static void check_case(srt_mamba2_config c, uint64_t seed) {
   test_assert_close(out, want, out_len, 2e-5, 2e-5, "mamba2 forward");
 
   srt_mamba2_grads g = grads_of(grad, &l);
-  assert_null(srt_cpu_mamba2_backward(grad + l.off[0], &g, cot, v, &w, ws, &c));
+  assert_null(srt_cpu_mamba2_backward(grad + l.off[0], &g, cot, v, seg, &w, ws, &c));
   fd_ctx f = {&l, test_to_double(cot, out_len)};
   double *fd = kt_calloc(total, sizeof(double));
   test_fd_gradient(loss, &f, vd, total, 1e-6, fd);
@@ -200,6 +219,8 @@ static void check_case(srt_mamba2_config c, uint64_t seed) {
   free((void *)f.cot);
   free(fd);
 }
+
+static void check_case(srt_mamba2_config c, uint64_t seed) { check_docs(c, seed, NULL); }
 
 static srt_mamba2_config base(void) {
   return (srt_mamba2_config){.batch = 2, .seq = 11, .hidden = 6, .heads = 4, .head_dim = 3,
@@ -267,12 +288,12 @@ static void test_chunk_and_thread_invariance(void **state) {
   srt_cpu_set_threads(2);
   float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&whole, true), sizeof(float));
   srt_cpu_set_threads(1);
-  assert_null(srt_cpu_mamba2_forward(a, v, &w, ws, &c));
+  assert_null(srt_cpu_mamba2_forward(a, v, NULL, &w, ws, &c));
   srt_cpu_set_threads(2);
-  assert_null(srt_cpu_mamba2_forward(b, v, &w, ws, &c));
+  assert_null(srt_cpu_mamba2_forward(b, v, NULL, &w, ws, &c));
   assert_memory_equal(a, b, (size_t)out_len * sizeof(float));
   srt_cpu_set_threads(threads);
-  assert_null(srt_cpu_mamba2_forward(b, v, &w, ws, &whole));
+  assert_null(srt_cpu_mamba2_forward(b, v, NULL, &w, ws, &whole));
   double *ad = test_to_double(a, out_len);
   test_assert_close(b, ad, out_len, 1e-5, 1e-5, "chunk 4 vs one chunk");
   free(v);
@@ -312,7 +333,7 @@ static void test_tensor_parallel_split(void **state) {
   float *want = kt_calloc(out_len, sizeof(float)), *part = kt_calloc(out_len, sizeof(float));
   double *sum = kt_calloc(out_len, sizeof(double));
   float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true), sizeof(float));
-  assert_null(srt_cpu_mamba2_forward(want, v, &w, ws, &c));
+  assert_null(srt_cpu_mamba2_forward(want, v, NULL, &w, ws, &c));
   const int64_t tp = 2, gn = c.groups * c.state;
   srt_mamba2_config lc = c;
   lc.heads /= tp;
@@ -333,7 +354,7 @@ static void test_tensor_parallel_split(void **state) {
       memcpy(lv + ll.off[8] + o * ll.inner, v + l.off[8] + o * l.inner + r * ll.inner,
              (size_t)ll.inner * sizeof(float));
     srt_mamba2_weights lw = weights_of(lv, &ll);
-    assert_null(srt_cpu_mamba2_forward(part, lv, &lw, ws, &lc));
+    assert_null(srt_cpu_mamba2_forward(part, lv, NULL, &lw, ws, &lc));
     for (int64_t i = 0; i < out_len; ++i)
       sum[i] += part[i];
   }
@@ -346,6 +367,174 @@ static void test_tensor_parallel_split(void **state) {
   free(lv);
 }
 
+//===----------------------------------------------------------------------===//
+// Packed documents
+//===----------------------------------------------------------------------===//
+
+// Row b of a [batch, seq] id array from document lengths (summing to seq),
+// the ids given (any values: only a change starts a document).
+static void ids_of(int64_t *row, const int64_t *lengths, const int64_t *ids, int docs) {
+  for (int d = 0, t = 0; d < docs; ++d)
+    for (int64_t k = 0; k < lengths[d]; ++k)
+      row[t++] = ids[d];
+}
+
+// Documents starting inside a chunk of 4 (3, 9), at a chunk's edge (4, 8),
+// two in one chunk (8 and 9), one of a single token, a trailing padding
+// token (-1); ids that repeat a value two documents later (4 .. 4).
+static void test_documents_finite_differences(void **state) {
+  (void)state;
+  srt_mamba2_config c = base(); // batch 2, seq 11
+  int64_t seg[22];
+  ids_of(seg, (const int64_t[]){3, 5, 1, 2}, (const int64_t[]){4, 9, 2, 4}, 4);
+  ids_of(seg + 11, (const int64_t[]){4, 6, 1}, (const int64_t[]){0, 1, -1}, 3);
+  check_docs(c, 11, seg);
+  c.chunk = 16; // one chunk: every start inside it
+  check_docs(c, 12, seg);
+  c.chunk = 1; // every start at a chunk's edge
+  check_docs(c, 13, seg);
+  c = base();
+  c.conv_kernel = 2;
+  c.dt_min = 0.6f; // the clamp's zero gradient across starts too
+  check_docs(c, 14, seg);
+}
+
+// One packed run and its documents run alone (batch 1, seq = the
+// document's length, the same weights and chunk): outputs and dx per token,
+// weight gradients summed over the documents.
+typedef struct doc {
+  int64_t b, start, len;
+} doc;
+
+static void run_alone(const doc *d, srt_mamba2_config c, const float *v, const layout *l,
+                      const float *cot, float *out, float *grad) {
+  c.batch = 1;
+  c.seq = d->len;
+  layout one = layout_of(c);
+  int64_t rows = d->len * c.hidden, at = (d->b * l->c.seq + d->start) * c.hidden;
+  float *lv = kt_calloc(one.off[9], sizeof(float));
+  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true), sizeof(float));
+  memcpy(lv, v + at, (size_t)rows * sizeof(float));
+  memcpy(lv + one.off[1], v + l->off[1], (size_t)(l->off[9] - l->off[1]) * sizeof(float));
+  srt_mamba2_weights w = weights_of(lv, &one);
+  assert_null(srt_cpu_mamba2_forward(out, lv, NULL, &w, ws, &c));
+  memset(grad, 0, (size_t)one.off[9] * sizeof(float));
+  srt_mamba2_grads g = grads_of(grad, &one);
+  assert_null(srt_cpu_mamba2_backward(grad, &g, cot + at, lv, NULL, &w, ws, &c));
+  free(lv);
+  free(ws);
+}
+
+static void check_packed(srt_mamba2_config c, const int64_t *seg, const doc *docs, int ndocs,
+                         uint64_t seed) {
+  layout l = layout_of(c);
+  l.seg = seg;
+  test_rng rng = {seed};
+  int64_t total = l.off[9], out_len = l.n * c.hidden, H = c.hidden;
+  float *v = kt_calloc(total, sizeof(float)), *out = kt_calloc(out_len, sizeof(float));
+  float *cot = kt_calloc(out_len, sizeof(float)), *grad = kt_calloc(total, sizeof(float));
+  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true), sizeof(float));
+  fill(v, &l, &rng);
+  test_fill(cot, out_len, &rng, -1, 1);
+  srt_mamba2_weights w = weights_of(v, &l);
+  assert_null(srt_cpu_mamba2_forward(out, v, seg, &w, ws, &c));
+  srt_mamba2_grads g = grads_of(grad, &l);
+  assert_null(srt_cpu_mamba2_backward(grad, &g, cot, v, seg, &w, ws, &c));
+  double *want = kt_calloc(total, sizeof(double)); // [dx | weight gradients summed]
+  double *want_out = kt_calloc(out_len, sizeof(double));
+  float *one_out = kt_calloc(out_len, sizeof(float)), *one_grad = kt_calloc(total, sizeof(float));
+  for (int k = 0; k < ndocs; ++k) {
+    const doc *d = &docs[k];
+    int64_t at = (d->b * c.seq + d->start) * H, rows = d->len * H;
+    run_alone(d, c, v, &l, cot, one_out, one_grad);
+    for (int64_t i = 0; i < rows; ++i) {
+      want_out[at + i] = one_out[i];
+      want[at + i] = one_grad[i];
+    }
+    for (int64_t i = l.off[1]; i < total; ++i)
+      want[i] += one_grad[i - l.off[1] + rows];
+  }
+  // The same math; the packed run's decay sums S_i run on from earlier
+  // documents of the chunk, and its chunks cut each document elsewhere:
+  // fp32 roundings only (seen: 4e-7 on outputs of O(0.3), 6e-6 on weight
+  // gradients of O(1) summed over 48 tokens): outputs 1e-5, gradients 5e-5
+  // (absolute + relative each).
+  test_assert_close(out, want_out, out_len, 1e-5, 1e-5, "packed forward vs documents alone");
+  for (int part = 0; part < 9; ++part)
+    test_assert_close(grad + l.off[part], want + l.off[part], l.off[part + 1] - l.off[part],
+                      5e-5, 5e-5, kPart[part]);
+  free(v);
+  free(out);
+  free(cot);
+  free(grad);
+  free(ws);
+  free(want);
+  free(want_out);
+  free(one_out);
+  free(one_grad);
+}
+
+// Two rows of 24 tokens in chunks of 4 (and of 8): documents of unequal
+// lengths starting inside chunks and exactly at chunk edges (8, 16; 4 and
+// 12 in the second row), one of a single token.
+static void test_packed_row_equals_documents_alone(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.seq = 24;
+  const int64_t len0[5] = {5, 3, 8, 1, 7}, len1[4] = {4, 8, 5, 7};
+  int64_t seg[48];
+  ids_of(seg, len0, (const int64_t[]){0, 1, 2, 3, 4}, 5);
+  ids_of(seg + 24, len1, (const int64_t[]){0, 1, 2, -1}, 4);
+  doc docs[9];
+  int n = 0;
+  for (int b = 0; b < 2; ++b)
+    for (int64_t k = 0, start = 0; k < (b ? 4 : 5); start += (b ? len1 : len0)[k++])
+      docs[n++] = (doc){b, start, (b ? len1 : len0)[k]};
+  check_packed(c, seg, docs, n, 21);
+  c.chunk = 8;
+  c.groups = 1;
+  check_packed(c, seg, docs, n, 22);
+}
+
+// Ids that never change take the NULL path's every rounding: the same
+// bytes forward and backward, for several chunks.
+static void test_constant_ids_bitwise(void **state) {
+  (void)state;
+  srt_mamba2_config c = base();
+  c.seq = 23;
+  layout l = layout_of(c);
+  test_rng rng = {31};
+  int64_t total = l.off[9], out_len = l.n * c.hidden;
+  float *v = kt_calloc(total, sizeof(float)), *cot = kt_calloc(out_len, sizeof(float));
+  float *out[3], *grad[3];
+  float *ws = kt_calloc(srt_cpu_mamba2_workspace_floats(&c, true), sizeof(float));
+  fill(v, &l, &rng);
+  test_fill(cot, out_len, &rng, -1, 1);
+  int64_t zeros[46] = {0}, sevens[46];
+  for (int i = 0; i < 46; ++i)
+    sevens[i] = 7;
+  const int64_t *seg[3] = {NULL, zeros, sevens};
+  srt_mamba2_weights w = weights_of(v, &l);
+  for (int k = 0; k < 3; ++k) {
+    out[k] = kt_calloc(out_len, sizeof(float));
+    grad[k] = kt_calloc(total, sizeof(float));
+    srt_mamba2_grads g = grads_of(grad[k], &l);
+    assert_null(srt_cpu_mamba2_forward(out[k], v, seg[k], &w, ws, &c));
+    assert_null(srt_cpu_mamba2_backward(grad[k], &g, cot, v, seg[k], &w, ws, &c));
+  }
+  for (int k = 1; k < 3; ++k) {
+    assert_memory_equal(out[0], out[k], (size_t)out_len * sizeof(float));
+    assert_memory_equal(grad[0], grad[k], (size_t)total * sizeof(float));
+  }
+  for (int k = 0; k < 3; ++k) {
+    free(out[k]);
+    free(grad[k]);
+  }
+  free(v);
+  free(cot);
+  free(ws);
+}
+
 static void test_refusals(void **state) {
   (void)state;
   srt_mamba2_config c = base();
@@ -353,13 +542,13 @@ static void test_refusals(void **state) {
   assert_int_equal(srt_cpu_mamba2_workspace_floats(&c, false), -1);
   float dummy[4];
   srt_mamba2_weights w = {0};
-  srt_status s = srt_cpu_mamba2_forward(dummy, dummy, &w, dummy, &c);
+  srt_status s = srt_cpu_mamba2_forward(dummy, dummy, NULL, &w, dummy, &c);
   assert_non_null(s);
   assert_non_null(strstr(srt_status_message(s), "heads 4 is not a multiple of groups 3"));
   srt_status_free(s);
   c = base();
   c.chunk = 0;
-  s = srt_cpu_mamba2_forward(dummy, dummy, &w, dummy, &c);
+  s = srt_cpu_mamba2_forward(dummy, dummy, NULL, &w, dummy, &c);
   assert_non_null(s);
   assert_non_null(strstr(srt_status_message(s), "chunk 0"));
   srt_status_free(s);
@@ -373,6 +562,9 @@ int main(void) {
       cmocka_unit_test(test_dt_clamped),
       cmocka_unit_test(test_chunk_and_thread_invariance),
       cmocka_unit_test(test_tensor_parallel_split),
+      cmocka_unit_test(test_documents_finite_differences),
+      cmocka_unit_test(test_packed_row_equals_documents_alone),
+      cmocka_unit_test(test_constant_ids_bitwise),
       cmocka_unit_test(test_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,8 @@
 // output (poisoned beforehand, so an accumulation shows), and take the
 // vocabulary range of a vocabulary-parallel embedding from the rank's tp
 // index (on 2 ranks: each rank's rows, summed over tp, give the unsharded
-// embedding; each rank's weight gradient is its slice of the unsharded one).
+// embedding; each rank's weight gradient is its slice of the unsharded one);
+// the Mamba2 mixer ops pass their segment_ids through.
 #include "runtime_ops_test_util.h"
 
 #include <string.h>
@@ -184,12 +185,81 @@ static void test_elementwise(void **state) {
     assert_true(F(y)[i] == F(a)[i] + F(b)[i]);
 }
 
+// The Mamba2 mixer ops pass segment_ids (an int64 [batch, seq] arena
+// buffer, -1 for none) to the kernels: forward and gradients bit for bit the
+// kernels' with the same ids, and ids that start documents change the
+// values (so they are not dropped on the way).
+enum { MB = 2, MS = 8, MHID = 8, MH = 4, MP = 2, MG = 2, MN = 4, MK = 4, MCH = 4 };
+enum { MINNER = MH * MP, MCONV = MINNER + 2 * MG * MN, MPROJ = MINNER + MCONV + MH };
+
+static void mamba2_kernel_grads(int64_t dx, const int64_t *g, int64_t dout, int64_t x,
+                                const int64_t *seg, const srt_mamba2_weights *w,
+                                const srt_mamba2_config *c) {
+  const int64_t n[8] = {MPROJ * MHID, MCONV * MK, MCONV, MH, MH, MH, MINNER, MHID * MINNER};
+  for (int i = 0; i < 8; ++i)
+    memset(F(g[i]), 0, (size_t)n[i] * 4);
+  srt_mamba2_grads gr = {F(g[0]), F(g[1]), F(g[2]), F(g[3]), F(g[4]), F(g[5]), F(g[6]), F(g[7])};
+  float *ws = test_malloc((size_t)srt_cpu_mamba2_workspace_floats(c, true) * 4);
+  ASSERT_OK(srt_cpu_mamba2_backward(F(dx), &gr, F(dout), F(x), seg, w, ws, c));
+  test_free(ws);
+}
+
+static void test_mamba2_segment_ids(void **state) {
+  (void)state;
+  arena_reset();
+  srt_exec e = test_exec();
+  const int64_t size[8] = {MPROJ * MHID, MCONV * MK, MCONV, MH, MH, MH, MINNER, MHID * MINNER};
+  int64_t wt[8], g[8], gk[8];
+  for (int i = 0; i < 8; ++i) {
+    wt[i] = arena_floats(10 + (uint64_t)i, size[i]);
+    g[i] = arena_alloc(size[i] * 4);
+    gk[i] = arena_alloc(size[i] * 4);
+  }
+  int64_t x = arena_floats(1, MB * MS * MHID), dout = arena_floats(2, MB * MS * MHID);
+  int64_t y = arena_alloc(MB * MS * MHID * 4), ref = arena_alloc(MB * MS * MHID * 4);
+  int64_t dx = arena_alloc(MB * MS * MHID * 4), seg = arena_alloc(MB * MS * 8);
+  const int64_t ids[MB * MS] = {0, 0, 0, 1, 1, 1, 1, 1, 5, 5, 5, 5, 2, 2, 2, 2};
+  memcpy(I(seg), ids, sizeof ids);
+  srt_mamba2_config c = {.batch = MB, .seq = MS, .hidden = MHID, .heads = MH, .head_dim = MP,
+                         .groups = MG, .state = MN, .conv_kernel = MK, .chunk = MCH,
+                         .eps = 1e-5f, .dt_min = 0.0f, .dt_max = INFINITY};
+  srt_mamba2_weights w = {F(wt[0]), F(wt[1]), F(wt[2]), F(wt[3]),
+                          F(wt[4]), F(wt[5]), F(wt[6]), F(wt[7])};
+  float *ws = test_malloc((size_t)srt_cpu_mamba2_workspace_floats(&c, false) * 4);
+  float whole[MB * MS * MHID];
+  ASSERT_OK(srt_cpu_mamba2_forward(whole, F(x), NULL, &w, ws, &c));
+  for (int pass = 0; pass < 2; ++pass) {
+    int64_t s = pass ? seg : -1;
+    const int64_t *sp = pass ? I(seg) : NULL;
+    ASSERT_OK(srt_cpu_mamba2_forward(F(ref), F(x), sp, &w, ws, &c));
+    poison(y, MB * MS * MHID);
+    ASSERT_OK(srt_op_mamba2_mixer(&e, x, wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6],
+                                  wt[7], s, MB, MS, MHID, MH, MP, MG, MN, MK, MCH, 1e-5, 0.0,
+                                  y));
+    assert_close(F(y), F(ref), MB * MS * MHID, 0, "mamba2 op vs kernel");
+    mamba2_kernel_grads(ref, gk, dout, x, sp, &w, &c);
+    poison(dx, MB * MS * MHID);
+    ASSERT_OK(srt_op_mamba2_mixer_grad(&e, x, wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6],
+                                       wt[7], s, MB, MS, MHID, MH, MP, MG, MN, MK, MCH, 1e-5,
+                                       0.0, dout, dx, g[0], g[1], g[2], g[3], g[4], g[5], g[6],
+                                       g[7]));
+    assert_close(F(dx), F(ref), MB * MS * MHID, 0, "mamba2 grad op dx vs kernel");
+    for (int i = 0; i < 8; ++i)
+      assert_close(F(g[i]), F(gk[i]), size[i], 0, "mamba2 grad op weights vs kernel");
+  }
+  bool changed = false; // F(y) holds the packed forward now
+  for (int64_t i = 0; i < MB * MS * MHID; ++i)
+    changed |= F(y)[i] != whole[i];
+  assert_true(changed);
+  test_free(ws);
+}
+
 int main(void) {
   MPI_Init(NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_embedding_vocab_axis), cmocka_unit_test(test_linear_and_grads),
       cmocka_unit_test(test_rms_norm_and_grads),   cmocka_unit_test(test_rotary),
-      cmocka_unit_test(test_elementwise),
+      cmocka_unit_test(test_elementwise),          cmocka_unit_test(test_mamba2_segment_ids),
   };
   int failed = cmocka_run_group_tests(tests, ops_setup, ops_teardown);
   MPI_Finalize();
