@@ -61,7 +61,8 @@ static void print_help(void) {
       "  --sequence-parallel          Use the plan's sequence-parallel variant\n"
       "  --dp-replicate               Replicate parameters over dp (default with dp > 1:\n"
       "                               FSDP, each parameter's dim 0 sharded over dp)\n"
-      "  --report                     Print per-rank memory and collective traffic\n"
+      "  --report                     Print per-rank memory and collective traffic (and a\n"
+      "                               training step's buffer plan)\n"
       "  -h, --help                   This help\n\n"
       "OUR PASSES:\n");
   int n;
