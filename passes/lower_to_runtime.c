@@ -667,7 +667,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .keep_logits = r.policy.keep_logits,
                          .logits_offset = r.policy.keep_logits ? lr_find_value(&r, r.plan.logits) : -1,
                          .logits = r.policy.keep_logits ? shape(r.plan.logits) : (nn_shape){0},
-                         .backend = r.cuda ? "srt_cuda_backend" : NULL};
+                         .backend = r.cuda ? "srt_cuda_backend" : "srt_cpu_backend"};
     tp_emit_program_table(&r.top, &d);
   }
   bool ok = !r.errors;

@@ -3,7 +3,6 @@
 // to a device arena.
 #include <string.h>
 
-#include "shardrt/cpu.h"
 #include "train_internal.h"
 
 int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro) {
@@ -20,11 +19,6 @@ srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *are
   // Labels are the inputs: the loss shifts them.
   memcpy(arena + p->labels_offset, ids, (size_t)(p->local_batch * p->seq) * sizeof *ids);
   return NULL;
-}
-
-const srt_backend *train_backend_of(const srt_program *p) {
-  // The program table's convention (lower-to-runtime): no backend is the cpu.
-  return p->backend ? p->backend : &srt_cpu_backend;
 }
 
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,

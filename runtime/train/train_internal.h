@@ -113,10 +113,6 @@ int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
                             const srt_tokens *tokens, int64_t step, int64_t micro);
 
-/// The backend program `p` runs on: the one its table names, or the cpu
-/// backend (srt_cpu_backend) where the table names none.
-const srt_backend *train_backend_of(const srt_program *p);
-
 /// Copies the input ids and labels of the host `arena` to the device arena.
 /// Errors: the backend's copy errors.
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
@@ -127,7 +123,7 @@ typedef struct train_eval {
   srt_exec *exec;              ///< the step's execution (device arena and backend)
   const srt_program *program;
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
-  const srt_backend *backend;  ///< the backend the step runs on (train_backend_of)
+  const srt_backend *backend;  ///< the backend the step runs on (the program's)
 } train_eval;
 
 /// The mean over batches 1..`batches` of `tokens` (the same ones every time:

@@ -39,7 +39,7 @@ srt_status srt_op_scratch(srt_exec *e, size_t bytes, void **out);
 // Checks of single arguments (the dispatcher runs these per ops.def kind)
 //===----------------------------------------------------------------------===//
 
-/// e, its context and its arena are set.
+/// e, its context, its arena and its backend are set.
 srt_status srt_check_exec(const srt_exec *e, const char *op);
 /// A buffer offset is >= 0 (or -1 when `optional`).
 srt_status srt_check_offset(const srt_exec *e, const char *op, const char *name,

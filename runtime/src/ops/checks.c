@@ -30,8 +30,9 @@ srt_status srt_op_scratch(srt_exec *e, size_t bytes, void **out) {
 //===----------------------------------------------------------------------===//
 
 srt_status srt_check_exec(const srt_exec *e, const char *op) {
-  if (!e || !e->ctx || !e->arena)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: exec, its context or its arena is NULL", op);
+  if (!e || !e->ctx || !e->arena || !e->backend)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: exec, its context, its arena or its backend is NULL", op);
   return NULL;
 }
 
