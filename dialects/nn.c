@@ -2,6 +2,8 @@
 // typed builders (IRDL-defined dialects get no generated C++ or C classes).
 #include "nn.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mlir-c/BuiltinAttributes.h"
@@ -205,6 +207,7 @@ MlirType nn_tensor_type(MlirContext ctx, int rank, const int64_t *dims,
 
 // Up to this many inherent attributes per op, plus nn.module.
 enum { kMaxAttrs = 12 };
+_Static_assert(NN_MAX_BUILD_ATTRS + 1 <= kMaxAttrs, "nn_build_like: room for nn.module");
 
 typedef struct op_spec {
   nn_builder *b;
@@ -290,16 +293,34 @@ MlirValue nn_build_linear(nn_builder *b, const char *module, MlirValue x,
   return finish1(&s, nn_tensor_type(b->ctx, xs.rank, xs.dims, xs.element));
 }
 
-MlirValue nn_build_rms_norm(nn_builder *b, const char *module, MlirValue x,
-                            MlirValue weight, double eps, double offset,
-                            int64_t head_dim) {
+MlirValue nn_build_like(nn_builder *b, nn_op_kind kind, const char *module, int num_operands,
+                        const MlirValue *operands, int num_attrs, const nn_attr *attrs) {
+  if (num_attrs > NN_MAX_BUILD_ATTRS) {
+    fprintf(stderr, "nn_build_like: %s with %d attributes, more than %d\n", nn_op_name(kind),
+            num_attrs, NN_MAX_BUILD_ATTRS);
+    abort();
+  }
   op_spec s;
-  spec_init(&s, b, NN_OP_RMS_NORM, module);
-  spec_operands(&s, 2, (MlirValue[]){x, weight});
-  spec_float(&s, "eps", eps);
-  spec_float(&s, "offset", offset);
-  spec_int(&s, "head_dim", head_dim);
-  return finish1(&s, mlirValueGetType(x));
+  spec_init(&s, b, kind, module);
+  spec_operands(&s, num_operands, operands);
+  for (int i = 0; i < num_attrs; ++i) {
+    const nn_attr *a = &attrs[i];
+    switch (a->kind) {
+    case NN_ATTR_INT:
+      spec_int(&s, a->name, a->i);
+      break;
+    case NN_ATTR_FLOAT:
+      spec_float(&s, a->name, a->f);
+      break;
+    case NN_ATTR_BOOL:
+      spec_bool(&s, a->name, a->b);
+      break;
+    case NN_ATTR_STR:
+      spec_str(&s, a->name, a->s);
+      break;
+    }
+  }
+  return finish1(&s, mlirValueGetType(operands[0]));
 }
 
 void nn_build_rotary_embedding(nn_builder *b, const char *module,
@@ -329,15 +350,6 @@ void nn_build_rotary_embedding(nn_builder *b, const char *module,
   *sin = mlirOperationGetResult(op, 1);
 }
 
-MlirValue nn_build_apply_rotary(nn_builder *b, const char *module, MlirValue x,
-                                MlirValue cos, MlirValue sin, int64_t head_dim) {
-  op_spec s;
-  spec_init(&s, b, NN_OP_APPLY_ROTARY, module);
-  spec_operands(&s, 3, (MlirValue[]){x, cos, sin});
-  spec_int(&s, "head_dim", head_dim);
-  return finish1(&s, mlirValueGetType(x));
-}
-
 MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
                              MlirValue k, MlirValue v, MlirValue segment_ids,
                              const nn_attention_config *cfg) {
@@ -358,22 +370,6 @@ MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
   MlirType types[2] = {mlirValueGetType(q),
                        nn_tensor_type(b->ctx, 3, lse_dims, mlirF32TypeGet(b->ctx))};
   return mlirOperationGetResult(spec_finish(&s, 2, types), 0);
-}
-
-MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
-                       MlirValue up, const char *activation) {
-  op_spec s;
-  spec_init(&s, b, NN_OP_GLU, module);
-  spec_operands(&s, 2, (MlirValue[]){gate, up});
-  spec_str(&s, "activation", activation);
-  return finish1(&s, mlirValueGetType(gate));
-}
-
-MlirValue nn_build_unary(nn_builder *b, nn_op_kind kind, const char *module, MlirValue x) {
-  op_spec s;
-  spec_init(&s, b, kind, module);
-  spec_operands(&s, 1, &x);
-  return finish1(&s, mlirValueGetType(x));
 }
 
 MlirOperation nn_build_op(nn_builder *b, nn_op_kind kind, MlirStringRef module,
@@ -399,14 +395,6 @@ MlirOperation nn_build_op(nn_builder *b, nn_op_kind kind, MlirStringRef module,
   MlirOperation op = mlirOperationCreate(&st);
   mlirBlockAppendOwnedOperation(b->block, op);
   return op;
-}
-
-MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,
-                       MlirValue rhs) {
-  op_spec s;
-  spec_init(&s, b, NN_OP_ADD, module);
-  spec_operands(&s, 2, (MlirValue[]){lhs, rhs});
-  return finish1(&s, mlirValueGetType(lhs));
 }
 
 MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,

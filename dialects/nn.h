@@ -178,10 +178,42 @@ MlirValue nn_build_embedding(nn_builder *b, const char *module, MlirValue ids,
 MlirValue nn_build_linear(nn_builder *b, const char *module, MlirValue x,
                           MlirValue weight, MlirValue bias);
 
-/// x [..., F], weight [F] (head_dim = 0) or [head_dim] -> x's type.
-MlirValue nn_build_rms_norm(nn_builder *b, const char *module, MlirValue x,
-                            MlirValue weight, double eps, double offset,
-                            int64_t head_dim);
+/// One attribute of nn_build_like: a 64-bit integer, an f64 float, a bool
+/// or a string (the element types the nn builders give each kind).
+typedef enum nn_attr_kind { NN_ATTR_INT, NN_ATTR_FLOAT, NN_ATTR_BOOL, NN_ATTR_STR } nn_attr_kind;
+
+typedef struct nn_attr {
+  const char *name;
+  nn_attr_kind kind;
+  int64_t i;
+  double f;
+  bool b;
+  const char *s;
+} nn_attr;
+
+#define NN_INT(name_, v) ((nn_attr){.name = (name_), .kind = NN_ATTR_INT, .i = (v)})
+#define NN_FLOAT(name_, v) ((nn_attr){.name = (name_), .kind = NN_ATTR_FLOAT, .f = (v)})
+#define NN_BOOL(name_, v) ((nn_attr){.name = (name_), .kind = NN_ATTR_BOOL, .b = (v)})
+#define NN_STR(name_, v) ((nn_attr){.name = (name_), .kind = NN_ATTR_STR, .s = (v)})
+
+/// Attributes nn_build_like takes at most (besides nn.module).
+enum { NN_MAX_BUILD_ATTRS = 11 };
+
+/// Builds an op of `kind` whose one result has operand 0's type, with the
+/// given operands (in the op's order) and attributes, under `module`: the
+/// builder of every op of that shape, so that such an op has no builder of
+/// its own (docs/architecture.md, "Adding an op"). The ops of the shape
+/// (operands and attributes as nn.irdl.mlir defines them):
+///   nn.rms_norm      x [..., F], weight [F] (head_dim = 0) or [head_dim];
+///                    eps, offset (floats), head_dim (int)
+///   nn.apply_rotary  x [B, S, N * head_dim], cos, sin [B, S, head_dim];
+///                    head_dim (int)
+///   nn.glu           gate, up of one type; activation "silu" / "gelu_tanh"
+///   nn.add           lhs, rhs of one type
+///   an SRT_UNARY_OP  x (such as NemotronH's nn.relu2)
+/// At most NN_MAX_BUILD_ATTRS attributes (more aborts: a caller's bug).
+MlirValue nn_build_like(nn_builder *b, nn_op_kind kind, const char *module, int num_operands,
+                        const MlirValue *operands, int num_attrs, const nn_attr *attrs);
 
 /// Rotary embedding parameters; the llama3 fields are used when
 /// rope_type is "llama3" (Hugging Face's `rope_scaling`).
@@ -201,10 +233,6 @@ void nn_build_rotary_embedding(nn_builder *b, const char *module,
                                int64_t batch, int64_t seq, MlirType element,
                                MlirValue *cos, MlirValue *sin);
 
-/// x [B, S, N * head_dim], cos/sin [B, S, head_dim] -> x's type.
-MlirValue nn_build_apply_rotary(nn_builder *b, const char *module, MlirValue x,
-                                MlirValue cos, MlirValue sin, int64_t head_dim);
-
 /// Attention configuration (see nn.irdl.mlir for the sentinels).
 typedef struct nn_attention_config {
   int64_t num_heads, num_kv_heads, head_dim;
@@ -223,14 +251,6 @@ MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
                              MlirValue k, MlirValue v, MlirValue segment_ids,
                              const nn_attention_config *cfg);
 
-/// activation "silu" or "gelu_tanh"; gate and up of one type -> that type.
-MlirValue nn_build_glu(nn_builder *b, const char *module, MlirValue gate,
-                       MlirValue up, const char *activation);
-
-/// An elementwise op of one operand (an SRT_UNARY_OP of the op table, such
-/// as NemotronH's MLP activation) -> x's type.
-MlirValue nn_build_unary(nn_builder *b, nn_op_kind kind, const char *module, MlirValue x);
-
 /// Creates an nn op of `kind` with `module`, the given operands and result
 /// types, and every attribute of `attrs_from` (if not null) except its
 /// nn.module: the generic builder behind the backward ops, which share
@@ -239,10 +259,6 @@ MlirOperation nn_build_op(nn_builder *b, nn_op_kind kind, MlirStringRef module,
                           int num_operands, const MlirValue *operands,
                           int num_results, const MlirType *results,
                           MlirOperation attrs_from);
-
-/// lhs + rhs (one type) -> that type.
-MlirValue nn_build_add(nn_builder *b, const char *module, MlirValue lhs,
-                       MlirValue rhs);
 
 /// logits [B, S, V], labels [B, S] -> tensor<f32> (mean over kept labels).
 MlirValue nn_build_cross_entropy(nn_builder *b, const char *module,

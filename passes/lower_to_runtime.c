@@ -40,7 +40,6 @@
 #include "program_table.h"
 #include "ptr_map.h"
 #include "shard_ops.h"
-#include "shardrt/op_facts.h" // srt_rope_type
 #include "shardrt/ops.h"
 #include "shardrt/program.h"
 #include "shardrt/types.h" // SRT_MAX_PENDING
@@ -161,15 +160,19 @@ static int64_t rows(MlirValue v) {
   return f ? lr_numel(v) / f : 0;
 }
 
-static int64_t attr_is(MlirOperation op, const char *name, const char *value) {
-  return mlirStringRefEqual(nn_attr_str(op, name), str(value));
-}
-
-// srt_rope_type of the op's "rope_type" (nn-verify allows only these).
-static int64_t rope_type(MlirOperation op) {
-  return attr_is(op, "rope_type", "llama3")   ? SRT_ROPE_LLAMA3
-         : attr_is(op, "rope_type", "linear") ? SRT_ROPE_LINEAR
-                                              : SRT_ROPE_DEFAULT;
+// The code of the op's string attribute `name`: its index in `names`
+// (NULL-terminated; the enum of the runtime's kernel lists the same values
+// in the same order), names[0] (the default) when the op has no such
+// attribute (or an empty one), -1 for another string (nn-verify refuses those; the op's
+// runtime check refuses a code outside the enum).
+static int64_t attr_code(MlirOperation op, const char *name, const char *const *names) {
+  MlirStringRef v = nn_attr_str(op, name);
+  if (!v.length)
+    return 0;
+  for (int64_t i = 0; names[i]; ++i)
+    if (mlirStringRefEqual(v, str(names[i])))
+      return i;
+  return -1;
 }
 
 // A norm's group: its head_dim (per-head q/k norms), else the whole row.
@@ -218,8 +221,7 @@ static int64_t is_max(lower_call *c) {
 #define DTYPE(v) lr_op_dtype(c, v)
 #define ATTR_I(name, fallback) nn_attr_int(c->op, name, fallback)
 #define ATTR_F(name, fallback) nn_attr_float(c->op, name, fallback)
-#define ATTR_IS(name, value) attr_is(c->op, name, value)
-#define ATTR_ROPE_TYPE rope_type(c->op)
+#define ATTR_CODE(name, ...) attr_code(c->op, name, (const char *const[]){__VA_ARGS__, NULL})
 #define NORM_GROUP norm_group(c->op)
 #define GRID_AXIS lr_grid_axis(c)
 #define IS_MAX is_max(c)
@@ -669,7 +671,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .keep_logits = r.policy.keep_logits,
                          .logits_offset = r.policy.keep_logits ? lr_find_value(&r, r.plan.logits) : -1,
                          .logits = r.policy.keep_logits ? shape(r.plan.logits) : (nn_shape){0},
-                         .backend = r.cuda ? "srt_cuda_backend" : NULL};
+                         .backend = r.cuda ? "srt_cuda_backend" : "srt_cpu_backend"};
     tp_emit_program_table(&r.top, &d);
   }
   bool ok = !r.errors;

@@ -277,24 +277,34 @@ bool tp_plan_parse(const char *text, size_t len, const char *source, tp_plan *ou
 // Built-in plans
 //===----------------------------------------------------------------------===//
 
-extern const char plan_qwen2_json[], plan_llama_json[], plan_gemma3_json[],
-    plan_nemotron_h_json[], plan_hf_json[];
-extern const size_t plan_qwen2_json_len, plan_llama_json_len, plan_gemma3_json_len,
-    plan_nemotron_h_json_len, plan_hf_json_len;
+// The embedded plan files (passes/CMakeLists.txt: plan_<file>.c).
+#define DECLARE_FILE(name, file, model_types)                                                  \
+  extern const char plan_##file##_json[];                                                      \
+  extern const size_t plan_##file##_json_len;
+TP_BUILTIN_PLANS(DECLARE_FILE)
+#undef DECLARE_FILE
+extern const char plan_hf_json[];
+extern const size_t plan_hf_json_len;
 
 typedef struct builtin {
   const char *name;
   const char *text;
   const size_t *len;
+  const char *model_types;
 } builtin;
 
 static const builtin kBuiltins[] = {
-    {"qwen2", plan_qwen2_json, &plan_qwen2_json_len},
-    {"qwen3", plan_qwen2_json, &plan_qwen2_json_len},
-    {"llama", plan_llama_json, &plan_llama_json_len},
-    {"gemma3", plan_gemma3_json, &plan_gemma3_json_len},
-    {"nemotron_h", plan_nemotron_h_json, &plan_nemotron_h_json_len},
+#define BUILTIN(name, file, model_types) {#name, plan_##file##_json, &plan_##file##_json_len, model_types},
+    TP_BUILTIN_PLANS(BUILTIN)
+#undef BUILTIN
 };
+
+const char *tp_plan_model_types(const char *name) {
+  for (size_t i = 0; i < sizeof kBuiltins / sizeof *kBuiltins; ++i)
+    if (!strcmp(name, kBuiltins[i].name))
+      return kBuiltins[i].model_types;
+  return NULL;
+}
 
 // Adds every entry of `table` with "P." replaced by `prefix` + ".".
 static bool put_prefixed(tp_plan *plan, json_t *table, const char *prefix, char *err,
@@ -435,8 +445,8 @@ static bool load_any(const char *spec, bool sequence_parallel,
     return load_hf(sequence_parallel, facts, out, err, errlen);
   if (!strchr(spec, '/') && !strstr(spec, ".json")) {
     snprintf(err, errlen,
-             "unknown plan '%s': expected qwen2, qwen3, llama, gemma3, nemotron_h, hf "
-             "or a path to a JSON plan file", spec);
+             "unknown plan '%s': expected " TP_PLAN_NAMES " or a path to a JSON plan file",
+             spec);
     return false;
   }
   char *text = NULL;

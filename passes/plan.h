@@ -96,8 +96,28 @@ typedef struct tp_model_facts {
   void *data;
 } tp_model_facts;
 
-/// Loads the plan named `spec`: a built-in name ("qwen2", "qwen3", "llama",
-/// "gemma3", "nemotron_h", "hf") with its sequence-parallel variant when
+/// The built-in plans, one row each, the one list every place that names
+/// them reads: X(name, file, model_types): `file` the embedded
+/// passes/plans/<file>.json, `model_types` the config.json model_types it
+/// is written for (" a b "; tp-plan warns on another). "hf" (the model's
+/// own base_model_tp_plan, from shard-import's tables) comes after them.
+#define TP_BUILTIN_PLANS(X)                                                                    \
+  X(qwen2, qwen2, " qwen2 qwen3 ")                                                             \
+  X(qwen3, qwen2, " qwen2 qwen3 ")                                                             \
+  X(llama, llama, " llama ")                                                                   \
+  X(gemma3, gemma3, " gemma3 gemma3_text ")                                                    \
+  X(nemotron_h, nemotron_h, " nemotron_h ")
+
+#define TP_PLAN_NAME_(name, file, model_types) #name ", "
+/// Every plan name, for help and error texts: "qwen2, qwen3, ..., hf".
+#define TP_PLAN_NAMES TP_BUILTIN_PLANS(TP_PLAN_NAME_) "hf"
+
+/// The model_types the built-in plan `name` is written for (" a b "), or
+/// NULL for "hf" and for a name that is no built-in plan.
+const char *tp_plan_model_types(const char *name);
+
+/// Loads the plan named `spec`: a built-in name (TP_PLAN_NAMES) with its
+/// sequence-parallel variant when
 /// `sequence_parallel` is set, or a path to a JSON plan file (used as it is,
 /// like the reference's custom plans). On failure writes a message naming
 /// the plan, the entry and the offending value (JSON syntax errors with line

@@ -207,6 +207,6 @@ void tp_emit_program_table(lb_builder *b, const tp_program_desc *d) {
   a = (aggregate){&ib, lb_zero(&ib, type), 0, {0}};
   program(&a, d);
   lb_return(&ib, a.value);
-  if (d->backend) // defined by the backend's library
-    lb_global(b, d->backend, mlirLLVMArrayTypeGet(mlirIntegerTypeGet(b->ctx, 8), 1), true, NULL);
+  // Defined by the backend's library (libshardrt for the cpu's).
+  lb_global(b, d->backend, mlirLLVMArrayTypeGet(mlirIntegerTypeGet(b->ctx, 8), 1), true, NULL);
 }

@@ -53,7 +53,7 @@ typedef struct tp_program_desc {
   bool keep_logits;    // then the logits fields below
   int64_t logits_offset;
   nn_shape logits;     // local [B, S, V]
-  const char *backend; // the srt_backend symbol, or NULL (cpu)
+  const char *backend; // the srt_backend symbol ("srt_cpu_backend", "srt_cuda_backend")
 } tp_program_desc;
 
 /// Appends to b's block the globals of the table: the parameter names and

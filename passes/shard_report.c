@@ -5,13 +5,19 @@
 // (n-1)/n x the full tensor, all-to-all (n-1)/n x S; all_slice moves
 // nothing), how many of them are overlapped (started non-blocking and
 // read through an nn.wait: overlap-collectives) and how many runtime calls
-// they make (a bucket of a layer's small tensors is one). Printed to stderr
-// as a table; the IR is unchanged.
+// they make (a bucket of a layer's small tensors is one). For a training
+// step (a function with an nn.optimizer_step) also its buffer plan
+// (buffer_plan.h), as lower-to-runtime would build it, without lowering:
+// the arena's regions, the parameter table and the memory figures. Printed
+// to stderr as tables; the IR is unchanged.
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "buffer_plan.h"
+#include "diagnostic.h"
+#include "memory_report.h"
 #include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/BuiltinTypes.h"
 #include "nn.h"
@@ -261,10 +267,86 @@ static void print_report(const report *rep, MlirStringRef name) {
   fprintf(o, "  %-16s %4s %6s %18s %20.0f\n", "total", "", "", "", total);
 }
 
+enum { kOptBackend, kNumOptions };
+
+// Whether `func` is a training step lower-to-runtime takes: input_ids and
+// labels [batch, seq] first, and an nn.optimizer_step.
+static bool is_step(MlirOperation func) {
+  MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+  nn_shape ids;
+  if (mlirBlockGetNumArguments(body) < 2 ||
+      !nn_shape_of(mlirValueGetType(mlirBlockGetArgument(body, 0)), &ids) || ids.rank != 2)
+    return false;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (nn_op_kind_of(op) == NN_OP_OPTIMIZER_STEP)
+      return true;
+  return false;
+}
+
+static void print_param_slots(FILE *o, const char *which, const tp_program_param *p) {
+  fprintf(o, "    %-6s %.*s: weights %lld, gradient %lld, moments %lld, %lld", which,
+          (int)p->name.length, p->name.data, (long long)p->offset, (long long)p->grad,
+          (long long)p->m, (long long)p->v);
+  if (p->compute >= 0)
+    fprintf(o, ", compute copy %lld", (long long)p->compute);
+  fputc('\n', o);
+}
+
+// The buffer plan of training step `func` for `backend` (the policy
+// lower-to-runtime takes for it, without offload or kept logits): the
+// regions of the arena, the parameter table (its size, first and last
+// entries) and the memory figures, less the buckets' staging, which only
+// the lowering knows. False after the plan's own errors (reported at
+// their ops).
+static bool print_buffer_plan(MlirOperation func, const tp_mesh *mesh, bool cuda) {
+  FILE *o = stderr;
+  if (!is_step(func)) {
+    fprintf(o, "  buffer plan: none (a training step has one: nn-autodiff and nn-optimizer "
+               "before tp-plan)\n");
+    return true;
+  }
+  tp_buffer_policy policy = {
+      .mixed_precision = cuda, .count_workspace = !cuda, .pass = "shard-report"};
+  tp_buffer_plan plan = {0};
+  bool ok = tp_buffer_plan_build(func, mesh, &policy, &plan);
+  if (ok) {
+    tp_buffer_plan_figures(&plan, func, mesh, &policy, 1, 0);
+    fprintf(o, "  buffer plan (%s backend; byte offsets in the rank's arena, memory figures "
+               "less the buckets' staging, which lowering adds):\n",
+            cuda ? "cuda" : "cpu");
+    fprintf(o, "    persistent [0, %lld), input_ids at %lld, labels at %lld; temporaries "
+               "[%lld, %lld); %zu values placed\n",
+            (long long)plan.persistent, (long long)plan.ids_offset,
+            (long long)plan.labels_offset, (long long)plan.persistent, (long long)plan.arena,
+            plan.num_values);
+    fprintf(o, "    parameter table: %d entries\n", plan.num_params);
+    if (plan.num_params > 0)
+      print_param_slots(o, "first", &plan.params[0]);
+    if (plan.num_params > 1)
+      print_param_slots(o, "last", &plan.params[plan.num_params - 1]);
+    char text[4096];
+    tp_memory_report_text(&plan.mem, text, sizeof text);
+    for (const char *line = text; *line;) {
+      size_t n = strcspn(line, "\n");
+      fprintf(o, "    %.*s\n", (int)n, line);
+      line += n + (line[n] == '\n');
+    }
+  }
+  tp_buffer_plan_free(&plan);
+  return ok;
+}
+
 static MlirLogicalResult run_shard_report(MlirOperation module, const tp_option_value *o) {
-  (void)o;
   if (!tp_check_functions(module))
     return mlirLogicalResultFailure();
+  bool cuda = !strcmp(o[kOptBackend].s, "cuda");
+  if (!cuda && strcmp(o[kOptBackend].s, "cpu") != 0) {
+    tp_error(module, "shard-report", "backend '%s' is not one of 'cpu', 'cuda'",
+             o[kOptBackend].s);
+    return mlirLogicalResultFailure();
+  }
+  bool ok = true;
   report base = {.last_bucket = -1};
   if (!tp_read_grid(module, &base.mesh))
     base.mesh = (tp_mesh){{1, 1}};
@@ -279,15 +361,23 @@ static MlirLogicalResult run_shard_report(MlirOperation module, const tp_option_
     MlirAttribute name = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
     print_report(&rep, mlirStringAttrGetValue(name));
     print_param_groups(stderr, f);
+    ok = print_buffer_plan(f, &base.mesh, cuda) && ok;
   }
-  return mlirLogicalResultSuccess();
+  return ok ? mlirLogicalResultSuccess() : mlirLogicalResultFailure();
 }
+
+static const tp_option_info kOptions[kNumOptions] = {
+    [kOptBackend] = {"backend", TP_OPTION_STRING, "cpu",
+                     "the backend whose buffer plan a training step shows: cpu (fp32) or cuda "
+                     "(bf16 activations and compute copies)"},
+};
 
 const tp_pass_info tp_shard_report_pass = {
     .argument = "shard-report",
-    .summary = "Print per-rank parameter and activation bytes and collective traffic",
+    .summary = "Print per-rank parameter and activation bytes, collective traffic and a "
+               "training step's buffer plan",
     .anchor = "builtin.module",
-    .options = NULL,
-    .num_options = 0,
+    .options = kOptions,
+    .num_options = kNumOptions,
     .run = run_shard_report,
 };

@@ -549,22 +549,17 @@ static MlirOperation module_of(MlirOperation op) {
 // Warns when a built-in plan is applied to a model of another family (it may
 // still work, as Qwen2's and Llama's tables are alike, but is likely a slip).
 static void check_family(MlirOperation func, const char *plan, const char *model_type) {
-  static const struct {
-    const char *plan, *types;
-  } families[] = {{"qwen2", " qwen2 qwen3 "}, {"qwen3", " qwen2 qwen3 "},
-                  {"llama", " llama "}, {"gemma3", " gemma3 gemma3_text "},
-                  {"nemotron_h", " nemotron_h "}};
-  if (!model_type[0])
+  const char *types = tp_plan_model_types(plan);
+  if (!model_type[0] || !types)
     return;
   char needle[80];
   snprintf(needle, sizeof needle, " %s ", model_type);
-  for (size_t i = 0; i < sizeof families / sizeof *families; ++i)
-    if (!strcmp(plan, families[i].plan) && !strstr(families[i].types, needle)) {
-      char msg[256];
-      snprintf(msg, sizeof msg, "tp-plan: the built-in plan '%s' is for%smodels; this "
-                                "graph's model_type is '%s'", plan, families[i].types, model_type);
-      tp_emit_warning(mlirOperationGetLocation(func), msg);
-    }
+  if (!strstr(types, needle)) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "tp-plan: the built-in plan '%s' is for%smodels; this "
+                              "graph's model_type is '%s'", plan, types, model_type);
+    tp_emit_warning(mlirOperationGetLocation(func), msg);
+  }
 }
 
 static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
@@ -663,7 +658,7 @@ static MlirLogicalResult run_tp_plan(MlirOperation op, const tp_option_value *o)
 
 static const tp_option_info kOptions[] = {
     [kOptPlan] = {"plan", TP_OPTION_STRING, "",
-                  "qwen2, qwen3, llama, gemma3, nemotron_h, hf, or a JSON plan file"},
+                  TP_PLAN_NAMES ", or a JSON plan file"},
     [kOptTp] = {"tp", TP_OPTION_INT, "1", "tensor-parallel size (mesh axis 1)"},
     [kOptDp] = {"dp", TP_OPTION_INT, "1", "data-parallel size (mesh axis 0)"},
     [kOptSp] = {"sequence-parallel", TP_OPTION_BOOL, "false",

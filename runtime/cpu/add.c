@@ -1,9 +1,11 @@
 // Elementwise sum of two tensors (residual connections) and its gradient,
 // which hands the incoming gradient to both operands. Threaded over chunks.
+// The cpu backend's entry points (srt_cpu_op_add) close the file.
 #include "shardrt/kernels.h"
 
 #include <string.h>
 
+#include "ops_internal.h"
 #include "vmath.h"
 
 SRT_CPU_CLONES
@@ -32,4 +34,16 @@ static void parallel_copy(float *dst, const float *src, int64_t n) {
 void srt_cpu_add_backward(float *da, float *db, const float *dout, int64_t n) {
   parallel_copy(da, dout, n);
   parallel_copy(db, dout, n);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_add(srt_exec *e, int64_t a, int64_t b, int64_t y, int64_t n,
+                          int64_t dtype) {
+  SRT_RETURN_IF_ERROR(ops_f32_only(e, "srt_cpu_op_add", dtype));
+  srt_cpu_add_forward(ops_f32(e, y), ops_f32(e, a), ops_f32(e, b), n);
+  return NULL;
 }

@@ -2,10 +2,12 @@
 // added once after the reduction), forward and backward. Threaded over rows;
 // the bias gradient over column blocks, rows summed in order (the same bytes
 // for any thread count).
+// The cpu backend's entry points (srt_cpu_op_bias_add) close the file.
 #include "shardrt/kernels.h"
 
 #include <string.h>
 
+#include "ops_internal.h"
 #include "vmath.h"
 
 SRT_CPU_CLONES
@@ -43,4 +45,15 @@ void srt_cpu_bias_add_backward(float *dx, float *dbias, const float *dy,
   for (int64_t f0 = 0; f0 < features; f0 += kColumnBlock)
     sum_rows(dbias, dy, n, features, f0,
              f0 + kColumnBlock < features ? f0 + kColumnBlock : features);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y, int64_t n,
+                               int64_t f) {
+  srt_cpu_bias_add_forward(ops_f32(e, y), ops_f32(e, x), ops_f32(e, b), n, f);
+  return NULL;
 }

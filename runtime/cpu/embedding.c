@@ -2,10 +2,13 @@
 // embedding): forward gathers rows (threaded over tokens), backward
 // scatter-adds into them (threaded over column blocks, tokens in order: the
 // same bytes for any thread count).
+// The cpu backend's entry points (srt_cpu_op_embedding and _grad) close the
+// file.
 #include "shardrt/kernels.h"
 
 #include <string.h>
 
+#include "ops_internal.h"
 #include "vmath.h"
 
 void srt_cpu_embedding_forward(float *out, const int64_t *ids,
@@ -57,4 +60,32 @@ void srt_cpu_embedding_backward(float *dweight, const float *dout,
   for (int64_t i0 = 0; i0 < hidden; i0 += kBlock)
     scatter_columns(dweight, dout, ids, n, hidden, vocab_start, local_vocab, scale,
                     padding_idx, i0, i0 + kBlock < hidden ? i0 + kBlock : hidden);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y, int64_t n,
+                                int64_t hidden, int64_t local_vocab, int64_t vocab_axis,
+                                double scale) {
+  const char *op = "srt_cpu_op_embedding";
+  int64_t index, size;
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
+  srt_cpu_embedding_forward(ops_f32(e, y), ops_i64(e, ids), ops_f32(e, w), n, hidden,
+                            index * local_vocab, local_vocab, (float)scale);
+  return NULL;
+}
+
+srt_status srt_cpu_op_embedding_grad(srt_exec *e, int64_t ids, int64_t dy, int64_t dw,
+                                     int64_t n, int64_t hidden, int64_t local_vocab,
+                                     int64_t vocab_axis, double scale, int64_t padding_idx) {
+  const char *op = "srt_cpu_op_embedding_grad";
+  int64_t index, size;
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
+  ops_zero(ops_f32(e, dw), local_vocab * hidden);
+  srt_cpu_embedding_backward(ops_f32(e, dw), ops_f32(e, dy), ops_i64(e, ids), n, hidden,
+                             index * local_vocab, local_vocab, (float)scale, padding_idx);
+  return NULL;
 }

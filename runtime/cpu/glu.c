@@ -1,9 +1,11 @@
 // Gated MLP activation act(gate) * up with act = silu or gelu (tanh form),
 // forward and backward, elementwise, threaded over chunks.
+// The cpu backend's entry points (srt_cpu_op_glu and _grad) close the file.
 #include "shardrt/kernels.h"
 
 #include <math.h>
 
+#include "ops_internal.h"
 #include "vmath.h"
 
 // sqrt(2 / pi) and the cubic coefficient of the tanh approximation of GELU
@@ -104,4 +106,23 @@ void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
     backward_chunk(dgate ? dgate + i0 : NULL, dup ? dup + i0 : NULL, dout + i0, gate + i0,
                    up + i0, srt_chunk_end(i0, n) - i0, act);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y, int64_t n,
+                          int64_t activation) {
+  srt_cpu_glu_forward(ops_f32(e, y), ops_f32(e, gate), ops_f32(e, up), n,
+                      (srt_glu_activation)activation);
+  return NULL;
+}
+
+srt_status srt_cpu_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t dy, int64_t dgate,
+                               int64_t dup, int64_t n, int64_t activation) {
+  srt_cpu_glu_backward(ops_f32(e, dgate), ops_f32(e, dup), ops_f32(e, dy), ops_f32(e, gate),
+                       ops_f32(e, up), n, (srt_glu_activation)activation);
+  return NULL;
 }

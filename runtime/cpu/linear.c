@@ -1,9 +1,13 @@
 // Linear layer y = x W^T + b (torch.nn.Linear, weight [out, in]) and its
 // gradients, each a single GEMM (srt_cpu_gemm) plus a bias loop.
+// The cpu backend's entry points (srt_cpu_op_linear and its three gradients)
+// close the file.
 #include "shardrt/kernels.h"
 
 #include <stdint.h>
 #include <string.h>
+
+#include "ops_internal.h"
 
 
 static srt_status check_sizes(const char *what, int64_t n, int64_t in,
@@ -68,4 +72,33 @@ srt_status srt_cpu_linear_grad_weight(float *dweight, const float *dy, const flo
   SRT_RETURN_IF_ERROR(check_sizes("linear grad weight", n, in, out));
   // dW[out, in] = dy^T x; k = n = 0 writes zeros.
   return srt_cpu_gemm(true, false, out, in, n, 1.0f, dy, out, x, in, 0.0f, dweight, in);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_linear(srt_exec *e, int64_t x, int64_t w, int64_t b, int64_t y, int64_t n,
+                             int64_t in, int64_t out) {
+  return srt_cpu_linear_forward(ops_f32(e, y), ops_f32(e, x), ops_f32(e, w),
+                                b >= 0 ? ops_f32(e, b) : NULL, n, in, out);
+}
+
+srt_status srt_cpu_op_linear_grad_input(srt_exec *e, int64_t dy, int64_t w, int64_t dx,
+                                        int64_t n, int64_t in, int64_t out) {
+  return srt_cpu_linear_backward(ops_f32(e, dx), NULL, NULL, ops_f32(e, dy), NULL,
+                                 ops_f32(e, w), n, in, out);
+}
+
+srt_status srt_cpu_op_linear_grad_weight(srt_exec *e, int64_t dy, int64_t x, int64_t dw,
+                                         int64_t n, int64_t in, int64_t out) {
+  return srt_cpu_linear_grad_weight(ops_f32(e, dw), ops_f32(e, dy), ops_f32(e, x), n, in, out);
+}
+
+srt_status srt_cpu_op_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db, int64_t n,
+                                       int64_t out) {
+  ops_zero(ops_f32(e, db), out);
+  srt_cpu_bias_add_backward(NULL, ops_f32(e, db), ops_f32(e, dy), n, out);
+  return NULL;
 }

@@ -1,9 +1,12 @@
-// Helpers of the cpu backend's ops (shardrt/cpu.h): typed views of arena
-// offsets, the context's scratch, and the fp32-only dtype check.
+// Helpers of the cpu backend's op entry points (shardrt/cpu.h), which live
+// with the kernel each calls (runtime/cpu/<kernel>.c; the collectives in
+// ops_collectives.c): typed views of arena offsets, the context's scratch,
+// zeroing, and the fp32-only dtype check.
 #ifndef SHARDRT_CPU_OPS_INTERNAL_H
 #define SHARDRT_CPU_OPS_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "shardrt/backend.h"
 #include "shardrt/cpu.h"
@@ -17,6 +20,13 @@ static inline float *ops_f32(srt_exec *e, int64_t off) {
 /// The int64 buffer at byte offset `off` of the rank's arena.
 static inline int64_t *ops_i64(srt_exec *e, int64_t off) {
   return (int64_t *)(void *)(e->arena + off);
+}
+
+/// Zeroes n floats at p: an output the kernel accumulates into (a parameter
+/// gradient) is WRITTEN by the op, so it starts from zero.
+static inline void ops_zero(float *p, int64_t n) {
+  if (n > 0)
+    memset(p, 0, (size_t)n * sizeof(float));
 }
 
 /// The ops' scratch (srt_op_scratch): at least `floats` floats.

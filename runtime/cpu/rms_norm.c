@@ -2,11 +2,14 @@
 // grouping (q_norm/k_norm), forward and backward. Threaded over rows (the
 // backward over fixed blocks of rows, whose weight-gradient partials are
 // summed in block order), so the bytes do not depend on the thread count.
+// The cpu backend's entry points (srt_cpu_op_rms_norm, the fused add + rms_norm
+// and the two gradients) close the file.
 #include "shardrt/kernels.h"
 
 #include <math.h>
 #include <string.h>
 
+#include "ops_internal.h"
 #include "vmath.h"
 
 
@@ -150,4 +153,47 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
     for (int64_t i0 = 0; i0 < g; i0 += kColumnBlock)
       sum_blocks(dweight, workspace, blocks, g, i0, i0 + kColumnBlock < g ? i0 + kColumnBlock : g);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y, int64_t n,
+                               int64_t features, int64_t group, double eps, double offset) {
+  srt_cpu_rms_norm_forward(ops_f32(e, y), ops_f32(e, x), ops_f32(e, w), n, features, group,
+                           (float)eps, (float)offset);
+  return NULL;
+}
+
+// The same values as add, then rms_norm of its result, in one pass per row.
+srt_status srt_cpu_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t sum, int64_t w,
+                                   int64_t y, int64_t n, int64_t features, int64_t group,
+                                   double eps, double offset) {
+  srt_cpu_add_rms_norm_forward(ops_f32(e, sum), ops_f32(e, y), ops_f32(e, a), ops_f32(e, b),
+                               ops_f32(e, w), n, features, group, (float)eps, (float)offset);
+  return NULL;
+}
+
+srt_status srt_cpu_op_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w, int64_t dy,
+                                          int64_t dx, int64_t n, int64_t features,
+                                          int64_t group, double eps, double offset) {
+  srt_cpu_rms_norm_backward(ops_f32(e, dx), NULL, ops_f32(e, dy), ops_f32(e, x), ops_f32(e, w),
+                            n, features, group, (float)eps, (float)offset, NULL);
+  return NULL;
+}
+
+srt_status srt_cpu_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, int64_t dw,
+                                           int64_t n, int64_t features, int64_t group,
+                                           double eps) {
+  int64_t g = group > 0 ? group : features;
+  float *partials;
+  SRT_RETURN_IF_ERROR(
+      ops_scratch(e, srt_cpu_rms_norm_backward_workspace_floats(n, features, group), &partials));
+  ops_zero(ops_f32(e, dw), g);
+  // The weight gradient does not read the weight (nor the offset).
+  srt_cpu_rms_norm_backward(NULL, ops_f32(e, dw), ops_f32(e, dy), ops_f32(e, x), NULL, n,
+                            features, group, (float)eps, 0.0f, partials);
+  return NULL;
 }

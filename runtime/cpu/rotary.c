@@ -1,9 +1,12 @@
 // Rotary position embeddings: the (cos, sin) tuple with default or Llama-3
 // frequency scaling, and its rotate-half application to q/k heads.
+// The cpu backend's entry points (srt_cpu_op_rotary_embedding, apply_rotary and
+// its gradient) close the file.
 #include "shardrt/kernels.h"
 
 #include <math.h>
 
+#include "ops_internal.h"
 #include "vmath.h"
 
 static const double kPi = 3.14159265358979323846;
@@ -142,4 +145,38 @@ void srt_cpu_apply_rotary_backward(float *dx, const float *dy, const float *cos,
     for (int64_t h = 0; h < heads; h++)
       unrotate_head(dx + t * width + h * head_dim, dy + t * width + h * head_dim,
                     cos + t * head_dim, sin + t * head_dim, half);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points of the cpu backend (srt_cpu_ops, shardrt/cpu.h): the kernels
+// above on arena buffers
+//===----------------------------------------------------------------------===//
+
+srt_status srt_cpu_op_rotary_embedding(srt_exec *e, int64_t position_ids, int64_t cos,
+                                       int64_t sin, int64_t batch, int64_t seq,
+                                       int64_t head_dim, double theta,
+                                       int64_t rope_type, double factor, double low_freq_factor,
+                                       double high_freq_factor,
+                                       int64_t original_max_positions) {
+  srt_rope_config c = srt_op_rope_config(head_dim, theta, rope_type, factor, low_freq_factor,
+                                         high_freq_factor, original_max_positions);
+  return srt_cpu_rotary_embedding_forward(ops_f32(e, cos), ops_f32(e, sin),
+                                          position_ids >= 0 ? ops_i64(e, position_ids) : NULL,
+                                          batch, seq, &c);
+}
+
+srt_status srt_cpu_op_apply_rotary(srt_exec *e, int64_t x, int64_t cos, int64_t sin, int64_t y,
+                                   int64_t batch, int64_t seq, int64_t heads,
+                                   int64_t head_dim) {
+  srt_cpu_apply_rotary_forward(ops_f32(e, y), ops_f32(e, x), ops_f32(e, cos), ops_f32(e, sin),
+                               batch, seq, heads, head_dim);
+  return NULL;
+}
+
+srt_status srt_cpu_op_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos, int64_t sin,
+                                        int64_t dx, int64_t batch, int64_t seq, int64_t heads,
+                                        int64_t head_dim) {
+  srt_cpu_apply_rotary_backward(ops_f32(e, dx), ops_f32(e, dy), ops_f32(e, cos),
+                                ops_f32(e, sin), batch, seq, heads, head_dim);
+  return NULL;
 }

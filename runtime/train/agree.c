@@ -104,7 +104,7 @@ static void add_program(record *r, const srt_program *p) {
       (long long)p->logits_offset);
   add(r, "program init", 0, "initializer_range %.17g", p->initializer_range);
   add(r, "program checkpoint names", 0, "%s", p->checkpoint_names ? p->checkpoint_names : "");
-  add(r, "program backend", 0, "%s", train_backend_of(p)->name);
+  add(r, "program backend", 0, "%s", p->backend->name);
 }
 
 // Input file `flag` (`path`, NULL when not given): what it is (its size

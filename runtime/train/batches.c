@@ -3,7 +3,6 @@
 // structure (position and segment ids), and their copy to a device arena.
 #include <string.h>
 
-#include "shardrt/cpu.h"
 #include "train_internal.h"
 
 int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro) {
@@ -42,11 +41,6 @@ int32_t train_one_document_rows(const srt_program *p, const uint8_t *arena) {
     if (seg[t] != 0)
       return 0;
   return 1;
-}
-
-const srt_backend *train_backend_of(const srt_program *p) {
-  // The program table's convention (lower-to-runtime): no backend is the cpu.
-  return p->backend ? p->backend : &srt_cpu_backend;
 }
 
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,

@@ -60,12 +60,12 @@ int train_start(train_run *r, int argc, char **argv) {
   int code = start_options(r, argc, argv, world_rank);
   if (code >= 0)
     return code;
-  r->backend = train_backend_of(p);
-  if (p->abi != SRT_PROGRAM_ABI) {
+  if (p->abi != SRT_PROGRAM_ABI || !p->backend) { // a malformed table, refused
     if (world_rank == 0)
-      train_report(train_check_program(p, r->backend, NULL), -1);
+      train_report(train_check_program(p, NULL), -1);
     return 1;
   }
+  r->backend = p->backend;
   srt_context_options co = srt_context_default_options();
   co.dp = (int)p->dp;
   co.tp = (int)p->tp;

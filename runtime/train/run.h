@@ -18,7 +18,7 @@ typedef struct train_run {
   train_options o;            ///< the command line
   srt_context *ctx;           ///< world = dp x tp
   int rank;                   ///< this rank in the world
-  const srt_backend *backend; ///< what the program runs on (train_backend_of)
+  const srt_backend *backend; ///< what the program runs on (its table's backend)
   int64_t host_bytes;         ///< the host arena: the whole arena on the cpu, else persistent
   uint8_t *arena;             ///< the host arena (initialised, loaded, saved, dumped)
   void *device;               ///< the backend's device state (the cpu's: NULL)
@@ -50,12 +50,11 @@ typedef struct train_run {
 /// (after --help, or an error printed once).
 int train_start(train_run *r, int argc, char **argv);
 
-/// Checks that the program fits this runtime, its backend `b` and `mesh`: the ABI (only
-/// that when `mesh` is NULL), the header's sizes, the input and parameter
-/// offsets. Errors: SRT_FAILED_PRECONDITION for another ABI;
-/// SRT_INVALID_ARGUMENT naming what does not fit.
-srt_status train_check_program(const srt_program *p, const srt_backend *b,
-                               const srt_mesh *mesh);
+/// Checks that the program fits this runtime, its backend and `mesh`: the
+/// ABI and a backend named (only those when `mesh` is NULL), the header's
+/// sizes, the input and parameter offsets. Errors: SRT_FAILED_PRECONDITION
+/// for another ABI; SRT_INVALID_ARGUMENT naming what does not fit.
+srt_status train_check_program(const srt_program *p, const srt_mesh *mesh);
 
 /// Everything before step 1: each setup step in order until one fails.
 int train_setup(train_run *r);

@@ -12,13 +12,19 @@
 #include "shardrt/output.h"
 #include "run.h"
 
-srt_status train_check_program(const srt_program *p, const srt_backend *b,
-                               const srt_mesh *mesh) {
+srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
   if (p->abi != SRT_PROGRAM_ABI)
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
                      "program was compiled for runtime ABI %d, this driver is ABI %d: "
                      "recompile with this shard-compile",
                      (int)p->abi, SRT_PROGRAM_ABI);
+  if (!p->backend)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "program: its table names no backend (shard-compile names "
+                     "srt_cpu_backend or srt_cuda_backend): recompile with this shard-compile");
+  if (!mesh)
+    return NULL;
+  const srt_backend *b = p->backend;
   if (p->batch <= 0 || p->seq <= 0 || p->grad_accum_steps < 1 ||
       p->local_batch * p->dp * p->grad_accum_steps != p->batch || p->vocab <= 0 ||
       p->arena_bytes <= 0 || p->persistent_bytes > p->arena_bytes || !p->step)
@@ -118,7 +124,7 @@ static srt_status check_writable(const char *path, const char *flag) {
 
 // The program against the mesh; the program's input region.
 static int setup_program(train_run *r) {
-  int failed = train_any_failed(r->ctx, train_check_program(r->p, r->backend, srt_context_mesh(r->ctx)));
+  int failed = train_any_failed(r->ctx, train_check_program(r->p, srt_context_mesh(r->ctx)));
   if (!failed)
     failed = train_any_failed(r->ctx, train_input_open(r->p, &r->input));
   return failed;

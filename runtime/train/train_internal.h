@@ -123,10 +123,6 @@ void train_one_document(const srt_program *p, uint8_t *arena);
 /// else 0 (srt_exec.one_document).
 int32_t train_one_document_rows(const srt_program *p, const uint8_t *arena);
 
-/// The backend program `p` runs on: the one its table names, or the cpu
-/// backend (srt_cpu_backend) where the table names none.
-const srt_backend *train_backend_of(const srt_program *p);
-
 /// Copies the input ids, labels, position ids and segment ids (those the
 /// program takes) of the host `arena` to the device arena.
 /// Errors: the backend's copy errors.
@@ -138,7 +134,7 @@ typedef struct train_eval {
   srt_exec *exec;              ///< the step's execution (device arena and backend)
   const srt_program *program;
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
-  const srt_backend *backend;  ///< the backend the step runs on (train_backend_of)
+  const srt_backend *backend;  ///< the backend the step runs on (the program's)
 } train_eval;
 
 /// The mean over batches 1..`batches` of `tokens` (the same ones every time:

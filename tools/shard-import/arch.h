@@ -25,7 +25,6 @@ typedef struct import_arch {
   const char *final_norm;      // final norm module under `prefix`
   const char *activation_key;  // config key naming the MLP activation
   const char *activation;      // the only value accepted there
-  const char *glu;             // nn.glu activation ("silu", "gelu_tanh")
   const char *eps_key;         // config key of the RMSNorm epsilon
   bool qkv_bias;               // q/k/v biases regardless of attention_bias
   bool qk_norm;                // q_norm / k_norm before RoPE

@@ -50,8 +50,11 @@ MlirValue import_build_attention(import_graph *g, const char *base, MlirValue h,
   }
   graph_at(g, base, key);
   if (cos) {
-    q = nn_build_apply_rotary(&g->b, base, q, *cos, *sin, c->head_dim);
-    k = nn_build_apply_rotary(&g->b, base, k, *cos, *sin, c->head_dim);
+    nn_attr head_dim = NN_INT("head_dim", c->head_dim);
+    q = nn_build_like(&g->b, NN_OP_APPLY_ROTARY, base, 3, (MlirValue[]){q, *cos, *sin}, 1,
+                      &head_dim);
+    k = nn_build_like(&g->b, NN_OP_APPLY_ROTARY, base, 3, (MlirValue[]){k, *cos, *sin}, 1,
+                      &head_dim);
   }
   nn_attention_config ac = {.num_heads = c->heads, .num_kv_heads = c->kv_heads,
                             .head_dim = c->head_dim, .causal = true,
@@ -61,6 +64,22 @@ MlirValue import_build_attention(import_graph *g, const char *base, MlirValue h,
   return graph_linear(g, graph_name(m, "%s.o_proj", base), key,
                       IMPORT_PARAM_ATTENTION, a, c->hidden, q_out,
                       c->attention_bias);
+}
+
+// The nn.glu activation of each MLP activation (transformers' ACT2FN name,
+// the config's hidden_act / hidden_activation) a gated MLP computes. The
+// config reader accepts only the architecture's own value (import_arch's
+// `activation`); one missing here passes through unchanged, which nn.glu's
+// verifier refuses, naming the op and the value.
+static const struct {
+  const char *hidden_act, *glu;
+} kGluActivations[] = {{"silu", "silu"}, {"gelu_pytorch_tanh", "gelu_tanh"}};
+
+static const char *glu_activation(const char *hidden_act) {
+  for (size_t i = 0; i < sizeof kGluActivations / sizeof *kGluActivations; ++i)
+    if (!strcmp(kGluActivations[i].hidden_act, hidden_act))
+      return kGluActivations[i].glu;
+  return hidden_act;
 }
 
 // gate_proj / up_proj -> nn.glu -> down_proj under `base` ("...layers.N.mlp").
@@ -75,7 +94,9 @@ static MlirValue gated_mlp(import_graph *g, const char *base, MlirValue h) {
                               IMPORT_PARAM_MLP, h, c->intermediate, c->hidden,
                               c->mlp_bias);
   graph_at(g, base, key);
-  MlirValue act = nn_build_glu(&g->b, base, gate, up, c->arch->glu);
+  MlirValue act =
+      nn_build_like(&g->b, NN_OP_GLU, base, 2, (MlirValue[]){gate, up}, 1,
+                    (nn_attr[]){NN_STR("activation", glu_activation(c->arch->activation))});
   return graph_linear(g, graph_name(m, "%s.down_proj", base), key,
                       IMPORT_PARAM_MLP, act, c->hidden, c->intermediate,
                       c->mlp_bias);
@@ -99,7 +120,7 @@ static MlirValue layer(import_graph *g, int64_t i, MlirValue x,
     h = graph_rms_norm(g, graph_name(m, "%s.post_attention_layernorm", l), h,
                        c->hidden, 0);
   graph_at(g, l, "num_hidden_layers");
-  x = nn_build_add(&g->b, l, x, h);
+  x = nn_build_like(&g->b, NN_OP_ADD, l, 2, (MlirValue[]){x, h}, 0, NULL);
 
   h = graph_rms_norm(g,
                      graph_name(m, sandwich ? "%s.pre_feedforward_layernorm"
@@ -111,7 +132,7 @@ static MlirValue layer(import_graph *g, int64_t i, MlirValue x,
     h = graph_rms_norm(g, graph_name(m, "%s.post_feedforward_layernorm", l), h,
                        c->hidden, 0);
   graph_at(g, l, "num_hidden_layers");
-  return nn_build_add(&g->b, l, x, h);
+  return nn_build_like(&g->b, NN_OP_ADD, l, 2, (MlirValue[]){x, h}, 0, NULL);
 }
 
 MlirValue import_build_decoder(import_graph *g, MlirValue x) {

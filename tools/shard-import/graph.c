@@ -120,6 +120,8 @@ MlirValue graph_rms_norm(import_graph *g, const char *module, MlirValue x,
       graph_param(g, IMPORT_PARAM_NORM, 1, (int64_t[]){size}, "%s.weight", module);
   // Gemma's norms multiply by (1 + w): w starts at zero there.
   graph_param_init(g, w, g->cfg->arch->norm_offset == 1.0 ? NN_INIT_ZEROS : NN_INIT_ONES);
-  return nn_build_rms_norm(&g->b, module, x, w, g->cfg->eps,
-                           g->cfg->arch->norm_offset, head_dim);
+  return nn_build_like(&g->b, NN_OP_RMS_NORM, module, 2, (MlirValue[]){x, w}, 3,
+                       (nn_attr[]){NN_FLOAT("eps", g->cfg->eps),
+                                   NN_FLOAT("offset", g->cfg->arch->norm_offset),
+                                   NN_INT("head_dim", head_dim)});
 }

@@ -58,7 +58,7 @@ static MlirValue relu2_mlp(import_graph *g, const char *base, MlirValue h) {
                               IMPORT_PARAM_MLP, h, c->intermediate, c->hidden,
                               c->mlp_bias);
   graph_at(g, base, key);
-  MlirValue act = nn_build_unary(&g->b, NN_OP_RELU2, base, up);
+  MlirValue act = nn_build_like(&g->b, NN_OP_RELU2, base, 1, &up, 0, NULL);
   return graph_linear(g, graph_name(m, "%s.down_proj", base), key,
                       IMPORT_PARAM_MLP, act, c->hidden, c->intermediate,
                       c->mlp_bias);
@@ -77,7 +77,7 @@ MlirValue import_build_nemotron_h(import_graph *g, MlirValue x) {
     default: h = import_build_attention(g, m, h, NULL, NULL, 0); break;
     }
     graph_at(g, l, "hybrid_override_pattern");
-    x = nn_build_add(&g->b, l, x, h);
+    x = nn_build_like(&g->b, NN_OP_ADD, l, 2, (MlirValue[]){x, h}, 0, NULL);
   }
   return x;
 }

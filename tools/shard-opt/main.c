@@ -16,6 +16,7 @@
 #include "nn.h"
 #include "pass.h"
 #include "pipeline.h"
+#include "plan.h" // TP_PLAN_NAMES
 #include "args.h"
 #include "output.h"
 #include "source.h"
@@ -55,13 +56,14 @@ static void print_help(void) {
       "  --verify-each=BOOL           Verify the IR after each pass (default true)\n"
       "  --allow-unregistered-dialect Accept ops of unknown dialects\n"
       "  --tp-plan=NAME|FILE          Shard for tensor parallelism: nn-verify, tp-plan,\n"
-      "                               tp-partition. NAME: qwen2, qwen3, llama, gemma3,\n"
-      "                               nemotron_h, hf; FILE: a JSON plan\n"
+      "                               tp-partition. FILE: a JSON plan; NAME: one of\n"
+      "                               " TP_PLAN_NAMES "\n"
       "  --tp-size=N, --dp-size=M     Mesh sizes (default 1)\n"
       "  --sequence-parallel          Use the plan's sequence-parallel variant\n"
       "  --dp-replicate               Replicate parameters over dp (default with dp > 1:\n"
       "                               FSDP, each parameter's dim 0 sharded over dp)\n"
-      "  --report                     Print per-rank memory and collective traffic\n"
+      "  --report                     Print per-rank memory and collective traffic (and a\n"
+      "                               training step's buffer plan)\n"
       "  -h, --help                   This help\n\n"
       "OUR PASSES:\n");
   int n;

@@ -39,7 +39,7 @@ srt_status srt_op_scratch(srt_exec *e, size_t bytes, void **out);
 // Checks of single arguments (the dispatcher runs these per ops.def kind)
 //===----------------------------------------------------------------------===//
 
-/// e, its context and its arena are set.
+/// e, its context, its arena and its backend are set.
 srt_status srt_check_exec(const srt_exec *e, const char *op);
 /// A buffer offset is >= 0 (or -1 when `optional`).
 srt_status srt_check_offset(const srt_exec *e, const char *op, const char *name,
@@ -65,12 +65,18 @@ srt_status srt_check_norm_group(const srt_exec *e, const char *op, int64_t featu
 /// head_dim is positive and even (RoPE rotates halves).
 srt_status srt_check_even_head_dim(const srt_exec *e, const char *op, int64_t head_dim);
 
-/// An even positive head_dim and rope_type 0 (default) or 1 (llama3).
+/// An attribute code (ops.def's ATTR_CODE: the index of the attribute's
+/// string among the values the op takes, which the kernel's enum lists in
+/// the same order) in [0, count): the backends then cast it to that enum.
+/// Errors: SRT_INVALID_ARGUMENT naming `op`, the argument `name` and the
+/// code.
+srt_status srt_check_code(const srt_exec *e, const char *op, const char *name, int64_t code,
+                          int64_t count);
+
+/// An even positive head_dim and a rope_type code of srt_rope_type
+/// (srt_check_code).
 srt_status srt_check_rope(const srt_exec *e, const char *op, int64_t head_dim,
                           int64_t rope_type);
-
-/// activation 0 (silu) or 1 (gelu, tanh form).
-srt_status srt_check_glu_activation(const srt_exec *e, const char *op, int64_t activation);
 
 /// The query heads of an attention op as this rank runs them: local head i
 /// is global head first_head + i, whose KV head is (first_head + i) /
@@ -121,8 +127,5 @@ srt_status srt_check_step_options(const srt_exec *e, const char *op,
 srt_rope_config srt_op_rope_config(int64_t head_dim, double theta, int64_t rope_type,
                                    double factor, double low_freq_factor,
                                    double high_freq_factor, int64_t original_max_positions);
-
-/// The GLU activation of glu's code (0 = silu, 1 = gelu tanh).
-srt_glu_activation srt_op_glu_activation(int64_t activation);
 
 #endif // SHARDRT_BACKEND_H

@@ -1,7 +1,7 @@
 // The cpu backend (libshardrt): fp32 kernels (shardrt/kernels.h, OpenBLAS
 // GEMMs) and MPI collectives behind the graph-level ops. Its buffers are
 // host memory; every dtype argument must be SRT_OP_F32. srt_op_X runs
-// srt_cpu_op_X when the exec has no backend.
+// srt_cpu_op_X when the exec's backend is srt_cpu_backend.
 //
 // Every srt_cpu_op_X has the arguments and semantics of srt_op_X
 // (shardrt/ops.h) and runs only after srt_op_X's checks passed; called
@@ -18,7 +18,7 @@
 extern const srt_ops srt_cpu_ops;
 
 /// The cpu backend as an object (runtime/cpu/backend.c), like a device
-/// backend's: what a program whose table names no backend runs on.
+/// backend's: what a program compiled for the cpu names in its table.
 extern const srt_backend srt_cpu_backend;
 
 #define SRT_OP(name, source, check, args) SRT_OP_DECLARE(srt_cpu_op_, name, args)

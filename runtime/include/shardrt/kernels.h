@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shardrt/op_facts.h" // srt_rope_type, srt_mamba2_config, workspace formulas
+#include "shardrt/op_facts.h" // srt_mamba2_config, workspace formulas
 #include "shardrt/status.h"
 #include "shardrt/types.h"
 
@@ -185,6 +185,16 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
 //===----------------------------------------------------------------------===//
 
 
+/// RoPE frequency scaling; rope_type "default" is no scaling (pass NULL).
+/// The codes of nn.rotary_embedding's "rope_type" in the order ops.def's
+/// ATTR_CODE lists them.
+typedef enum srt_rope_type {
+  SRT_ROPE_DEFAULT,
+  SRT_ROPE_LLAMA3,
+  SRT_ROPE_LINEAR,
+  SRT_ROPE_TYPE_COUNT
+} srt_rope_type;
+
 /// Rotary-embedding parameters (Hugging Face config names).
 typedef struct srt_rope_config {
   int64_t head_dim;     ///< rotated dims per head; even
@@ -323,11 +333,13 @@ srt_status srt_cpu_attention_backward(float *dq, float *dk, float *dv,
 // glu (runtime/cpu/glu.c)
 //===----------------------------------------------------------------------===//
 
-/// Activation of a gated MLP.
+/// Activation of a gated MLP; the codes of nn.glu's "activation" in the
+/// order ops.def's ATTR_CODE lists them ("silu", "gelu_tanh").
 typedef enum srt_glu_activation {
   SRT_GLU_SILU,      ///< silu(x) = x sigmoid(x) (Llama, Qwen)
   SRT_GLU_GELU_TANH, ///< 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
                      ///< (torch gelu approximate="tanh", Gemma)
+  SRT_GLU_ACTIVATION_COUNT
 } srt_glu_activation;
 
 /// out = act(gate) * up, elementwise over n elements. out may equal gate or up.

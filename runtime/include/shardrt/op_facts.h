@@ -1,8 +1,7 @@
 // Backend-neutral facts of the runtime ops (shardrt/ops.h) that a compiler
-// needs without linking or including a backend's kernels: the values of
-// srt_op_rotary_embedding's rope_type, the sizes of a Mamba2 mixer, and the
-// scratch formulas of the cpu kernels (header-only, so that the compiler's
-// memory report counts what the kernels will allocate). shardrt/kernels.h
+// needs without linking or including a backend's kernels: the sizes of a
+// Mamba2 mixer and the scratch formulas of the cpu kernels (header-only, so
+// that the compiler's memory report counts what the kernels will allocate). shardrt/kernels.h
 // includes it; passes/ include this one instead.
 #ifndef SHARDRT_OP_FACTS_H
 #define SHARDRT_OP_FACTS_H
@@ -13,9 +12,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/// RoPE frequency scaling; rope_type "default" is no scaling (pass NULL).
-typedef enum srt_rope_type { SRT_ROPE_DEFAULT, SRT_ROPE_LLAMA3, SRT_ROPE_LINEAR } srt_rope_type;
 
 /// Groups (rows) per block of srt_cpu_rms_norm_backward's weight-gradient
 /// partial sums: fixed, so the order of the sums does not depend on the

@@ -9,7 +9,7 @@
 // dtypes in {0, 1}, pointers not NULL, then the op's own check of
 // ops.def: a norm group that divides the features, an attention
 // configuration, a collective's shape), then calls the entry point of the
-// exec's backend (e->backend->ops, or srt_cpu_ops when e->backend is NULL).
+// exec's backend (e->backend->ops; srt_cpu_backend's are srt_cpu_ops).
 // Each op takes the executing rank (srt_exec), its buffers as byte offsets
 // into the rank's arena and its local sizes; each WRITES its outputs
 // (never accumulates) and returns srt_status.

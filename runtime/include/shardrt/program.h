@@ -33,8 +33,8 @@ typedef struct srt_exec {
   srt_context *ctx;
   uint8_t *arena;
   void *device;
-  /// The backend whose ops run (srt_op_X calls backend->ops), or NULL for
-  /// the cpu backend (srt_cpu_ops).
+  /// The backend whose ops run (srt_op_X calls backend->ops): never NULL;
+  /// the cpu's is srt_cpu_backend (shardrt/cpu.h).
   const struct srt_backend *backend;
   /// 1 when the driver knows every row of the current batch to be one
   /// document (segment ids all 0): an attention may then ignore its
@@ -46,7 +46,7 @@ typedef struct srt_exec {
 /// A device backend: how the driver moves the host's copy of the persistent
 /// region (parameters, gradients, moments, input ids and labels; the driver
 /// initialises, loads, saves and dumps it on the host) to and from the
-/// device arena. The cpu backend has none (srt_program.backend is NULL): its
+/// device arena. The cpu backend's (srt_cpu_backend) copies nothing: its
 /// host arena is the arena. The host copy is the context's arena
 /// (srt_context_arena, persistent_bytes long); offsets are the same on both
 /// sides.
@@ -229,8 +229,8 @@ typedef struct srt_step_result {
 /// (lower-to-runtime{keep-logits=true}), which pins the buffer to the end
 /// of the step instead of letting later ops reuse it; otherwise
 /// `logits_kept` is 0 and the logits fields are unused. `backend` is the
-/// device backend the step was lowered for (lower-to-runtime{backend}), or
-/// NULL for the cpu backend.
+/// backend the step was lowered for (lower-to-runtime{backend}):
+/// srt_cpu_backend or srt_cuda_backend, never NULL.
 typedef struct srt_program {
   SRT_PROGRAM_FIELDS(SRT_FIELD_DECLARE, SRT_ARRAY_DECLARE)
 } srt_program;

@@ -30,8 +30,9 @@ srt_status srt_op_scratch(srt_exec *e, size_t bytes, void **out) {
 //===----------------------------------------------------------------------===//
 
 srt_status srt_check_exec(const srt_exec *e, const char *op) {
-  if (!e || !e->ctx || !e->arena)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: exec, its context or its arena is NULL", op);
+  if (!e || !e->ctx || !e->arena || !e->backend)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: exec, its context, its arena or its backend is NULL", op);
   return NULL;
 }
 
@@ -96,19 +97,14 @@ srt_status srt_check_even_head_dim(const srt_exec *e, const char *op, int64_t he
 srt_status srt_check_rope(const srt_exec *e, const char *op, int64_t head_dim,
                           int64_t rope_type) {
   SRT_RETURN_IF_ERROR(srt_check_even_head_dim(e, op, head_dim));
-  if (rope_type != SRT_ROPE_DEFAULT && rope_type != SRT_ROPE_LLAMA3 &&
-      rope_type != SRT_ROPE_LINEAR)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: rope_type %lld is not 0 (default), 1 (llama3) or 2 (linear)", op,
-                     (long long)rope_type);
-  return NULL;
+  return srt_check_code(e, op, "rope_type", rope_type, SRT_ROPE_TYPE_COUNT);
 }
 
-srt_status srt_check_glu_activation(const srt_exec *e, const char *op, int64_t activation) {
-  if (activation != 0 && activation != 1)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                     "%s: activation %lld is not 0 (silu) or 1 (gelu tanh)", op,
-                     (long long)activation);
+srt_status srt_check_code(const srt_exec *e, const char *op, const char *name, int64_t code,
+                          int64_t count) {
+  if (code < 0 || code >= count)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: %s %lld is not a code in [0, %lld)", op, name,
+                     (long long)code, (long long)count);
   return NULL;
 }
 
@@ -217,8 +213,4 @@ srt_rope_config srt_op_rope_config(int64_t head_dim, double theta, int64_t rope_
                            .low_freq_factor = low_freq_factor,
                            .high_freq_factor = high_freq_factor,
                            .original_max_position_embeddings = (double)original_max_positions};
-}
-
-srt_glu_activation srt_op_glu_activation(int64_t activation) {
-  return activation == 0 ? SRT_GLU_SILU : SRT_GLU_GELU_TANH;
 }

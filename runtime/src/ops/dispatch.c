@@ -7,7 +7,6 @@
 #include "shardrt/backend.h"
 #include "shardrt/collectives.h"
 #include "shardrt/context.h"
-#include "shardrt/cpu.h"
 #include "shardrt/profile.h"
 
 // The checks of one argument tuple (kind, name, src), walked as op_table.h
@@ -31,10 +30,8 @@
 #define CHECK_REQUIRE(name)
 #define CHECK_END(name)
 
-// The exec's op table: its backend's, or the cpu backend's.
-static const srt_ops *ops_of(const srt_exec *e) {
-  return e->backend ? e->backend->ops : &srt_cpu_ops;
-}
+// The exec's op table (srt_check_exec: a backend is set).
+static const srt_ops *ops_of(const srt_exec *e) { return e->backend->ops; }
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -63,7 +60,7 @@ static srt_status at_rank(const srt_exec *e, srt_status s) {
     SRT_RETURN_IF_ERROR(srt_check_exec(e, op));                                                \
     CHECKS(args)                                                                               \
     SRT_RETURN_IF_ERROR(check);                                                                \
-    if (!e->backend) /* the cpu backend: MPI moves data only inside MPI calls */            \
+    if (e->backend->host) /* the cpu backend: MPI moves data only inside MPI calls */       \
       srt_collectives_progress(e->ctx);                                                        \
     srt_profile *profile = srt_context_profile(e->ctx);                                        \
     if (!profile)                                                                              \

@@ -19,12 +19,14 @@
 // The program table: ABI, model, mesh 1x1, batch 2, seq 4, local batch 2,
 // vocabulary 16, init std, arena 5312, persistent 4224, no host-only prefix
 // (cpu-offload), ids 0, labels 64,
-// 2 parameters, no logits kept, no backend (cpu).
+// 2 parameters, no logits kept, the cpu backend (srt_cpu_backend, which
+// libshardrt defines).
 // CHECK: @param_name_0 = private constant [26 x i8] c"model.embed_tokens.weight\00"
 // CHECK: @param_name_1 = private constant [15 x i8] c"lm_head.weight\00"
 // CHECK: @model_path = private constant [10 x i8] c"tiny.json\00"
 // CHECK: @params = private constant {{.*}} { ptr @param_name_0, i32 0, i32 2, [8 x i64] [i64 16, i64 8, {{.*}}], [8 x i64] [i64 16, i64 8, {{.*}}], [2 x { i32, i32 }] zeroinitializer, i64 128, i64 640, i64 1152, i64 1664, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} { ptr @param_name_1, i32 0, i32 2, {{.*}}, i64 2176, i64 2688, i64 3200, i64 3712, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i64 -1, i64 -1, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr null }
+// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i64 -1, i64 -1, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr @srt_cpu_backend }
+// CHECK: @srt_cpu_backend = external constant [1 x i8]
 
 // One call per op, the exec first, then ops.def's arguments; every status
 // is checked at once.
@@ -67,7 +69,7 @@
 // keep-logits pins the lm_head output (4480, [2, 4, 16], Replicate) to the
 // end of the step: dlogits no longer takes its place (5056, after the loss),
 // and d(embedding output) goes after dlogits, 5568; the arena is 5568 + 256 = 5824.
-// KEEP: @shard_program = constant {{.*}} i64 5824, i64 4224, {{.*}} ptr @shard_step, i32 1, i64 4480, [3 x i64] [i64 2, i64 4, i64 16], [2 x { i32, i32 }] zeroinitializer, ptr null }
+// KEEP: @shard_program = constant {{.*}} i64 5824, i64 4224, {{.*}} ptr @shard_step, i32 1, i64 4480, [3 x i64] [i64 2, i64 4, i64 16], [2 x { i32, i32 }] zeroinitializer, ptr @srt_cpu_backend }
 // KEEP: call ptr @srt_op_linear_grad_input(ptr %0, i64 5056, i64 2176, i64 5568,
 
 module attributes {nn.config_path = "tiny.json", nn.flops_per_token = 1.234500e+03 : f64, nn.initializer_range = 2.000000e-02 : f64} {

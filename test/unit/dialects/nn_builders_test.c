@@ -136,15 +136,23 @@ static void test_layer_builds_and_verifies(void **state) {
   nn_build_rotary_embedding(&f->b, "model.rotary_emb", &rope, (MlirValue){NULL}, 2, 8, f32,
                             &cos, &sin);
   assert_shape(sin, 3, (int64_t[]){2, 8, 16});
-  MlirValue h = nn_build_rms_norm(&f->b, "model.layers.0.input_layernorm", x, ln,
-                                  1e-6, 1.0, 0);
+  MlirValue h = nn_build_like(&f->b, NN_OP_RMS_NORM, "model.layers.0.input_layernorm", 2,
+                              (MlirValue[]){x, ln}, 3,
+                              (nn_attr[]){NN_FLOAT("eps", 1e-6), NN_FLOAT("offset", 1.0),
+                                          NN_INT("head_dim", 0)});
   MlirValue q = nn_build_linear(&f->b, "model.layers.0.self_attn.q_proj", h, wq, bq);
   MlirValue k = nn_build_linear(&f->b, "model.layers.0.self_attn.k_proj", h, wk,
                                 (MlirValue){NULL});
   assert_shape(k, 3, (int64_t[]){2, 8, 32});
-  q = nn_build_rms_norm(&f->b, "model.layers.0.self_attn.q_norm", q, qn, 1e-6, 0.0, 16);
-  q = nn_build_apply_rotary(&f->b, "model.layers.0.self_attn", q, cos, sin, 16);
-  k = nn_build_apply_rotary(&f->b, "model.layers.0.self_attn", k, cos, sin, 16);
+  q = nn_build_like(&f->b, NN_OP_RMS_NORM, "model.layers.0.self_attn.q_norm", 2,
+                    (MlirValue[]){q, qn}, 3,
+                    (nn_attr[]){NN_FLOAT("eps", 1e-6), NN_FLOAT("offset", 0.0),
+                                NN_INT("head_dim", 16)});
+  nn_attr head_dim = NN_INT("head_dim", 16);
+  q = nn_build_like(&f->b, NN_OP_APPLY_ROTARY, "model.layers.0.self_attn", 3,
+                    (MlirValue[]){q, cos, sin}, 1, &head_dim);
+  k = nn_build_like(&f->b, NN_OP_APPLY_ROTARY, "model.layers.0.self_attn", 3,
+                    (MlirValue[]){k, cos, sin}, 1, &head_dim);
   nn_attention_config cfg = {4, 2, 16, true, 0.25, 4, 50.0};
   MlirValue a = nn_build_attention(&f->b, "model.layers.0.self_attn", q, k, k, (MlirValue){NULL},
                                    &cfg);
@@ -152,10 +160,11 @@ static void test_layer_builds_and_verifies(void **state) {
   MlirValue lse = mlirOperationGetResult(mlirOpResultGetOwner(a), 1);
   assert_shape(lse, 3, (int64_t[]){2, 4, 8});
   assert_true(mlirTypeIsAF32(mlirShapedTypeGetElementType(mlirValueGetType(lse))));
-  x = nn_build_add(&f->b, "model.layers.0", x, a);
+  x = nn_build_like(&f->b, NN_OP_ADD, "model.layers.0", 2, (MlirValue[]){x, a}, 0, NULL);
   MlirValue g = nn_build_linear(&f->b, "model.layers.0.mlp.gate_proj", x, wg, (MlirValue){NULL});
-  MlirValue m = nn_build_glu(&f->b, "model.layers.0.mlp", g, g, "gelu_tanh");
-  m = nn_build_unary(&f->b, NN_OP_RELU2, "model.layers.0.mlp", m);
+  MlirValue m = nn_build_like(&f->b, NN_OP_GLU, "model.layers.0.mlp", 2, (MlirValue[]){g, g}, 1,
+                              (nn_attr[]){NN_STR("activation", "gelu_tanh")});
+  m = nn_build_like(&f->b, NN_OP_RELU2, "model.layers.0.mlp", 1, &m, 0, NULL);
   MlirValue d = nn_build_linear(&f->b, "model.layers.0.mlp.down_proj", m, wd, (MlirValue){NULL});
   MlirValue logits = nn_build_linear(&f->b, "lm_head", d, emb, (MlirValue){NULL});
   assert_shape(logits, 3, (int64_t[]){2, 8, 256});
@@ -177,6 +186,11 @@ static void test_layer_builds_and_verifies(void **state) {
   MlirStringRef type = nn_attr_str(rot, "rope_type");
   assert_memory_equal(type.data, "llama3", 6);
   assert_int_equal(nn_attr_int(rot, "missing", 7), 7);
+  // nn_build_like's attributes, each of its kind's type.
+  MlirOperation norm = mlirOpResultGetOwner(h);
+  assert_true(nn_attr_float(norm, "offset", -1) == 1.0);
+  assert_true(nn_attr_float(norm, "eps", -1) == 1e-6);
+  assert_int_equal(nn_attr_int(mlirOpResultGetOwner(k), "head_dim", 0), 16);
 }
 
 // A builder given inconsistent shapes yields an op nn-verify rejects.

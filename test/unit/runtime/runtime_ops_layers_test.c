@@ -174,6 +174,12 @@ static void test_elementwise(void **state) {
     assert_close(F(y2), F(ref2), N, 0, "glu grad up");
   }
   ASSERT_ERROR(srt_op_glu(&e, a, b, y, N, 2), SRT_INVALID_ARGUMENT, "activation 2");
+  ASSERT_ERROR(srt_op_glu_grad(&e, a, b, dy, y, y2, N, -1), SRT_INVALID_ARGUMENT,
+               "activation -1");
+  // No backend means none: the cpu is srt_cpu_backend, named like any other.
+  srt_exec none = e;
+  none.backend = NULL;
+  ASSERT_ERROR(srt_op_glu(&none, a, b, y, N, 0), SRT_INVALID_ARGUMENT, "backend is NULL");
   srt_cpu_relu2_forward(F(ref), F(a), N);
   ASSERT_OK(srt_op_relu2(&e, a, y, N));
   assert_close(F(y), F(ref), N, 0, "relu2");

@@ -13,6 +13,7 @@
 
 #include "shardrt/collectives.h"
 #include "shardrt/context.h"
+#include "shardrt/cpu.h"
 #include "shardrt/ops.h"
 
 static srt_context *g_ctx;
@@ -46,7 +47,9 @@ static int ops_teardown(void **state) {
 }
 
 /// The exec of the test context.
-static inline srt_exec test_exec(void) { return (srt_exec){.ctx = g_ctx, .arena = g_arena}; }
+static inline srt_exec test_exec(void) {
+  return (srt_exec){.ctx = g_ctx, .arena = g_arena, .backend = &srt_cpu_backend};
+}
 
 /// Forgets every arena buffer (call at the start of each test).
 static inline void arena_reset(void) { g_used = 0; }

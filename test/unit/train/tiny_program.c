@@ -5,6 +5,7 @@
 // the vocabulary, the embedding and norm replicated; gradients are summed
 // over dp (the loss divides by the global token count).
 // Build with -DTINY_DP=… -DTINY_TP=… [-DTINY_VOCAB=…] [-DTINY_HIDDEN=…].
+#include "shardrt/cpu.h"
 #include "shardrt/ops.h"
 #include "shardrt/program.h"
 
@@ -95,6 +96,7 @@ const srt_program shard_program = {
     .num_params = 4,
     .params = kParams,
     .step = tiny_step,
+    .backend = &srt_cpu_backend,
 };
 
 #define TRY(x) SRT_RETURN_IF_ERROR(x)
