@@ -110,8 +110,10 @@ int corpus_write(const corpus *c, const char *out, int64_t vocab,
   for (int64_t i = 0; i < n; ++i)
     wide[i] = c->ids.ids[i];
   int64_t zero = 0;
-  srt_status s = srt_tokens_write_documents(out, wide, n, vocab, c->docs ? c->starts : &zero,
-                                            c->prompts, c->docs, tok);
+  srt_status s = !tok ? srt_tokens_write(out, wide, n, vocab)
+                      : srt_tokens_write_documents(out, wide, n, vocab,
+                                                   c->docs ? c->starts : &zero, c->prompts,
+                                                   c->docs, tok);
   free(wide);
   if (s) {
     fprintf(stderr, "shard-tokens: %s\n", srt_status_message(s));

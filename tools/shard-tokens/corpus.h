@@ -40,7 +40,8 @@ int corpus_pair(corpus *c, tok_tokenizer *t, const char *where, const char *prom
                 int32_t eos);
 
 // Writes the corpus to `out` as a version 2 token file of vocabulary
-// `vocab` made by `tok`. Returns 0, or -1 after printing the error.
+// `vocab` made by `tok` (NULL: a version 1 file, tokens only). Returns 0,
+// or -1 after printing the error.
 int corpus_write(const corpus *c, const char *out, int64_t vocab,
                  const srt_tokenizer_identity *tok);
 

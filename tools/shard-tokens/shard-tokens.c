@@ -23,13 +23,16 @@
 #include "tokenizer.h"
 
 static const char USAGE[] =
-    "usage: shard-tokens INPUT -o OUTPUT\n"
-    "         one token per byte of INPUT (vocabulary 256)\n"
+    "usage: shard-tokens [--windows] INPUT -o OUTPUT\n"
+    "         one token per byte of INPUT (vocabulary 256), one document\n"
     "       shard-tokens --tokenizer tokenizer.json [--field NAME] [--bos[=TOKEN] | --no-bos]\n"
-    "                    [--eos[=TOKEN] | --no-eos] INPUT... -o OUTPUT\n"
+    "                    [--eos[=TOKEN] | --no-eos] [--windows] INPUT... -o OUTPUT\n"
     "         the tokenizer's ids; each text file is a document, each line of a .jsonl\n"
-    "         file one (its NAME field, default text); BOS before and EOS after each\n"
+    "         file one (its NAME field, default text; a prompt-completion pair when the\n"
+    "         first line has 'prompt' or 'completion'); BOS before and EOS after each\n"
     "         document (defaults from tokenizer_config.json beside the tokenizer)\n"
+    "  --windows: a version 1 file, one stream the driver reads in windows (no\n"
+    "         document index: documents share rows and attention)\n"
     "       shard-tokens --tokenizer tokenizer.json --decode TOKENS -o TEXT\n"
     "  -o -: standard output (the report then goes to standard error)\n"
     "  docs/data.md\n";
@@ -90,7 +93,7 @@ static int read_file(const char *path, char **data, size_t *len) {
 // Byte-level tokens (no tokenizer)
 //===----------------------------------------------------------------------===//
 
-static int bytes_main(const char *in, const char *out) {
+static int bytes_main(const char *in, const char *out, bool windows) {
   char *data;
   size_t n;
   if (read_file(in, &data, &n))
@@ -111,8 +114,9 @@ static int bytes_main(const char *in, const char *out) {
   // One document: the file (version 2, made by no tokenizer).
   const int64_t starts[2] = {0, (int64_t)n}, prompts[1] = {0};
   srt_tokenizer_identity bytes = {.kind = SRT_TOKENIZER_BYTES, .name = "bytes"};
-  srt_status s = srt_tokens_write_documents(out, tokens, (int64_t)n, 256, starts, prompts, 1,
-                                            &bytes);
+  srt_status s = windows ? srt_tokens_write(out, tokens, (int64_t)n, 256)
+                         : srt_tokens_write_documents(out, tokens, (int64_t)n, 256, starts,
+                                                      prompts, 1, &bytes);
   free(tokens);
   if (s) {
     fprintf(stderr, "shard-tokens: %s\n", srt_status_message(s));
@@ -134,6 +138,7 @@ typedef enum { SPECIAL_DEFAULT, SPECIAL_OFF, SPECIAL_ON, SPECIAL_GIVEN } special
 typedef struct {
   const char *tokenizer, *field, *out, *decode;
   bool field_given; // --field: JSONL lines are text documents, never pairs
+  bool windows;     // --windows: a version 1 file (no document index)
   special_mode bos_mode, eos_mode;
   const char *bos, *eos; // SPECIAL_GIVEN: the token text
   const char **inputs;
@@ -348,7 +353,7 @@ static int encode_main(tok_tokenizer *t, const options *o) {
     fprintf(stderr, "shard-tokens: warning: %lld characters are in no token of '%s' (no "
             "byte_fallback, no unk_token) and were dropped, as the tokenizers library drops "
             "them\n", (long long)tok_dropped(t), o->tokenizer);
-  if (corpus_write(&c, o->out, tok_vocab_size(t), &id))
+  if (corpus_write(&c, o->out, tok_vocab_size(t), o->windows ? NULL : &id))
     goto fail;
   encode_report(o, &c, tok_vocab_size(t), bytes,
                 (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
@@ -431,7 +436,9 @@ int main(int argc, char **argv) {
                          : !strcmp(a, "--decode")    ? &o.decode
                                                      : NULL;
     int k;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    if (!strcmp(a, "--windows")) {
+      o.windows = true;
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(USAGE, stdout);
       rc = 0;
       goto done;
@@ -492,11 +499,14 @@ int main(int argc, char **argv) {
       fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", o.out);
       goto done;
     }
-    rc = bytes_main(o.inputs[0], o.out);
+    rc = bytes_main(o.inputs[0], o.out, o.windows);
     goto done;
   }
-  if (o.decode && (o.field || o.bos_mode != SPECIAL_DEFAULT || o.eos_mode != SPECIAL_DEFAULT)) {
-    rc = usage("--decode takes no document flag:", o.field ? "--field" : "--bos/--eos");
+  if (o.decode && (o.field || o.windows || o.bos_mode != SPECIAL_DEFAULT ||
+                   o.eos_mode != SPECIAL_DEFAULT)) {
+    rc = usage("--decode takes no document flag:", o.field     ? "--field"
+                                                   : o.windows ? "--windows"
+                                                               : "--bos/--eos");
     goto done;
   }
   o.field_given = o.field != NULL;
