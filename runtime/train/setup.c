@@ -133,12 +133,25 @@ static int setup_device(train_run *r) {
   return 0;
 }
 
+// A token file's documents (version 2): the tokenizer warning (rank 0),
+// the row plan, and whether the program takes packed rows.
+static srt_status setup_documents(train_run *r, const srt_tokens *t, const char *path,
+                                  train_pack_plan *plan) {
+  char warning[12288];
+  if (r->rank == 0 && train_tokenizer_mismatch(r->p, t, warning, sizeof warning))
+    fprintf(stderr, "train: warning: %s\n", warning);
+  SRT_RETURN_IF_ERROR(train_pack_setup(t, r->p->seq, plan));
+  return plan->rows ? train_packed_supported(r->p, path) : NULL;
+}
+
 static int setup_data(train_run *r) {
   if (!r->o.data)
     return 0;
   srt_status s = srt_tokens_open(r->o.data, &r->tokens);
   if (!s)
     s = srt_tokens_check_vocab(r->tokens, r->p->vocab);
+  if (!s)
+    s = setup_documents(r, r->tokens, r->o.data, &r->plan);
   return train_any_failed(r->ctx, s);
 }
 
@@ -152,6 +165,8 @@ static int setup_eval_data(train_run *r) {
     s = srt_tokens_check_vocab(r->eval_tokens, p->vocab);
   if (!s)
     s = train_eval_check(p, r->eval_tokens, o->eval_data, o->eval_batches);
+  if (!s)
+    s = setup_documents(r, r->eval_tokens, o->eval_data, &r->eval_plan);
   if (train_any_failed(r->ctx, s))
     return 1;
   int64_t need = o->eval_batches * p->batch * p->seq, have = srt_tokens_count(r->eval_tokens);

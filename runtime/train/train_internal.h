@@ -106,12 +106,6 @@ srt_status train_lr_check(const train_lr_schedule *s);
 /// slices of dp x local_batch rows, each split over dp in rank order.
 int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
 
-/// Fills this dp rank's rows of micro-batch `micro` (0 without gradient
-/// accumulation) of step `step`'s global batch of `tokens` (docs/data.md)
-/// into the program's input ids and labels in the host `arena`. Errors:
-/// those of srt_tokens_batch.
-srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                            const srt_tokens *tokens, int64_t step, int64_t micro);
 
 /// One piece of a packed row: tokens [offset, offset + length) of document
 /// `doc` of the token file (offset > 0: a continuation of a split document).
@@ -192,6 +186,50 @@ typedef struct train_pack_stats {
 srt_status train_pack_stats_of(const train_pack_plan *plan, int64_t step, int64_t batch,
                                int64_t row0, int64_t rows, train_pack_stats *stats);
 
+/// The id of padding in packed rows: any id the model has (its label is
+/// -100, its segment -1: nothing attends to it and no loss sees it).
+#define TRAIN_PAD_ID 0
+
+/// Fills this dp rank's rows of micro-batch `micro` of step `step`'s global
+/// batch of the version 2 `tokens` packed by `plan` (train_pack_fill with
+/// rows from train_first_row, local_batch of them, pad TRAIN_PAD_ID) into
+/// `out` (ids, labels; positions and segments where not NULL). Errors:
+/// train_pack_fill's and the file's read errors.
+srt_status train_load_packed(srt_context *ctx, const srt_program *p, const train_pack_plan *plan,
+                             const srt_tokens *tokens, int64_t step, int64_t micro,
+                             const train_pack_rows *out);
+
+/// Fills this dp rank's rows of micro-batch `micro` (0 without gradient
+/// accumulation) of step `step`'s global batch of `tokens` (docs/data.md)
+/// into the program's input ids and labels in the host `arena`: packed by
+/// `plan` when it is not NULL (a version 2 file: train_load_packed), else
+/// the windows of srt_tokens_batch. Errors: those of srt_tokens_batch or
+/// train_load_packed.
+srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
+                            const srt_tokens *tokens, const train_pack_plan *plan, int64_t step,
+                            int64_t micro);
+
+/// The rows of a version 2 `tokens` (documents) for a program of `seq`
+/// tokens per row into *plan (train_pack_plan_build over the file's index);
+/// *plan is left empty (rows 0) for a version 1 file. Errors:
+/// train_pack_plan_build's.
+srt_status train_pack_setup(const srt_tokens *tokens, int64_t seq, train_pack_plan *plan);
+
+/// Whether program `p` can train on packed documents (a version 2 token
+/// file `path`): it needs the position_ids and segment_ids inputs.
+/// Errors: SRT_FAILED_PRECONDITION naming the file, until the program
+/// table has them.
+srt_status train_packed_supported(const srt_program *p, const char *path);
+
+/// When `tokens` (a version 2 file) names a tokenizer other than the one
+/// compiled into `p` (srt_program.tokenizer_json, compared by
+/// srt_tokenizer_digest), or holds byte-level tokens while `p` has a
+/// tokenizer, writes a warning naming both into buf (of `size` bytes) and
+/// returns true; false when they agree or either does not say (a version 1
+/// file, a program compiled without tokenizer.json).
+bool train_tokenizer_mismatch(const srt_program *p, const srt_tokens *tokens, char *buf,
+                              size_t size);
+
 /// The backend program `p` runs on: the one its table names, or the cpu
 /// backend (srt_cpu_backend) where the table names none.
 const srt_backend *train_backend_of(const srt_program *p);
@@ -207,6 +245,7 @@ typedef struct train_eval {
   const srt_program *program;
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
   const srt_backend *backend;  ///< the backend the step runs on (train_backend_of)
+  const train_pack_plan *plan; ///< the packing of a version 2 token file, or NULL (windows)
 } train_eval;
 
 /// The mean over batches 1..`batches` of `tokens` (the same ones every time:
