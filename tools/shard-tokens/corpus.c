@@ -57,7 +57,8 @@ static void check_prefix(corpus *c, const char *where, int64_t start, int64_t le
                          const tok_ids *p) {
   int64_t have = (int64_t)c->ids.count - start - lead;
   bool prefix = have >= (int64_t)p->count &&
-                !memcmp(c->ids.ids + start + lead, p->ids, p->count * sizeof *p->ids);
+                (!p->count || // memcmp takes no NULL, even for 0 bytes
+                 !memcmp(c->ids.ids + start + lead, p->ids, p->count * sizeof *p->ids));
   if (!prefix && c->mismatched++ == 0)
     snprintf(c->first_mismatch, sizeof c->first_mismatch, "%s", where);
 }

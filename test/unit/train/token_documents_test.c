@@ -41,7 +41,8 @@ static void test_tokenizer_warning(void **state) {
   srt_tokens_close(t);
   t = write_open(&other);
   assert_true(train_tokenizer_mismatch(&p, t, buf, sizeof buf));
-  assert_non_null(strstr(buf, "made by tokenizer 'llama/tokenizer.json' (digest 0000000000001234)"));
+  assert_non_null(
+      strstr(buf, "made by tokenizer 'llama/tokenizer.json' (digest 0000000000001234)"));
   assert_non_null(strstr(buf, "the tokenizer.json beside 'qwen/config.json' (digest"));
   assert_false(train_tokenizer_mismatch(&none, t, buf, sizeof buf)); // the model has none
   srt_tokens_close(t);
