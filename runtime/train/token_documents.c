@@ -10,6 +10,9 @@ srt_status train_pack_setup(const srt_tokens *tokens, int64_t seq, train_pack_pl
   *plan = (train_pack_plan){.seq = seq};
   if (srt_tokens_version(tokens) != SRT_TOKENS_VERSION_DOCUMENTS)
     return NULL;
+  if (srt_tokens_documents(tokens) == 0)
+    return SRT_ERROR(SRT_OUT_OF_RANGE, "token file '%s' holds no document: nothing to train on",
+                     srt_tokens_path(tokens));
   return train_pack_plan_build(srt_tokens_document_starts(tokens),
                                srt_tokens_prompt_lengths(tokens), srt_tokens_documents(tokens),
                                seq, plan);

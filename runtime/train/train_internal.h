@@ -212,6 +212,7 @@ srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *are
 /// The rows of a version 2 `tokens` (documents) for a program of `seq`
 /// tokens per row into *plan (train_pack_plan_build over the file's index);
 /// *plan is left empty (rows 0) for a version 1 file. Errors:
+/// SRT_OUT_OF_RANGE naming the file when it holds no document;
 /// train_pack_plan_build's.
 srt_status train_pack_setup(const srt_tokens *tokens, int64_t seq, train_pack_plan *plan);
 

@@ -75,6 +75,11 @@ static void test_plan_and_refusal(void **state) {
                "position_ids and segment_ids inputs");
   train_pack_plan_free(&plan);
   srt_tokens_close(t);
+  // No document (and no token): named, not a division by zero rows.
+  ASSERT_OK(srt_tokens_write_documents(g_path, kTokens, 0, 256, kStarts, kPrompts, 0, &bytes));
+  ASSERT_OK(srt_tokens_open(g_path, &t));
+  ASSERT_ERROR(train_pack_setup(t, 4, &plan), SRT_OUT_OF_RANGE, "holds no document");
+  srt_tokens_close(t);
   unlink(g_path);
 }
 
