@@ -50,7 +50,7 @@ compile() {
 
 # Parity: the same step on both backends from the same seed and tokens; the
 # cpu runs happen here, their logs travel (bench/gpu_bundle_run.sh compares).
-"$bin/shard-tokens" "$root/examples/data/shard-tales.txt" -o "$stage/data/tales.tokens" >/dev/null
+"$bin/shard-tokens" --windows "$root/examples/data/shard-tales.txt" -o "$stage/data/tales.tokens" >/dev/null
 TRAIN=(--data "$stage/data/tales.tokens" --lr 1e-2 --max-grad-norm 1.0 --seed 11)
 for arch in qwen2 qwen3 llama gemma3; do
   config=$root/test/e2e/configs/tiny-$arch.json

@@ -22,7 +22,7 @@ python3 -c 'import tokenizers' 2>/dev/null && have_lib=1
 printf '%-28s %10s %14s %14s %8s %s\n' tokenizer "ours MB/s" "library MB/s" "lib batch MB/s" ratio ids
 for tj in "${files[@]}"; do
   name=$(basename "$(dirname "$tj")")
-  line=$("$build/bin/shard-tokens" --tokenizer "$tj" --no-bos --no-eos "$work/text.txt" -o "$work/ours.tok")
+  line=$("$build/bin/shard-tokens" --windows --tokenizer "$tj" --no-bos --no-eos "$work/text.txt" -o "$work/ours.tok")
   ours=$(echo "$line" | sed -n 's/.*(\([0-9.]*\) MB\/s).*/\1/p')
   if ((have_lib)); then
     read -r lib batch same < <(TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1 python3 - "$tj" "$work/text.txt" "$work/ours.tok" <<'PY'

@@ -27,7 +27,7 @@ trap 'rm -rf "$work"' EXIT
 cores=$(nproc)
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 
-"$build/bin/shard-tokens" "$here/examples/data/shard-tales.txt" -o "$work/data.tok" >/dev/null
+"$build/bin/shard-tokens" --windows "$here/examples/data/shard-tales.txt" -o "$work/data.tok" >/dev/null
 bench_out=$("$build/bin/kernels_bench" --quick 2>/dev/null)
 sgemm=$(echo "$bench_out" | awk '/^sgemm/ {for (i = 1; i <= NF; ++i) if ($i == "GFLOP/s") print $(i-1); exit}')
 library=$(echo "$bench_out" | sed -n 's/^GEMM library: //p')

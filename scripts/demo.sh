@@ -37,8 +37,8 @@ echo "== 2. shard-tokens --tokenizer examples/tokenizer/tokenizer.json (byte-lev
 # The bundled text: its first 128 lines to train on, the last 15 held out.
 head -n 128 "$root/examples/data/shard-tales.txt" >"$work/train.txt"
 tail -n 15 "$root/examples/data/shard-tales.txt" >"$work/heldout.txt"
-"$bin/shard-tokens" --tokenizer "$tokenizer" "$work/train.txt" -o "$out/train.tok"
-"$bin/shard-tokens" --tokenizer "$tokenizer" "$work/heldout.txt" -o "$out/heldout.tok"
+"$bin/shard-tokens" --windows --tokenizer "$tokenizer" "$work/train.txt" -o "$out/train.tok"
+"$bin/shard-tokens" --windows --tokenizer "$tokenizer" "$work/heldout.txt" -o "$out/heldout.tok"
 echo
 echo "== 3. shard-compile examples/tiny-qwen2-bpe.json --tp-plan=qwen2 --tp-size=2 --sequence-parallel"
 "$bin/shard-compile" "$root/examples/tiny-qwen2-bpe.json" --tp-plan=qwen2 --tp-size=2 \

@@ -1,5 +1,6 @@
-// Token files (shardrt/tokens.h): validated read-only mapping, the vocabulary
-// check, deterministic step batching and the atomic writer.
+// Token files (shardrt/tokens.h): validated reading (version 1; version 2
+// with its tokenizer identity and document index), the vocabulary check,
+// deterministic windowed step batching and the atomic writers.
 #include "shardrt/tokens.h"
 
 #include "shardrt/output.h"
@@ -20,8 +21,57 @@ struct srt_tokens {
                    // short read (an error), where a mapping gave SIGBUS
   int64_t bytes;   // the file's size when opened
   int64_t count, vocab;
-  int width; // bytes per token
+  int width;            // bytes per token
+  int version;          // 1 or 2
+  int64_t data;         // byte offset of token 0
+  int64_t documents;    // version 2: the index (starts: documents + 1, prompts: documents)
+  int64_t *starts, *prompts;
+  srt_tokenizer_identity tokenizer; // version 2; name owned here
 };
+
+uint64_t srt_tokenizer_digest(const void *bytes, size_t n) {
+  const unsigned char *b = bytes;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// Version 2: the byte offset of token 0 after the fixed fields, the name
+// (padded to 8 bytes) and the index of `documents` documents.
+static uint64_t v2_data_offset(uint64_t name_len, uint64_t documents) {
+  return SRT_TOKENS_HEADER_BYTES + SRT_TOKENS_V2_FIXED_BYTES + (name_len + 7) / 8 * 8 +
+         (2 * documents + 1) * 8;
+}
+
+// Checks a document index against the token count (both versions of the
+// rule: open refuses with DATA_LOSS, the writer with INVALID_ARGUMENT).
+static srt_status check_index(const char *path, srt_code code, const int64_t *starts,
+                              const int64_t *prompts, int64_t documents, int64_t count) {
+  if (starts[0] != 0)
+    return SRT_ERROR(code, "token file '%s': document 0 starts at token %lld, not 0", path,
+                     (long long)starts[0]);
+  for (int64_t d = 0; d < documents; ++d) {
+    if (starts[d + 1] <= starts[d])
+      return SRT_ERROR(code,
+                       "token file '%s': document %lld starts at token %lld and document %lld "
+                       "at %lld: documents must be non-empty, in order and not overlap",
+                       path, (long long)d, (long long)starts[d], (long long)d + 1,
+                       (long long)starts[d + 1]);
+    if (prompts[d] < 0 || prompts[d] > starts[d + 1] - starts[d])
+      return SRT_ERROR(code,
+                       "token file '%s': document %lld has a prompt of %lld tokens, outside "
+                       "[0, its %lld tokens]",
+                       path, (long long)d, (long long)prompts[d],
+                       (long long)(starts[d + 1] - starts[d]));
+  }
+  if (starts[documents] != count)
+    return SRT_ERROR(code,
+                     "token file '%s': the document index ends at token %lld, but the file "
+                     "has %lld tokens",
+                     path, (long long)starts[documents], (long long)count);
+  return NULL;
+}
 
 static uint64_t load_le(const unsigned char *p, int bytes) {
   uint64_t v = 0;
@@ -40,6 +90,9 @@ void srt_tokens_close(srt_tokens *t) {
     return;
   if (t->fd >= 0)
     close(t->fd);
+  free(t->starts);
+  free(t->prompts);
+  free((char *)t->tokenizer.name);
   free(t->path);
   free(t);
 }
@@ -64,6 +117,108 @@ static srt_status read_at(const srt_tokens *t, void *buf, size_t n, int64_t at) 
     }
     got += (size_t)r;
   }
+  return NULL;
+}
+
+// Reads `n` little-endian u64 at `at` into out, refusing values past
+// INT64_MAX (naming `what`).
+static srt_status read_u64s(const srt_tokens *t, int64_t at, int64_t n, int64_t *out,
+                            const char *what) {
+  unsigned char *buf = malloc((size_t)(n ? n : 1) * 8);
+  if (!buf)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", t->path);
+  srt_status s = read_at(t, buf, (size_t)n * 8, at);
+  for (int64_t i = 0; !s && i < n; ++i) {
+    uint64_t v = load_le(buf + 8 * i, 8);
+    if (v > (uint64_t)INT64_MAX)
+      s = SRT_ERROR(SRT_DATA_LOSS, "token file '%s': %s %lld is %llu, past 2^63", t->path,
+                    what, (long long)i, (unsigned long long)v);
+    out[i] = (int64_t)v;
+  }
+  free(buf);
+  return s;
+}
+
+// Version 2's fields after the header: the tokenizer identity and the
+// document index, checked against the file's size and token count.
+static srt_status open_documents(srt_tokens *t, uint64_t count, uint64_t width) {
+  unsigned char f[SRT_TOKENS_V2_FIXED_BYTES];
+  if (t->bytes < SRT_TOKENS_HEADER_BYTES + SRT_TOKENS_V2_FIXED_BYTES)
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s' (version 2): %lld bytes, shorter than "
+                                    "its %d bytes of header and fields",
+                     t->path, (long long)t->bytes,
+                     SRT_TOKENS_HEADER_BYTES + SRT_TOKENS_V2_FIXED_BYTES);
+  SRT_RETURN_IF_ERROR(read_at(t, f, sizeof f, SRT_TOKENS_HEADER_BYTES));
+  uint64_t docs = load_le(f, 8), digest = load_le(f + 8, 8);
+  uint64_t kind = load_le(f + 16, 4), name_len = load_le(f + 20, 4);
+  if (kind > SRT_TOKENIZER_JSON || (kind == SRT_TOKENIZER_BYTES && digest != 0))
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s': tokenizer kind %llu with digest %016llx "
+                                    "(0: bytes with digest 0; 1: tokenizer.json)",
+                     t->path, (unsigned long long)kind, (unsigned long long)digest);
+  if (name_len == 0 || name_len > SRT_TOKENS_MAX_NAME)
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s': tokenizer name of %llu bytes, outside "
+                                    "[1, %d]",
+                     t->path, (unsigned long long)name_len, SRT_TOKENS_MAX_NAME);
+  uint64_t size = (uint64_t)t->bytes;
+  if (docs > size / 16 || count > size / width ||
+      v2_data_offset(name_len, docs) + count * width != size)
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "token file '%s': header says %llu tokens of %llu bytes and %llu "
+                     "documents (a %llu-byte tokenizer name), but the file has %llu bytes",
+                     t->path, (unsigned long long)count, (unsigned long long)width,
+                     (unsigned long long)docs, (unsigned long long)name_len,
+                     (unsigned long long)size);
+  char *name = calloc(1, name_len + 1);
+  t->starts = malloc((docs + 1) * sizeof *t->starts);
+  t->prompts = malloc((docs ? docs : 1) * sizeof *t->prompts);
+  t->tokenizer = (srt_tokenizer_identity){.kind = (srt_tokenizer_kind)kind, .digest = digest,
+                                          .name = name};
+  if (!name || !t->starts || !t->prompts)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory (%llu documents)",
+                     t->path, (unsigned long long)docs);
+  int64_t at = SRT_TOKENS_HEADER_BYTES + SRT_TOKENS_V2_FIXED_BYTES;
+  SRT_RETURN_IF_ERROR(read_at(t, name, name_len, at));
+  if (memchr(name, 0, name_len))
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s': the tokenizer name holds a NUL byte",
+                     t->path);
+  at += (int64_t)(name_len + 7) / 8 * 8;
+  SRT_RETURN_IF_ERROR(read_u64s(t, at, (int64_t)docs + 1, t->starts, "document start"));
+  SRT_RETURN_IF_ERROR(
+      read_u64s(t, at + 8 * ((int64_t)docs + 1), (int64_t)docs, t->prompts, "prompt length"));
+  t->documents = (int64_t)docs;
+  t->data = (int64_t)v2_data_offset(name_len, docs);
+  return check_index(t->path, SRT_DATA_LOSS, t->starts, t->prompts, t->documents,
+                     (int64_t)count);
+}
+
+// The header's checks (magic, version, width, vocabulary; version 1's size).
+static srt_status check_header(const srt_tokens *t, const unsigned char *h) {
+  const char *path = t->path;
+  size_t size = (size_t)t->bytes;
+  uint64_t version = load_le(h + 8, 2), width = load_le(h + 10, 2);
+  uint64_t count = load_le(h + 16, 8), vocab = load_le(h + 24, 8);
+  if (memcmp(h, kMagic, sizeof kMagic) != 0)
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "token file '%s': not a token file (magic is not \"SRTTOKS\"; make one "
+                     "with shard-tokens)",
+                     path);
+  if (version != SRT_TOKENS_VERSION && version != SRT_TOKENS_VERSION_DOCUMENTS)
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s': version %llu, this runtime reads 1 and 2",
+                     path, (unsigned long long)version);
+  if (width != 1 && width != 2 && width != 4)
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s': %llu bytes per token, not 1, 2 or 4",
+                     path, (unsigned long long)width);
+  if (version == SRT_TOKENS_VERSION &&
+      (count > (uint64_t)(size - SRT_TOKENS_HEADER_BYTES) / width ||
+       SRT_TOKENS_HEADER_BYTES + count * width != size))
+    return SRT_ERROR(SRT_DATA_LOSS,
+                     "token file '%s': header says %llu tokens of %llu bytes, but the file has "
+                     "%zu bytes after the header",
+                     path, (unsigned long long)count, (unsigned long long)width,
+                     size - SRT_TOKENS_HEADER_BYTES);
+  if (vocab == 0 || vocab > ((uint64_t)1 << 32))
+    return SRT_ERROR(SRT_DATA_LOSS, "token file '%s': vocabulary size %llu outside [1, 2^32]",
+                     path, (unsigned long long)vocab);
   return NULL;
 }
 
@@ -102,50 +257,59 @@ srt_status srt_tokens_open(const char *path, srt_tokens **out) {
   *t = (srt_tokens){.path = name, .fd = fd, .bytes = (int64_t)size};
   unsigned char h[SRT_TOKENS_HEADER_BYTES];
   srt_status s = read_at(t, h, sizeof h, 0);
+  if (!s)
+    s = check_header(t, h);
+  t->version = (int)load_le(h + 8, 2);
+  t->width = (int)load_le(h + 10, 2);
+  t->data = SRT_TOKENS_HEADER_BYTES;
+  if (!s && t->version == SRT_TOKENS_VERSION_DOCUMENTS)
+    s = open_documents(t, load_le(h + 16, 8), (uint64_t)t->width);
   if (s) {
     srt_tokens_close(t);
     return s;
   }
-  uint64_t version = load_le(h + 8, 2), width = load_le(h + 10, 2);
-  uint64_t count = load_le(h + 16, 8), vocab = load_le(h + 24, 8);
-  if (memcmp(h, kMagic, sizeof kMagic) != 0)
-    s = SRT_ERROR(SRT_DATA_LOSS,
-                  "token file '%s': not a token file (magic is not \"SRTTOKS\"; make one "
-                  "with shard-tokens)",
-                  path);
-  else if (version != SRT_TOKENS_VERSION)
-    s = SRT_ERROR(SRT_DATA_LOSS, "token file '%s': version %llu, this runtime reads %d",
-                  path, (unsigned long long)version, SRT_TOKENS_VERSION);
-  else if (width != 1 && width != 2 && width != 4)
-    s = SRT_ERROR(SRT_DATA_LOSS, "token file '%s': %llu bytes per token, not 1, 2 or 4",
-                  path, (unsigned long long)width);
-  else if (count > (uint64_t)(size - SRT_TOKENS_HEADER_BYTES) / width ||
-           SRT_TOKENS_HEADER_BYTES + count * width != size)
-    s = SRT_ERROR(SRT_DATA_LOSS,
-                  "token file '%s': header says %llu tokens of %llu bytes, but the file has "
-                  "%zu bytes after the header",
-                  path, (unsigned long long)count, (unsigned long long)width,
-                  size - SRT_TOKENS_HEADER_BYTES);
-  else if (vocab == 0 || vocab > ((uint64_t)1 << 32))
-    s = SRT_ERROR(SRT_DATA_LOSS, "token file '%s': vocabulary size %llu outside [1, 2^32]",
-                  path, (unsigned long long)vocab);
-  if (s) {
-    srt_tokens_close(t);
-    return s;
-  }
-  t->count = (int64_t)count;
-  t->vocab = (int64_t)vocab;
-  t->width = (int)width;
+  t->count = (int64_t)load_le(h + 16, 8);
+  t->vocab = (int64_t)load_le(h + 24, 8);
   *out = t;
   return NULL;
 }
 
 int64_t srt_tokens_count(const srt_tokens *t) { return t->count; }
 int64_t srt_tokens_vocab(const srt_tokens *t) { return t->vocab; }
+int srt_tokens_version(const srt_tokens *t) { return t->version; }
+int64_t srt_tokens_documents(const srt_tokens *t) { return t->documents; }
+const int64_t *srt_tokens_document_starts(const srt_tokens *t) { return t->starts; }
+const int64_t *srt_tokens_prompt_lengths(const srt_tokens *t) { return t->prompts; }
+const char *srt_tokens_path(const srt_tokens *t) { return t->path; }
+
+bool srt_tokens_tokenizer(const srt_tokens *t, srt_tokenizer_identity *out) {
+  if (t->version != SRT_TOKENS_VERSION_DOCUMENTS)
+    return false;
+  *out = t->tokenizer;
+  return true;
+}
 
 // Byte offset of token i.
-static int64_t offset_of(const srt_tokens *t, int64_t i) {
-  return SRT_TOKENS_HEADER_BYTES + i * t->width;
+static int64_t offset_of(const srt_tokens *t, int64_t i) { return t->data + i * t->width; }
+
+srt_status srt_tokens_read(const srt_tokens *t, int64_t at, int64_t n, int64_t *ids) {
+  if (at < 0 || n < 0 || at > t->count - n)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "token file '%s': tokens [%lld, %lld) outside its %lld tokens", t->path,
+                     (long long)at, (long long)(at + n), (long long)t->count);
+  enum { kChunk = 1 << 14 };
+  unsigned char *buf = malloc((size_t)kChunk * 4); // not on the stack: see check_vocab
+  if (!buf)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", t->path);
+  srt_status s = NULL;
+  for (int64_t i0 = 0; !s && i0 < n; i0 += kChunk) {
+    int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
+    s = read_at(t, buf, (size_t)(m * t->width), offset_of(t, at + i0));
+    for (int64_t i = 0; !s && i < m; ++i)
+      ids[i0 + i] = (int64_t)load_le(buf + i * t->width, t->width);
+  }
+  free(buf);
+  return s;
 }
 
 int64_t srt_tokens_at(const srt_tokens *t, int64_t i) {
@@ -214,8 +378,9 @@ srt_status srt_tokens_batch(const srt_tokens *t, int64_t step, int64_t batch, in
   return s;
 }
 
-srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t count,
-                            int64_t vocab) {
+// The checks both writers share: the vocabulary and every id.
+static srt_status check_tokens(const char *path, const int64_t *tokens, int64_t count,
+                               int64_t vocab) {
   if (vocab < 1 || vocab > ((int64_t)1 << 32) || count < 0)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "token file '%s': vocabulary %lld outside [1, 2^32] or count %lld < 0",
@@ -225,20 +390,71 @@ srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t cou
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "token file '%s': token %lld has id %lld outside [0, %lld)", path,
                        (long long)i, (long long)tokens[i], (long long)vocab);
+  return NULL;
+}
+
+// Writes the header, `extra` bytes of version 2 fields (NULL: version 1)
+// and the tokens, atomically.
+static srt_status write_file(const char *path, const int64_t *tokens, int64_t count,
+                             int64_t vocab, const unsigned char *extra, size_t extra_bytes) {
   int width = vocab <= 256 ? 1 : vocab <= 65536 ? 2 : 4;
-  size_t bytes = SRT_TOKENS_HEADER_BYTES + (size_t)count * (size_t)width;
+  size_t head = SRT_TOKENS_HEADER_BYTES + extra_bytes;
+  size_t bytes = head + (size_t)count * (size_t)width;
   unsigned char *h = calloc(1, bytes);
   if (!h)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory (%zu bytes)", path,
                      bytes);
   memcpy(h, kMagic, sizeof kMagic);
-  store_le(h + 8, SRT_TOKENS_VERSION, 2);
+  store_le(h + 8, extra ? SRT_TOKENS_VERSION_DOCUMENTS : SRT_TOKENS_VERSION, 2);
   store_le(h + 10, (uint64_t)width, 2);
   store_le(h + 16, (uint64_t)count, 8);
   store_le(h + 24, (uint64_t)vocab, 8);
+  if (extra)
+    memcpy(h + SRT_TOKENS_HEADER_BYTES, extra, extra_bytes);
   for (int64_t i = 0; i < count; ++i)
-    store_le(h + SRT_TOKENS_HEADER_BYTES + i * width, (uint64_t)tokens[i], width);
+    store_le(h + head + i * width, (uint64_t)tokens[i], width);
   srt_status s = srt_write_file("token file", path, h, bytes);
   free(h);
+  return s;
+}
+
+srt_status srt_tokens_write(const char *path, const int64_t *tokens, int64_t count,
+                            int64_t vocab) {
+  SRT_RETURN_IF_ERROR(check_tokens(path, tokens, count, vocab));
+  return write_file(path, tokens, count, vocab, NULL, 0);
+}
+
+srt_status srt_tokens_write_documents(const char *path, const int64_t *tokens, int64_t count,
+                                      int64_t vocab, const int64_t *starts,
+                                      const int64_t *prompts, int64_t documents,
+                                      const srt_tokenizer_identity *tok) {
+  SRT_RETURN_IF_ERROR(check_tokens(path, tokens, count, vocab));
+  size_t name_len = tok->name ? strlen(tok->name) : 0;
+  if (documents < 0 || (tok->kind != SRT_TOKENIZER_BYTES && tok->kind != SRT_TOKENIZER_JSON) ||
+      (tok->kind == SRT_TOKENIZER_BYTES && tok->digest != 0) || name_len == 0 ||
+      name_len > SRT_TOKENS_MAX_NAME)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "token file '%s': %lld documents, tokenizer kind %d, digest %016llx, name "
+                     "of %zu bytes (need documents >= 0, a known kind, bytes with digest 0, a "
+                     "name of 1 to %d bytes)",
+                     path, (long long)documents, (int)tok->kind,
+                     (unsigned long long)tok->digest, name_len, SRT_TOKENS_MAX_NAME);
+  SRT_RETURN_IF_ERROR(check_index(path, SRT_INVALID_ARGUMENT, starts, prompts, documents, count));
+  size_t bytes = (size_t)v2_data_offset(name_len, (uint64_t)documents) - SRT_TOKENS_HEADER_BYTES;
+  unsigned char *x = calloc(1, bytes);
+  if (!x)
+    return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "token file '%s': out of memory", path);
+  store_le(x, (uint64_t)documents, 8);
+  store_le(x + 8, tok->digest, 8);
+  store_le(x + 16, (uint64_t)tok->kind, 4);
+  store_le(x + 20, name_len, 4);
+  memcpy(x + SRT_TOKENS_V2_FIXED_BYTES, tok->name, name_len);
+  unsigned char *index = x + SRT_TOKENS_V2_FIXED_BYTES + (name_len + 7) / 8 * 8;
+  for (int64_t d = 0; d <= documents; ++d)
+    store_le(index + 8 * d, (uint64_t)starts[d], 8);
+  for (int64_t d = 0; d < documents; ++d)
+    store_le(index + 8 * (documents + 1 + d), (uint64_t)prompts[d], 8);
+  srt_status s = write_file(path, tokens, count, vocab, x, bytes);
+  free(x);
   return s;
 }

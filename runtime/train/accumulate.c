@@ -63,7 +63,7 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
   for (int64_t m = 0; m < micros; ++m) {
     srt_status s = NULL;
     if (tokens)
-      s = train_load_batch(ctx, p, ev->arena, tokens, step, m);
+      s = train_load_batch(ctx, p, ev->arena, tokens, ev->plan, step, m);
     else if (batch_file && micros > 1) // a single batch stays loaded
       s = train_load_batch_file(ctx, p, ev->arena, batch_file, m);
     if (!s && (tokens || micros > 1)) // a device backend copies them over

@@ -11,9 +11,30 @@ int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro) {
   return (micro * p->dp + coord[SRT_MESH_DP]) * p->local_batch;
 }
 
+// train_token_reader over a token file.
+static srt_status read_tokens(const void *source, int64_t at, int64_t n, int64_t *ids) {
+  return srt_tokens_read(source, at, n, ids);
+}
+
+srt_status train_load_packed(srt_context *ctx, const srt_program *p, const train_pack_plan *plan,
+                             const srt_tokens *tokens, int64_t step, int64_t micro,
+                             const train_pack_rows *out) {
+  return train_pack_fill(plan, step, p->batch, train_first_row(ctx, p, micro), p->local_batch,
+                         TRAIN_PAD_ID, read_tokens, tokens, out);
+}
+
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                            const srt_tokens *tokens, int64_t step, int64_t micro) {
+                            const srt_tokens *tokens, const train_pack_plan *plan, int64_t step,
+                            int64_t micro) {
   int64_t *ids = (int64_t *)(void *)(arena + p->input_ids_offset);
+  if (plan) {
+    // train_packed_supported made sure the program takes both.
+    train_pack_rows out = {.ids = ids,
+                           .labels = (int64_t *)(void *)(arena + p->labels_offset),
+                           .positions = (int64_t *)(void *)(arena + p->position_ids_offset),
+                           .segments = (int64_t *)(void *)(arena + p->segment_ids_offset)};
+    return train_load_packed(ctx, p, plan, tokens, step, micro, &out);
+  }
   SRT_RETURN_IF_ERROR(srt_tokens_batch(tokens, step, p->batch, p->seq,
                                        train_first_row(ctx, p, micro), p->local_batch, ids));
   // Labels are the inputs: the loss shifts them.

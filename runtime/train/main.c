@@ -130,7 +130,7 @@ int train_step(train_run *r, int64_t step) {
                          .norm_type = o->norm_type};
   srt_step_result res = {0};
   double t0 = now_seconds();
-  train_eval run = {&r->exec, r->p, r->arena, r->backend};
+  train_eval run = {&r->exec, r->p, r->arena, r->backend, r->plan.rows ? &r->plan : NULL};
   srt_status s = train_run_step(&run, r->tokens, o->batch_file, step, so, r->grad_accum, &res);
   double dt = now_seconds() - t0;
   if (srt_context_profile(r->ctx)) {
@@ -168,6 +168,8 @@ int train_teardown(train_run *r, int failed) {
   free(r->grad_accum);
   srt_tokens_close(r->tokens);
   srt_tokens_close(r->eval_tokens);
+  train_pack_plan_free(&r->plan);
+  train_pack_plan_free(&r->eval_plan);
   train_input_close(&r->input);
   srt_status c = r->backend->close(r->device);
   if (c) {

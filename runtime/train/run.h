@@ -27,6 +27,8 @@ typedef struct train_run {
   train_threads threads;      ///< the cpu kernels' threads
   srt_tokens *tokens;         ///< --data, or NULL
   srt_tokens *eval_tokens;    ///< --eval-data, or NULL
+  train_pack_plan plan;       ///< --data's packing (version 2; rows 0: windows)
+  train_pack_plan eval_plan;  ///< --eval-data's, likewise
   train_state state;          ///< steps done, the schedule's record, the run id
   char prev_optim[4096];      ///< the optimizer file of the last save or load ("")
   train_input input;          ///< the --load checkpoint, kept open

@@ -12,6 +12,38 @@
 #include "shardrt/output.h"
 #include "run.h"
 
+// The step's int64 [local_batch, seq] inputs (ids, labels, and position
+// and segment ids where it takes them: offset -1 when not).
+static srt_status check_inputs(const srt_program *p, const srt_backend *b) {
+  // The driver writes input ids and labels each step into its host arena:
+  // anywhere in the cpu backend's (the arena itself); on a device backend in
+  // the persistent region the host copies over, after a host-only prefix.
+  const int64_t inputs[4] = {p->input_ids_offset, p->labels_offset, p->position_ids_offset,
+                             p->segment_ids_offset};
+  static const char *const names[4] = {"input ids", "labels", "position ids", "segment ids"};
+  int64_t in_lo = p->offload_bytes, in_hi = b->host ? p->arena_bytes : p->persistent_bytes;
+  for (int i = 0; i < 4; ++i)
+    if ((i < 2 || inputs[i] != -1) &&
+        (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi))
+      return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                       "program: %s [%lld, %lld) lies outside [%lld, %lld), where the driver "
+                       "can write them",
+                       names[i], (long long)inputs[i],
+                       (long long)(inputs[i] + p->local_batch * p->seq * 8), (long long)in_lo,
+                       (long long)in_hi);
+  // Each is written whole every step: two that overlap would clobber each
+  // other (a hand-written table that left an offset 0 instead of -1).
+  for (int i = 0; i < 4; ++i)
+    for (int j = i + 1; j < 4; ++j)
+      if (inputs[i] >= 0 && inputs[j] >= 0 &&
+          llabs(inputs[i] - inputs[j]) < p->local_batch * p->seq * 8)
+        return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                         "program: %s at %lld and %s at %lld overlap (each is %lld bytes)",
+                         names[i], (long long)inputs[i], names[j], (long long)inputs[j],
+                         (long long)(p->local_batch * p->seq * 8));
+  return NULL;
+}
+
 srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
   if (p->abi != SRT_PROGRAM_ABI)
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
@@ -43,22 +75,7 @@ srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
                      "persistent region of %lld bytes on the %s backend",
                      (long long)p->offload_bytes, (long long)p->persistent_bytes,
                      b->name);
-  // The driver writes input ids and labels each step into its host arena:
-  // anywhere in the cpu backend's (the arena itself); on a device backend in
-  // the persistent region the host copies over, after a host-only prefix.
-  const int64_t inputs[4] = {p->input_ids_offset, p->labels_offset, p->position_ids_offset,
-                             p->segment_ids_offset};
-  static const char *const names[4] = {"input ids", "labels", "position ids", "segment ids"};
-  int64_t in_lo = p->offload_bytes, in_hi = b->host ? p->arena_bytes : p->persistent_bytes;
-  for (int i = 0; i < 4; ++i)
-    if ((i < 2 || inputs[i] != -1) &&
-        (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi))
-      return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                       "program: %s [%lld, %lld) lies outside [%lld, %lld), where the driver "
-                       "can write them",
-                       names[i], (long long)inputs[i],
-                       (long long)(inputs[i] + p->local_batch * p->seq * 8), (long long)in_lo,
-                       (long long)in_hi);
+  SRT_RETURN_IF_ERROR(check_inputs(p, b));
   for (int32_t k = 0; k < p->num_params; ++k) {
     const srt_param_info *pi = &p->params[k];
     int64_t local[SRT_MAX_RANK];
@@ -143,12 +160,37 @@ static int setup_device(train_run *r) {
   return 0;
 }
 
+// A token file's documents (version 2): the tokenizer warning (rank 0),
+// the row plan, and whether the program takes packed rows.
+static srt_status setup_documents(train_run *r, const srt_tokens *t, const char *path,
+                                  train_pack_plan *plan) {
+  char warning[12288];
+  if (r->rank == 0 && train_tokenizer_mismatch(r->p, t, warning, sizeof warning))
+    fprintf(stderr, "train: warning: %s\n", warning);
+  SRT_RETURN_IF_ERROR(train_pack_setup(t, r->p->seq, plan));
+  if (!plan->rows)
+    return NULL;
+  SRT_RETURN_IF_ERROR(train_packed_supported(r->p, path));
+  // One epoch's figures (every step reads rows of this plan in turn).
+  train_pack_stats st;
+  SRT_RETURN_IF_ERROR(train_pack_stats_of(plan, 1, plan->rows, 0, plan->rows, &st));
+  if (r->rank == 0)
+    printf("train: '%s': %lld documents packed into %lld rows of %lld tokens per epoch "
+           "(%.2f pieces per row, %.1f%% padding)\n",
+           path, (long long)plan->documents, (long long)st.rows, (long long)plan->seq,
+           (double)st.documents / (double)st.rows,
+           100.0 * (double)st.padding / (double)(st.rows * plan->seq));
+  return NULL;
+}
+
 static int setup_data(train_run *r) {
   if (!r->o.data)
     return 0;
   srt_status s = srt_tokens_open(r->o.data, &r->tokens);
   if (!s)
     s = srt_tokens_check_vocab(r->tokens, r->p->vocab);
+  if (!s)
+    s = setup_documents(r, r->tokens, r->o.data, &r->plan);
   return train_any_failed(r->ctx, s);
 }
 
@@ -162,6 +204,8 @@ static int setup_eval_data(train_run *r) {
     s = srt_tokens_check_vocab(r->eval_tokens, p->vocab);
   if (!s)
     s = train_eval_check(p, r->eval_tokens, o->eval_data, o->eval_batches);
+  if (!s)
+    s = setup_documents(r, r->eval_tokens, o->eval_data, &r->eval_plan);
   if (train_any_failed(r->ctx, s))
     return 1;
   int64_t need = o->eval_batches * p->batch * p->seq, have = srt_tokens_count(r->eval_tokens);

@@ -106,12 +106,131 @@ srt_status train_lr_check(const train_lr_schedule *s);
 /// slices of dp x local_batch rows, each split over dp in rank order.
 int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro);
 
+
+/// One piece of a packed row: tokens [offset, offset + length) of document
+/// `doc` of the token file (offset > 0: a continuation of a split document).
+typedef struct train_pack_piece {
+  int64_t doc, offset, length;
+} train_pack_piece;
+
+/// The rows of one epoch over a token file's documents (docs/data.md,
+/// "Packed documents"): row r holds pieces [row_first[r], row_first[r + 1]).
+typedef struct train_pack_plan {
+  int64_t seq;                     ///< tokens per row
+  int64_t rows;                    ///< rows of one epoch
+  int64_t *row_first;              ///< rows + 1 piece indices
+  train_pack_piece *pieces;        ///< num_pieces, in file order
+  int64_t num_pieces;
+  const int64_t *starts, *prompts; ///< the document index (borrowed: srt_tokens_document_starts)
+  int64_t documents;
+} train_pack_plan;
+
+/// Plans one epoch of rows of `seq` tokens over `documents` documents
+/// (document d = tokens [starts[d], starts[d + 1]), its first prompts[d]
+/// without loss; the index as srt_tokens_open checks it) by next-fit in
+/// file order: each document goes after the previous one in the current
+/// row when it fits, else it starts the next row (the rest of the row is
+/// padding); a document longer than `seq` starts a row of its own and is
+/// cut into pieces of `seq` tokens, each a full row, and its tail, which
+/// the next documents may share. Next-fit keeps the file's order (an epoch
+/// reads the documents as the file lists them, which first-fit or
+/// best-fit-decreasing would reorder) and needs one pass; a row's padding
+/// is shorter than the next document. The plan borrows starts and prompts.
+/// Errors: SRT_INVALID_ARGUMENT for seq or documents <= 0;
+/// SRT_RESOURCE_EXHAUSTED (*out is then empty).
+srt_status train_pack_plan_build(const int64_t *starts, const int64_t *prompts,
+                                 int64_t documents, int64_t seq, train_pack_plan *out);
+
+/// Frees what train_pack_plan_build allocated; an empty plan is fine.
+void train_pack_plan_free(train_pack_plan *plan);
+
+/// Reads tokens [at, at + n) of a token source into ids (srt_tokens_read on
+/// a file; an array in the tests).
+typedef srt_status (*train_token_reader)(const void *source, int64_t at, int64_t n,
+                                         int64_t *ids);
+
+/// Where train_pack_fill writes: int64 [rows, seq] each, row-major.
+/// positions and segments may be NULL (not written).
+typedef struct train_pack_rows {
+  int64_t *ids;       ///< token ids; padding: the pad id
+  int64_t *labels;    ///< ids, or -100 on prompt tokens, each document's first token, padding
+  int64_t *positions; ///< the token's place in its document (a continuation goes on from
+                      ///< its offset); padding: 0
+  int64_t *segments;  ///< the piece's index within its row (0, 1, ...); padding: -1
+} train_pack_rows;
+
+/// Fills global rows [row0, row0 + rows) of step `step` (1-based) of a
+/// global batch of `batch` rows from `plan`: step k's row r is epoch row
+/// ((k - 1) * batch + r) mod plan->rows, so steps walk the epoch in order,
+/// wrap around, and any step's rows follow from its number alone (a resumed
+/// run reads the uninterrupted run's batches). Labels stay unshifted (the
+/// loss shifts them: labels[t + 1] is scored from position t, and labels
+/// [t = 0] never); a continuation piece starts its row, so its first label,
+/// kept, is never scored either, and no scored label follows a token of
+/// another document. Errors: SRT_INVALID_ARGUMENT for step < 1, rows
+/// outside the batch or a row number past int64; the reader's errors.
+srt_status train_pack_fill(const train_pack_plan *plan, int64_t step, int64_t batch,
+                           int64_t row0, int64_t rows, int64_t pad_id, train_token_reader read,
+                           const void *source, const train_pack_rows *out);
+
+/// What the rows of a step hold, for the log: documents per row =
+/// documents / rows (a split document's pieces each count), padding share
+/// = padding / (rows x seq).
+typedef struct train_pack_stats {
+  int64_t rows, documents, tokens, padding;
+} train_pack_stats;
+
+/// The figures of global rows [row0, row0 + rows) of step `step` (as
+/// train_pack_fill reads them; no token is read). Errors: those of
+/// train_pack_fill's row numbers.
+srt_status train_pack_stats_of(const train_pack_plan *plan, int64_t step, int64_t batch,
+                               int64_t row0, int64_t rows, train_pack_stats *stats);
+
+/// The id of padding in packed rows: any id the model has (its label is
+/// -100, its segment -1: nothing attends to it and no loss sees it).
+#define TRAIN_PAD_ID 0
+
+/// Fills this dp rank's rows of micro-batch `micro` of step `step`'s global
+/// batch of the version 2 `tokens` packed by `plan` (train_pack_fill with
+/// rows from train_first_row, local_batch of them, pad TRAIN_PAD_ID) into
+/// `out` (ids, labels; positions and segments where not NULL). Errors:
+/// train_pack_fill's and the file's read errors.
+srt_status train_load_packed(srt_context *ctx, const srt_program *p, const train_pack_plan *plan,
+                             const srt_tokens *tokens, int64_t step, int64_t micro,
+                             const train_pack_rows *out);
+
 /// Fills this dp rank's rows of micro-batch `micro` (0 without gradient
 /// accumulation) of step `step`'s global batch of `tokens` (docs/data.md)
-/// into the program's input ids and labels in the host `arena`, each row one
-/// document (train_one_document). Errors: those of srt_tokens_batch.
+/// into the program's input ids, labels, position ids and segment ids in
+/// the host `arena`: packed by `plan` when it is not NULL (a version 2
+/// file: train_load_packed), else the windows of srt_tokens_batch, each
+/// row one document (train_one_document). Errors: those of
+/// srt_tokens_batch or train_load_packed.
 srt_status train_load_batch(srt_context *ctx, const srt_program *p, uint8_t *arena,
-                            const srt_tokens *tokens, int64_t step, int64_t micro);
+                            const srt_tokens *tokens, const train_pack_plan *plan, int64_t step,
+                            int64_t micro);
+
+/// The rows of a version 2 `tokens` (documents) for a program of `seq`
+/// tokens per row into *plan (train_pack_plan_build over the file's index);
+/// *plan is left empty (rows 0) for a version 1 file. Errors:
+/// SRT_OUT_OF_RANGE naming the file when it holds no document;
+/// train_pack_plan_build's.
+srt_status train_pack_setup(const srt_tokens *tokens, int64_t seq, train_pack_plan *plan);
+
+/// Whether program `p` can train on packed documents (a version 2 token
+/// file `path`): its step must take the position_ids and segment_ids
+/// inputs. Errors: SRT_FAILED_PRECONDITION naming the file when it does
+/// not (offsets -1: a hand-written step).
+srt_status train_packed_supported(const srt_program *p, const char *path);
+
+/// When `tokens` (a version 2 file) names a tokenizer other than the one
+/// compiled into `p` (srt_program.tokenizer_json, compared by
+/// srt_tokenizer_digest), or holds byte-level tokens while `p` has a
+/// tokenizer, writes a warning naming both into buf (of `size` bytes) and
+/// returns true; false when they agree or either does not say (a version 1
+/// file, a program compiled without tokenizer.json).
+bool train_tokenizer_mismatch(const srt_program *p, const srt_tokens *tokens, char *buf,
+                              size_t size);
 
 /// Writes the document structure of rows that are one document each into
 /// the host `arena`: position ids 0..seq-1 and segment ids 0 (int64
@@ -135,6 +254,7 @@ typedef struct train_eval {
   const srt_program *program;
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
   const srt_backend *backend;  ///< the backend the step runs on (the program's)
+  const train_pack_plan *plan; ///< the packing of a version 2 token file, or NULL (windows)
 } train_eval;
 
 /// The mean over batches 1..`batches` of `tokens` (the same ones every time:

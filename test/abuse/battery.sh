@@ -26,7 +26,7 @@ die() { echo "battery: setup: $*" >&2; exit 1; }
 cp "$SRC/examples/tiny-qwen2-bytes.json" "$F/config.json"
 "$SI" "$F/config.json" --batch 1 --seq 8 -o "$F/model.mlir" || die "shard-import"
 cp "$SRC/examples/data/shard-tales.txt" "$F/text.txt"
-"$ST" "$F/text.txt" -o "$F/data.tokens" >/dev/null || die "shard-tokens"
+"$ST" --windows "$F/text.txt" -o "$F/data.tokens" >/dev/null || die "shard-tokens"
 mkdir -p "$F/ck"
 ASAN_OPTIONS=detect_leaks=0 "$TR" --data "$F/data.tokens" --steps 2 --lr 1e-3 --max-grad-norm 1 \
   --save "$F/ck/model.safetensors" >/dev/null || die "train --save"
@@ -44,6 +44,15 @@ ln -s "$F/dir" "$F/dirlink"
 { printf 'SRTTOKS\0\001\000\002\000\000\000\000\000\040\000\000\000\000\000\000\000'
   printf '\000\000\001\000\000\000\000\000'
   for _ in $(seq 32); do printf '\377\377'; done; } >"$F/big-vocab.tokens"
+# A version 2 token file whose document index ends one token short (bytes:
+# the index's end at byte 72), and prompt-completion JSONL with an empty
+# completion and with a line lacking the completion.
+printf 'a few bytes of text' >"$F/docs.txt"
+"$ST" "$F/docs.txt" -o "$F/short-index.tokens" >/dev/null || die "shard-tokens docs"
+printf '\022' | dd of="$F/short-index.tokens" bs=1 seek=72 conv=notrunc status=none
+printf '{"prompt": "Q: a\\nA:", "completion": " b"}\n{"prompt": "Q: c\\nA:", "completion": ""}\n' \
+  >"$F/empty-completion.jsonl"
+printf '{"prompt": "Q: a\\nA:", "completion": " b"}\n{"prompt": "Q: c\\nA:"}\n' >"$F/no-completion.jsonl"
 # A checkpoint with one flipped bit in its tensor data (the last byte).
 cp "$F/ck/model.safetensors" "$F/flipped.safetensors"
 size=$(stat -c %s "$F/flipped.safetensors")
@@ -324,6 +333,13 @@ done
 case_ "trunc.tokens" -- "$TR" --data "$F/trunc.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1
 case_ "config.json" -- "$TR" --data "$F/config.json" --steps 1 --lr 1e-3 --max-grad-norm 1
 case_ "big-vocab.tokens" -- "$TR" --data "$F/big-vocab.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1
+case_ "ends at token 18, but the file has 19 tokens" -- "$TR" --data "$F/short-index.tokens" --steps 1 \
+  --lr 1e-3 --max-grad-norm 1
+QWEN_TOK=$SRC/test/tokenizers/bytelevel-qwen2/tokenizer.json
+case_ "empty-completion.jsonl' line 2: empty completion" -- \
+  "$ST" --tokenizer "$QWEN_TOK" "$F/empty-completion.jsonl" -o "$O/t.tokens"
+case_ "no-completion.jsonl' line 2: no string field 'completion'" -- \
+  "$ST" --tokenizer "$QWEN_TOK" "$F/no-completion.jsonl" -o "$O/t.tokens"
 case_ "trunc.safetensors" -- "${TR_OK[@]}" --load "$F/trunc.safetensors"
 case_ "data.tokens|SRTTOKS" -- "${TR_OK[@]}" --load "$F/data.tokens"
 case_ "flipped.safetensors|checksum" -- "${TR_OK[@]}" --load "$F/flipped.safetensors"

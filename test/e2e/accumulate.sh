@@ -17,7 +17,7 @@ CONFIGS=$1 GOLDEN=$2 BIN=$3 MPI=$4 TEXT=$5 W=$6
 SEQ=32
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 TRAIN=(--data "$W/tokens.tok" --steps 5 --lr 1e-2 --max-grad-norm 1 --eps 1e-3 --seed 3)
 BATCH=8
 compile whole "$CONFIGS/tiny-qwen2.json" qwen2 --tp-size=1 || fail "compile"

@@ -25,7 +25,7 @@ BATCH=2 SEQ=16
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 TOK="$W/tokens.tok"
-"$BIN/shard-tokens" "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
 Q="$CONFIGS/tiny-qwen2.json"
 sed 's/"rope_theta": 1000000.0/"rope_theta": 10000.0/' "$Q" >"$W/theta.json"
 sed 's/"rms_norm_eps": 1e-06/"rms_norm_eps": 1e-05/' "$Q" >"$W/eps.json"
@@ -94,7 +94,7 @@ echo "ok: agreeing MPMD ranks train as SPMD, per-rank --threads allowed"
 # t.tok (other texts) and ck.safetensors (other seeds).
 mkdir -p "$W/wa" "$W/wb"
 cp "$TOK" "$W/wa/t.tok" || fail "copy tokens"
-head -c 3000 "$TEXT" >"$W/short.txt" && "$BIN/shard-tokens" "$W/short.txt" -o "$W/wb/t.tok" >/dev/null \
+head -c 3000 "$TEXT" >"$W/short.txt" && "$BIN/shard-tokens" --windows "$W/short.txt" -o "$W/wb/t.tok" >/dev/null \
   || fail "shard-tokens short"
 cmp -s "$W/wa/t.tok" "$W/wb/t.tok" && fail "the two token files are the same"
 R=(--max-grad-norm 1 --threads 1)

@@ -24,7 +24,7 @@ BATCH=4 SEQ=32
 rm -rf "$W" && mkdir -p "$W"/{straight,ck,resumed,killed} || fail "cannot create $W"
 TRAIN=(--lr 1e-2 --max-grad-norm 1.0 --seed 5)
 TOK="$W/tokens.tok"
-"$BIN/shard-tokens" "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
 Q="$CONFIGS/tiny-qwen2.json" L="$CONFIGS/tiny-llama.json"
 compile q_tp2sp "$Q" qwen2 --tp-size=2 --sequence-parallel || fail "compile"
 compile q_tp1 "$Q" qwen2 --tp-size=1 || fail "compile"

@@ -22,7 +22,7 @@ BATCH=4 SEQ=32
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 TRAIN=(--lr 1e-2 --max-grad-norm 1.0 --seed 5)
 TOK="$W/tokens.tok"
-"$BIN/shard-tokens" "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
 Q="$CONFIGS/tiny-qwen2.json" L="$CONFIGS/tiny-llama.json"
 compile q "$Q" qwen2 --tp-size=1 || fail "compile"
 run 1 "$W/q" --data "$TOK" --steps 6 "${TRAIN[@]}" >"$W/straight.log" 2>&1 \

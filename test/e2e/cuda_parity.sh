@@ -24,7 +24,7 @@ BATCH=4 SEQ=32
 count=$("$PROBE") || { echo "SKIP: no CUDA device (the probe failed)"; exit 77; }
 [ "$count" -gt 0 ] || { echo "SKIP: no CUDA device (0 devices)"; exit 77; }
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 TRAIN=(--data "$W/tokens.tok" --lr 1e-2 --max-grad-norm 1.0 --seed 11)
 status=0
 # offload ARCH CONFIG: --cpu-offload against the cuda program $W/ARCH.cuda,

@@ -15,7 +15,7 @@ BIN=$1 TEXT=$2 W=$3 MPI=
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 TR0=("$BIN/train_tiny_dp1_tp1" --data "$W/t.tok" --lr 1e-2 --max-grad-norm 1)
 TR=("${TR0[@]}" --steps 3)
-"$BIN/shard-tokens" "$TEXT" -o "$W/t.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/t.tok" >/dev/null || fail "shard-tokens"
 OMP_NUM_THREADS=2 "${TR[@]}" >"$W/plain.log" 2>&1 || { cat "$W/plain.log"; fail "plain run"; }
 [ "$(steps "$W/plain.log" | wc -l)" = 3 ] || { cat "$W/plain.log"; fail "plain run: not 3 steps"; }
 

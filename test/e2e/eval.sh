@@ -18,9 +18,9 @@ evals() { awk '/^eval step/{print $3, $5}' "$1"; }
 compile tp1 "$CONFIG" qwen2 --tp-size=1 || exit 1
 compile tp2 "$CONFIG" qwen2 --tp-size=2 || exit 1
 compile dp2 "$CONFIG" qwen2 --tp-size=1 --dp-size=2 || exit 1
-"$BIN/shard-tokens" "$TEXT" -o "$W/train.bin" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/train.bin" >/dev/null || fail "shard-tokens"
 head -c 6000 "$TEXT" >"$W/ev.txt"
-"$BIN/shard-tokens" "$W/ev.txt" -o "$W/ev.bin" >/dev/null || fail "shard-tokens eval"
+"$BIN/shard-tokens" --windows "$W/ev.txt" -o "$W/ev.bin" >/dev/null || fail "shard-tokens eval"
 COMMON=(--lr 3e-3 --max-grad-norm 1 --seed 3)
 EVAL=(--eval-data "$W/ev.bin" --eval-every 3 --eval-batches 2)
 
@@ -37,7 +37,7 @@ run 1 "$W/tp1" --data "$W/train.bin" --steps 3 "${COMMON[@]}" --save "$W/ck3.saf
 run 1 "$W/tp1" --data "$W/train.bin" --steps 3 "${COMMON[@]}" --eval-data "$W/ev.bin" \
   --eval-batches 1 >"$W/eval1.log" || fail "one eval batch"
 { head -c 192 "$TEXT"; cat "$W/ev.txt"; } >"$W/shifted.txt"
-"$BIN/shard-tokens" "$W/shifted.txt" -o "$W/shifted.bin" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$W/shifted.txt" -o "$W/shifted.bin" >/dev/null || fail "shard-tokens"
 run 1 "$W/tp1" --data "$W/shifted.bin" --steps 4 "${COMMON[@]}" --load "$W/ck3.safetensors" \
   >"$W/step4.log" || fail "step 4 on the eval batch"
 want=$(steps "$W/step4.log" | tail -1 | cut -d' ' -f2)

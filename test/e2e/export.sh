@@ -15,6 +15,8 @@
 #      a symbolic link, a foreign DIR.partial, a missing parent) is refused
 #      before any step and left as it was; a folder re-exported is replaced
 #      whole (no stale shard).
+#   A byte-level token file given to this model (which has a tokenizer) is
+#   warned about, naming both, and, holding documents, refused for now.
 #   5. From scratch (no --load; the config's dtype, float32), at lr 0: the
 #      embedding's padding_idx row starts at zero (transformers'
 #      _init_weights), here Gemma3's default pad id 0 with the vocabulary
@@ -30,6 +32,14 @@ L=$GOLDEN/llama-bf16-sharded
 cp "$L"/* "$W/in/" && printf '{"version": "1.0"}\n' >"$W/in/tokenizer.json" || fail "copy"
 STEP=(--batch-file "$L/batch.safetensors" --lr 1e-2 --max-grad-norm 1)
 compile llama "$W/in/config.json" llama --tp-size=2 --keep-logits || fail "compile"
+
+# A byte-level token file (version 2, "bytes") given to this model, which
+# has a tokenizer: a warning naming both (the run itself trains).
+"$BIN/shard-tokens" "$W/in/config.json" -o "$W/bytes.tok" >/dev/null || fail "shard-tokens bytes"
+run 2 "$W/llama" --data "$W/bytes.tok" --steps 1 --lr 1e-2 --max-grad-norm 1 >"$W/bytes.log" 2>&1 \
+  || { cat "$W/bytes.log"; fail "a byte-level version 2 token file does not train"; }
+grep -q "train: warning: '$W/bytes.tok' holds byte-level tokens (one per byte, made without a tokenizer), but the model has its own tokenizer (the tokenizer.json beside '.*in/config.json')" "$W/bytes.log" \
+  || { cat "$W/bytes.log"; fail "byte-level warning"; }
 
 # 1. bf16, sharded, resumable.
 run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 2 --export "$W/bf16" --max-shard-size 40KB \
@@ -109,7 +119,7 @@ run 2 "$W/llama" "${STEP[@]}" --load "$W/in" --steps 1 --export "$W/bf16/" >"$W/
   || { cat "$W/slash.log"; fail "--export DIR/"; }
 
 # 5. A fresh model's padding row.
-"$BIN/shard-tokens" "$W/in/config.json" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$W/in/config.json" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 # The config compiled by a relative path, the program run from elsewhere:
 # the tokenizer file beside the config is still found.
 mkdir -p "$W/fresh-in" "$W/elsewhere" && cp "$CONFIGS/tiny-gemma3.json" "$W/fresh-in/config.json" \

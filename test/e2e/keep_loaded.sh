@@ -12,7 +12,7 @@ BATCH=4 SEQ=32
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W"/{a,b} || fail "cannot create $W"
 TRAIN=(--lr 1e-2 --max-grad-norm 1.0 --seed 5)
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 compile q_tp1 "$CONFIGS/tiny-qwen2.json" qwen2 --tp-size=1 || fail "compile"
 run 1 "$W/q_tp1" --data "$W/tokens.tok" --steps 3 "${TRAIN[@]}" --save "$W/a/model.safetensors" \
   >"$W/a.log" 2>&1 || { cat "$W/a.log"; fail "3-step run"; }

@@ -17,7 +17,7 @@ CONFIGS=$1 BIN=$2 MPI=$3 TEXT=$4 W=$5
 BATCH=4 SEQ=32
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 status=0
 # arch, mesh name, ranks, shard-compile flags
 CASES=(

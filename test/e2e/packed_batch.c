@@ -2,6 +2,7 @@
 // the same documents packed back to back and each alone in its own row.
 //
 // usage: packed_batch VOCAB PACKED.safetensors SOLO.safetensors JOINED.safetensors
+//                     [CYCLED.safetensors DOCS.tokens]
 //
 // Batch 4 x 32. Documents: A_r of 12 and B_r of 20 tokens for r = 0, 1
 // (token ids from a fixed LCG in [0, VOCAB)).
@@ -17,11 +18,18 @@
 // without position_ids and segment_ids (each row one sequence, documents
 // attending across the boundary): the control that isolation changes
 // something.
+// DOCS is a version 2 token file of the four documents A_0, B_0, A_1, B_1
+// in that order; CYCLED is the batch the driver's packer must make of it at
+// every step (docs/data.md: next-fit fills row 0 with A_0 B_0 and row 1
+// with A_1 B_1, exactly 32 tokens each, and a step's 4 rows cycle the
+// epoch's 2): rows [A_0 B_0], [A_1 B_1], [A_0 B_0], [A_1 B_1], written here
+// from the documents' definition, not by the packer.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "shardrt/safetensors_write.h"
+#include "shardrt/tokens.h"
 
 enum { kRows = 4, kSeq = 32, kLenA = 12, kLenB = 20 };
 
@@ -72,11 +80,34 @@ static int64_t next_id(uint32_t *x, long vocab) {
   return (int64_t)(*x >> 8) % vocab;
 }
 
+// Writes the four documents as a version 2 token file (byte-level identity).
+static int write_docs(const char *path, const int64_t a[2][kLenA], const int64_t b[2][kLenB],
+                      long vocab) {
+  int64_t tokens[2 * (kLenA + kLenB)], starts[5], prompts[4] = {0};
+  int64_t n = 0, d = 0;
+  for (int r = 0; r < 2; ++r) {
+    starts[d++] = n;
+    for (int t = 0; t < kLenA; ++t)
+      tokens[n++] = a[r][t];
+    starts[d++] = n;
+    for (int t = 0; t < kLenB; ++t)
+      tokens[n++] = b[r][t];
+  }
+  starts[4] = n;
+  srt_tokenizer_identity id = {.kind = SRT_TOKENIZER_BYTES, .name = "bytes"};
+  srt_status s = srt_tokens_write_documents(path, tokens, n, vocab, starts, prompts, 4, &id);
+  if (!s)
+    return 0;
+  fprintf(stderr, "packed_batch: %s\n", srt_status_message(s));
+  srt_status_free(s);
+  return 1;
+}
+
 int main(int argc, char **argv) {
-  long vocab = argc == 5 ? strtol(argv[1], NULL, 10) : 0;
+  long vocab = argc == 5 || argc == 7 ? strtol(argv[1], NULL, 10) : 0;
   if (vocab < 2) {
     fprintf(stderr, "usage: packed_batch VOCAB PACKED.safetensors SOLO.safetensors "
-                    "JOINED.safetensors\n");
+                    "JOINED.safetensors [CYCLED.safetensors DOCS.tokens]\n");
     return 2;
   }
   int64_t a[2][kLenA], bdoc[2][kLenB];
@@ -87,7 +118,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < kLenB; ++t)
       bdoc[r][t] = next_id(&x, vocab);
   }
-  static batch packed, solo;
+  static batch packed, solo, cycled;
   clear(&packed);
   clear(&solo);
   for (int r = 0; r < 2; ++r) {
@@ -96,6 +127,12 @@ int main(int argc, char **argv) {
     put(&solo, 2 * r, 0, a[r], kLenA, 0);
     put(&solo, 2 * r + 1, 0, bdoc[r], kLenB, 0);
   }
-  return write_batch(argv[2], &packed, 4) || write_batch(argv[3], &solo, 4) ||
-         write_batch(argv[4], &packed, 2);
+  for (int r = 0; r < kRows; ++r) {
+    put(&cycled, r, 0, a[r % 2], kLenA, 0);
+    put(&cycled, r, kLenA, bdoc[r % 2], kLenB, 1);
+  }
+  if (write_batch(argv[2], &packed, 4) || write_batch(argv[3], &solo, 4) ||
+      write_batch(argv[4], &packed, 2))
+    return 1;
+  return argc == 7 && (write_batch(argv[5], &cycled, 4) || write_docs(argv[6], a, bdoc, vocab));
 }

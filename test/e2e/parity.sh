@@ -55,7 +55,7 @@ VARIANTS=(
 )
 WANT=${PARITY_VARIANTS:-}
 
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 status=0
 for v in "${VARIANTS[@]}"; do
   read -r name np flags <<<"$v"

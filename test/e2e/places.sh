@@ -16,7 +16,7 @@ CONFIGS=$1 BIN=$2 MPI=$3 TEXT=$4 W=$5
 BATCH=2 SEQ=16
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 compile tp1 "$CONFIGS/tiny-qwen2.json" qwen2 --tp-size=1 || exit 1
 T=(--data "$W/tokens.tok" --steps 2 --lr 1e-3 --max-grad-norm 1)
 
@@ -47,7 +47,7 @@ echo "ok: a removed working directory refuses relative paths at start; absolute 
 
 # 3. --eval-batches past the eval file: 25902 tokens here, 810 batches of 2 x 16.
 head -c 100 "$TEXT" >"$W/ev.txt"
-"$BIN/shard-tokens" "$W/ev.txt" -o "$W/ev.tok" >/dev/null || fail "shard-tokens eval"
+"$BIN/shard-tokens" --windows "$W/ev.txt" -o "$W/ev.tok" >/dev/null || fail "shard-tokens eval"
 expect_error "--eval-batches 1e9" "--eval-batches 1000000000: '$W/ev.tok' holds" \
   "give --eval-batches 4 or fewer" -- \
   timeout 60 "$W/tp1" "${T[@]}" --eval-data "$W/ev.tok" --eval-batches 1000000000

@@ -13,7 +13,7 @@ CONFIGS=$1 BIN=$2 MPI=$3 TEXT=$4 W=$5
 BATCH=4 SEQ=32
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 status=0
 for arch in qwen2 gemma3 nemotron_h; do
   for mesh in "tp1 1 --tp-size=1" "dp2tp2sp 4 --tp-size=2 --dp-size=2 --sequence-parallel"; do

@@ -18,7 +18,7 @@ BATCH=2 SEQ=16
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W/ck" || fail "cannot create $W"
 TOK="$W/tokens.tok"
-"$BIN/shard-tokens" "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$TOK" >/dev/null || fail "shard-tokens"
 Q="$CONFIGS/tiny-qwen2.json"
 compile q "$Q" qwen2 --tp-size=1 || fail "compile"
 compile q_dp2 "$Q" qwen2 --tp-size=1 --dp-size=2 || fail "compile dp2"

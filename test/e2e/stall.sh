@@ -10,7 +10,7 @@ CONFIGS=$1 BIN=$2 MPI=$3 TEXT=$4 W=$5
 BATCH=4 SEQ=32
 . "$(dirname "$0")/lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
-"$BIN/shard-tokens" "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
+"$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 compile q_tp2 "$CONFIGS/tiny-qwen2.json" qwen2 --tp-size=2 || fail "compile"
 "$MPI" --allow-run-as-root --oversubscribe -np 2 "$W/q_tp2" --data "$W/tokens.tok" \
   --steps 100000000 --lr 1e-3 --max-grad-norm 1 --log-every 1000000 --timeout 10 \

@@ -1,6 +1,7 @@
 // libFuzzer target: the token-file reader (runtime/src/tokens.c). An
 // accepted file is read through every accessor: ids, the vocabulary
-// check, and batches of several shapes (which re-read the file).
+// check, batches of several shapes (which re-read the file), and a
+// version 2 file's document index, which open checked.
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int64_t count = srt_tokens_count(t), vocab = srt_tokens_vocab(t);
   if (count < 0 || vocab < 1)
     abort();
+  const int64_t *starts = srt_tokens_document_starts(t), *prompts = srt_tokens_prompt_lengths(t);
+  for (int64_t d = 0; starts && d < srt_tokens_documents(t); ++d)
+    if (starts[d + 1] <= starts[d] || prompts[d] < 0 || prompts[d] > starts[d + 1] - starts[d] ||
+        starts[srt_tokens_documents(t)] != count)
+      abort(); // open let a bad index through
   for (int64_t i = 0; i < count && i < 4096; ++i) {
     int64_t id = srt_tokens_at(t, i);
     if (id < -1 || id >= ((int64_t)1 << 32))

@@ -72,6 +72,12 @@ static void token_seeds(void) {
   for (int i = 0; i < 24; ++i)
     ids[i] = (i * 99991) % 151936 + 70000;
   check(srt_tokens_write(path_of("tokens/u32.tokens"), ids, 24, 262144));
+  // Version 2: three documents, prompts, a tokenizer name.
+  const int64_t starts[4] = {0, 5, 6, 24}, prompts[3] = {2, 0, 7};
+  srt_tokenizer_identity tok = {.kind = SRT_TOKENIZER_JSON, .digest = 0x0123456789abcdefull,
+                                .name = "qwen/tokenizer.json"};
+  check(srt_tokens_write_documents(path_of("tokens/documents.tokens"), ids, 24, 262144, starts,
+                                   prompts, 3, &tok));
 }
 
 static void checkpoint_seeds(void) {

@@ -19,16 +19,20 @@
 
 #include "shardrt/output.h"
 #include "shardrt/tokens.h"
+#include "corpus.h"
 #include "tokenizer.h"
 
 static const char USAGE[] =
-    "usage: shard-tokens INPUT -o OUTPUT\n"
-    "         one token per byte of INPUT (vocabulary 256)\n"
+    "usage: shard-tokens [--windows] INPUT -o OUTPUT\n"
+    "         one token per byte of INPUT (vocabulary 256), one document\n"
     "       shard-tokens --tokenizer tokenizer.json [--field NAME] [--bos[=TOKEN] | --no-bos]\n"
-    "                    [--eos[=TOKEN] | --no-eos] INPUT... -o OUTPUT\n"
+    "                    [--eos[=TOKEN] | --no-eos] [--windows] INPUT... -o OUTPUT\n"
     "         the tokenizer's ids; each text file is a document, each line of a .jsonl\n"
-    "         file one (its NAME field, default text); BOS before and EOS after each\n"
+    "         file one (its NAME field, default text; a prompt-completion pair when the\n"
+    "         first line has 'prompt' or 'completion'); BOS before and EOS after each\n"
     "         document (defaults from tokenizer_config.json beside the tokenizer)\n"
+    "  --windows: a version 1 file, one stream the driver reads in windows (no\n"
+    "         document index: documents share rows and attention)\n"
     "       shard-tokens --tokenizer tokenizer.json --decode TOKENS -o TEXT\n"
     "  -o -: standard output (the report then goes to standard error)\n"
     "  docs/data.md\n";
@@ -89,7 +93,7 @@ static int read_file(const char *path, char **data, size_t *len) {
 // Byte-level tokens (no tokenizer)
 //===----------------------------------------------------------------------===//
 
-static int bytes_main(const char *in, const char *out) {
+static int bytes_main(const char *in, const char *out, bool windows) {
   char *data;
   size_t n;
   if (read_file(in, &data, &n))
@@ -107,7 +111,12 @@ static int bytes_main(const char *in, const char *out) {
     fprintf(stderr, "shard-tokens: %s: out of memory\n", in);
     return 1;
   }
-  srt_status s = srt_tokens_write(out, tokens, (int64_t)n, 256);
+  // One document: the file (version 2, made by no tokenizer).
+  const int64_t starts[2] = {0, (int64_t)n}, prompts[1] = {0};
+  srt_tokenizer_identity bytes = {.kind = SRT_TOKENIZER_BYTES, .name = "bytes"};
+  srt_status s = windows ? srt_tokens_write(out, tokens, (int64_t)n, 256)
+                         : srt_tokens_write_documents(out, tokens, (int64_t)n, 256, starts,
+                                                      prompts, 1, &bytes);
   free(tokens);
   if (s) {
     fprintf(stderr, "shard-tokens: %s\n", srt_status_message(s));
@@ -128,6 +137,8 @@ typedef enum { SPECIAL_DEFAULT, SPECIAL_OFF, SPECIAL_ON, SPECIAL_GIVEN } special
 
 typedef struct {
   const char *tokenizer, *field, *out, *decode;
+  bool field_given; // --field: JSONL lines are text documents, never pairs
+  bool windows;     // --windows: a version 1 file (no document index)
   special_mode bos_mode, eos_mode;
   const char *bos, *eos; // SPECIAL_GIVEN: the token text
   const char **inputs;
@@ -201,29 +212,40 @@ static bool is_jsonl(const char *path) {
   return (n > 6 && !strcmp(path + n - 6, ".jsonl")) || (n > 7 && !strcmp(path + n - 7, ".ndjson"));
 }
 
-// Tokenizes one document into `ids` with BOS/EOS around it.
-static int document(tok_tokenizer *t, const char *where, const char *text, size_t len,
-                    int32_t bos, int32_t eos, tok_ids *ids) {
-  int64_t bad = tok_utf8_check(text, len);
-  if (bad >= 0) {
-    fprintf(stderr, "shard-tokens: %s: invalid UTF-8 at byte offset %lld (byte 0x%02X)\n",
-            where, (long long)bad, (unsigned char)text[bad]);
+// A line of a JSONL file: its text document (the string `field`), or in a
+// prompt-completion file its pair. Returns 0, or -1 after printing the
+// error naming `where`.
+static int jsonl_line(tok_tokenizer *t, const options *o, const char *where, json_t *row,
+                      bool pairs, int32_t bos, int32_t eos, corpus *c) {
+  if (!pairs) {
+    json_t *v = json_object_get(row, o->field);
+    if (!json_is_string(v)) {
+      fprintf(stderr, "shard-tokens: %s: no string field '%s' in the object\n", where, o->field);
+      return -1;
+    }
+    return corpus_document(c, t, where, json_string_value(v), json_string_length(v), bos, eos);
+  }
+  json_t *p = json_object_get(row, "prompt"), *q = json_object_get(row, "completion");
+  if (!json_is_string(p) || !json_is_string(q)) {
+    fprintf(stderr,
+            "shard-tokens: %s: no string field '%s' in the object (a prompt-completion file, "
+            "as its first line has 'prompt' or 'completion', needs both as strings on every "
+            "line; conversational pairs are not supported)\n",
+            where, !json_is_string(p) ? "prompt" : "completion");
     return -1;
   }
-  char *error = NULL;
-  if ((bos >= 0 && tok_ids_push(ids, bos)) || tok_encode(t, text, len, ids, &error) ||
-      (eos >= 0 && tok_ids_push(ids, eos))) {
-    fprintf(stderr, "shard-tokens: %s: %s\n", where, error ? error : "out of memory");
-    free(error);
-    return -1;
-  }
-  return 0;
+  return corpus_pair(c, t, where, json_string_value(p), json_string_length(p),
+                     json_string_value(q), json_string_length(q), bos, eos);
 }
 
-// Every line of a JSONL file is a document: the string `field` of its object.
+// Every line of a JSONL file is a document: the string `field` of its
+// object, or, when the file's first line has a 'prompt' or 'completion'
+// key and no --field was given, a prompt-completion pair (TRL's
+// prompt-completion form, told apart by its first example as TRL does).
 static int jsonl(tok_tokenizer *t, const options *o, const char *path, char *data, size_t len,
-                 int32_t bos, int32_t eos, tok_ids *ids, int64_t *docs) {
+                 int32_t bos, int32_t eos, corpus *c) {
   size_t line = 0;
+  int pairs = -1; // unknown until the first line
   for (char *s = data, *end = data + len; s < end; ++line) {
     char *nl = memchr(s, '\n', (size_t)(end - s)), *stop = nl ? nl : end;
     char where[4096];
@@ -243,48 +265,65 @@ static int jsonl(tok_tokenizer *t, const options *o, const char *path, char *dat
     }
     json_error_t je;
     json_t *row = json_loadb(s, (size_t)(stop - s), JSON_ALLOW_NUL, &je);
-    json_t *v = json_object_get(row, o->field);
-    if (!json_is_string(v)) {
-      fprintf(stderr, "shard-tokens: %s: %s%s%s\n", where,
-              !row ? "not JSON: " : "no string field '", !row ? je.text : o->field,
-              !row ? "" : "' in the object");
+    if (!json_is_object(row)) {
+      fprintf(stderr, "shard-tokens: %s: %s%s\n", where,
+              row ? "not a JSON object" : "not JSON: ", row ? "" : je.text);
       json_decref(row);
       return -1;
     }
-    int rc = document(t, where, json_string_value(v), json_string_length(v), bos, eos, ids);
+    if (pairs < 0)
+      pairs = !o->field_given &&
+              (json_object_get(row, "prompt") || json_object_get(row, "completion"));
+    int rc = jsonl_line(t, o, where, row, pairs == 1, bos, eos, c);
     json_decref(row);
     if (rc)
       return -1;
-    ++*docs;
     s = stop + 1;
   }
   return 0;
 }
 
-static int write_tokens(const char *out, const tok_ids *ids, int64_t vocab) {
-  int64_t *wide = malloc((ids->count ? ids->count : 1) * sizeof *wide);
-  if (!wide) {
-    fprintf(stderr, "shard-tokens: out of memory\n");
+// The identity of the tokenizer file `path` (its bytes' digest and the
+// path as given) into *id. Returns 0, or -1 after printing the error.
+static int tokenizer_identity(const char *path, srt_tokenizer_identity *id) {
+  char *data;
+  size_t len;
+  if (read_file(path, &data, &len))
     return -1;
-  }
-  for (size_t i = 0; i < ids->count; ++i)
-    wide[i] = ids->ids[i];
-  srt_status s = srt_tokens_write(out, wide, (int64_t)ids->count, vocab);
-  free(wide);
-  if (s) {
-    fprintf(stderr, "shard-tokens: %s\n", srt_status_message(s));
-    srt_status_free(s);
-    return -1;
-  }
+  *id = (srt_tokenizer_identity){.kind = SRT_TOKENIZER_JSON,
+                                 .digest = srt_tokenizer_digest(data, len), .name = path};
+  free(data);
   return 0;
+}
+
+// Prints the closing report (and TRL's warning on prompts whose ids do not
+// start their pair's).
+static void encode_report(const options *o, const corpus *c, int64_t vocab, int64_t bytes,
+                          double s) {
+  if (c->mismatched)
+    fprintf(stderr,
+            "shard-tokens: warning: %lld prompt-completion pair(s), the first at %s: the ids "
+            "of the prompt alone are not the first ids of prompt + completion (a token spans "
+            "the boundary); their prompt length is that of the prompt alone, as TRL takes it\n",
+            (long long)c->mismatched, c->first_mismatch);
+  FILE *f = report_stream(o->out);
+  fprintf(f,
+          "shard-tokens: %zu tokens (vocabulary %lld) from %lld document(s), %lld bytes, in "
+          "%.2f s (%.1f MB/s) to '%s'\n",
+          c->ids.count, (long long)vocab, (long long)c->docs, (long long)bytes, s,
+          s > 0 ? (double)bytes / s / 1e6 : 0.0, o->out);
+  if (c->pairs)
+    fprintf(f, "shard-tokens: %lld prompt-completion pair(s): %lld prompt tokens carry no loss\n",
+            (long long)c->pairs, (long long)c->prompt_tokens);
 }
 
 static int encode_main(tok_tokenizer *t, const options *o) {
   int32_t bos, eos;
-  if (specials(t, o, &bos, &eos))
+  srt_tokenizer_identity id;
+  if (specials(t, o, &bos, &eos) || tokenizer_identity(o->tokenizer, &id))
     return 1;
-  tok_ids ids = {0};
-  int64_t docs = 0, bytes = 0;
+  corpus c = {.docs = 0};
+  int64_t bytes = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int i = 0; i < o->n_inputs; ++i) {
@@ -298,16 +337,15 @@ static int encode_main(tok_tokenizer *t, const options *o) {
     if (read_file(in, &data, &len))
       goto fail;
     snprintf(where, sizeof where, "'%s'", in);
-    int rc = is_jsonl(in) ? jsonl(t, o, in, data, len, bos, eos, &ids, &docs)
-                          : document(t, where, data, len, bos, eos, &ids);
-    docs += !is_jsonl(in);
+    int rc = is_jsonl(in) ? jsonl(t, o, in, data, len, bos, eos, &c)
+                          : corpus_document(&c, t, where, data, len, bos, eos);
     bytes += (int64_t)len;
     free(data);
     if (rc)
       goto fail;
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
-  if (!ids.count) {
+  if (!c.ids.count) {
     fprintf(stderr, "shard-tokens: the inputs give no tokens: nothing to train on\n");
     goto fail;
   }
@@ -315,18 +353,14 @@ static int encode_main(tok_tokenizer *t, const options *o) {
     fprintf(stderr, "shard-tokens: warning: %lld characters are in no token of '%s' (no "
             "byte_fallback, no unk_token) and were dropped, as the tokenizers library drops "
             "them\n", (long long)tok_dropped(t), o->tokenizer);
-  if (write_tokens(o->out, &ids, tok_vocab_size(t)))
+  if (corpus_write(&c, o->out, tok_vocab_size(t), o->windows ? NULL : &id))
     goto fail;
-  double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  fprintf(report_stream(o->out),
-          "shard-tokens: %zu tokens (vocabulary %lld) from %lld document(s), %lld bytes, in "
-          "%.2f s (%.1f MB/s) to '%s'\n",
-          ids.count, (long long)tok_vocab_size(t), (long long)docs, (long long)bytes, s,
-          s > 0 ? (double)bytes / s / 1e6 : 0.0, o->out);
-  free(ids.ids);
+  encode_report(o, &c, tok_vocab_size(t), bytes,
+                (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+  corpus_free(&c);
   return 0;
 fail:
-  free(ids.ids);
+  corpus_free(&c);
   return 1;
 }
 
@@ -402,7 +436,9 @@ int main(int argc, char **argv) {
                          : !strcmp(a, "--decode")    ? &o.decode
                                                      : NULL;
     int k;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    if (!strcmp(a, "--windows")) {
+      o.windows = true;
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(USAGE, stdout);
       rc = 0;
       goto done;
@@ -463,13 +499,17 @@ int main(int argc, char **argv) {
       fprintf(stderr, "shard-tokens: output '%s' is the input: give another file\n", o.out);
       goto done;
     }
-    rc = bytes_main(o.inputs[0], o.out);
+    rc = bytes_main(o.inputs[0], o.out, o.windows);
     goto done;
   }
-  if (o.decode && (o.field || o.bos_mode != SPECIAL_DEFAULT || o.eos_mode != SPECIAL_DEFAULT)) {
-    rc = usage("--decode takes no document flag:", o.field ? "--field" : "--bos/--eos");
+  if (o.decode && (o.field || o.windows || o.bos_mode != SPECIAL_DEFAULT ||
+                   o.eos_mode != SPECIAL_DEFAULT)) {
+    rc = usage("--decode takes no document flag:", o.field     ? "--field"
+                                                   : o.windows ? "--windows"
+                                                               : "--bos/--eos");
     goto done;
   }
+  o.field_given = o.field != NULL;
   if (!o.field)
     o.field = "text";
   if (o.decode ? o.n_inputs != 0 : o.n_inputs == 0) {
