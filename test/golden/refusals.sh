@@ -24,6 +24,33 @@ batch() {
     else head -c $((2 * n)) /dev/zero; fi; } >"$f"
 }
 
+# i64s V...: the values as little-endian I64 bytes.
+i64s() { for v in "$@"; do le64 "$v"; done; }
+# tensor_bytes FILE NAME: the data of tensor NAME of safetensors FILE.
+tensor_bytes() {
+  local n h a b
+  n=$(od -An -t u8 -N8 "$1" | tr -d ' ')
+  h=$(head -c $((8 + n)) "$1" | tail -c "$n")
+  read -r a b < <(printf '%s' "$h" |
+    sed -n "s/.*\"$2\":{[^}]*\"data_offsets\":\[\([0-9]*\),\([0-9]*\)\].*/\1 \2/p")
+  tail -c +$((9 + n + a)) "$1" | head -c $((b - a))
+}
+# st FILE NAME:DTYPE:ROWS:COLS:DATA...: a safetensors file of those [ROWS,
+# COLS] tensors, DATA a file of their bytes.
+st() {
+  local f=$1 hdr="{" off=0 sep="" spec name dt r c d n; shift
+  for spec in "$@"; do
+    IFS=: read -r name dt r c d <<<"$spec"
+    n=$(stat -c %s "$d")
+    hdr+="$sep\"$name\":{\"dtype\":\"$dt\",\"shape\":[$r,$c],\"data_offsets\":[$off,$((off + n))]}"
+    off=$((off + n)) sep=,
+  done
+  hdr+="}"
+  { le64 "${#hdr}"; printf '%s' "$hdr"; for spec in "$@"; do cat "${spec##*:}"; done; } >"$f"
+}
+# rows_of V...: the values repeated for each of the $BATCH rows.
+rows_of() { local r; for ((r = 0; r < BATCH; r++)); do i64s "$@"; done; }
+
 compile keep "$G/config.json" "$PLAN" --tp-size=1 --keep-logits || fail "shard-compile (keep-logits)"
 compile plain "$G/config.json" "$PLAN" --tp-size=1 || fail "shard-compile"
 STEP=(--steps 1 --lr "$LR" --betas "$BETAS" --eps "$EPS" --weight-decay "$WEIGHT_DECAY"
@@ -38,7 +65,7 @@ expect_error both-sources "give one source of batches" -- \
   run 1 "$W/keep" --data "$W/x.tok" --batch-file "$G/batch.safetensors" "${STEP[@]}"
 expect_error no-source "--data TOKENS (or --batch-file FILE) is required" -- \
   run 1 "$W/keep" "${STEP[@]}"
-expect_error no-input-ids "input_ids" "expected.safetensors" -- \
+expect_error not-a-batch "expected.safetensors" "tensor 'grad_norm' is not one the driver reads" -- \
   run 1 "$W/keep" --batch-file "$G/expected.safetensors" "${STEP[@]}"
 expect_error bad-label "bad-label.safetensors" "labels[0][3] = 200 is outside [0, 128) and is not -100" -- \
   run 1 "$W/keep" --batch-file "$W/bad-label.safetensors" "${STEP[@]}"
@@ -46,6 +73,71 @@ expect_error bad-id "input_ids[1][2] = 128 is outside [0, 128)" -- \
   run 1 "$W/keep" --batch-file "$W/bad-id.safetensors" "${STEP[@]}"
 expect_error bad-shape "'input_ids' must be I64 [$BATCH, $SEQ]" "[1, 1]" -- \
   run 1 "$W/keep" --batch-file "$W/bad-shape.safetensors" "${STEP[@]}"
+# Hugging Face batch files: the golden batch with position_ids and
+# attention_mask added, and variants of it (documents.c: transformers'
+# reading of them).
+tensor_bytes "$G/batch.safetensors" input_ids >"$W/ids.bin"
+tensor_bytes "$G/batch.safetensors" labels >"$W/labels.bin"
+IDS="input_ids:I64:$BATCH:$SEQ:$W/ids.bin" LABELS="labels:I64:$BATCH:$SEQ:$W/labels.bin"
+mapfile -t AR < <(seq 0 $((SEQ - 1)))
+rows_of "${AR[@]}" >"$W/arange.bin"
+for ((i = 0; i < BATCH * SEQ; i++)); do printf '\x01'; done >"$W/ones.bin"
+# position_ids 0..S-1 and an all-ones BOOL mask: one document per row,
+# exactly the golden step (the dump matches transformers' expected values).
+st "$W/hf.safetensors" "$IDS" "$LABELS" "position_ids:I64:$BATCH:$SEQ:$W/arange.bin" \
+  "attention_mask:BOOL:$BATCH:$SEQ:$W/ones.bin"
+run 1 "$W/keep" --batch-file "$W/hf.safetensors" "${STEP[@]}" --dump "$W/hf.dump.safetensors" \
+  >"$W/hf.log" 2>&1 || { cat "$W/hf.log"; fail "the batch with position_ids and attention_mask"; }
+"$BIN/golden_compare" "$W/hf.dump.safetensors" "$G/expected.safetensors" >"$W/hf.cmp" 2>&1 \
+  || { cat "$W/hf.cmp"; fail "position_ids 0..S-1 and an all-ones mask changed the step"; }
+echo "ok: position_ids 0..S-1 and an all-ones mask give transformers' step ($(grep '^max_rel ' "$W/hf.cmp"))"
+st "$W/labels-only.safetensors" "$LABELS"
+expect_error no-input-ids "labels-only.safetensors" "input_ids" -- \
+  run 1 "$W/keep" --batch-file "$W/labels-only.safetensors" "${STEP[@]}"
+i64s 1 2 3 >"$W/three.bin"
+st "$W/extra.safetensors" "$IDS" "$LABELS" "token_type_ids:I64:1:3:$W/three.bin"
+expect_error unknown-tensor "extra.safetensors" "tensor 'token_type_ids' is not one the driver reads" -- \
+  run 1 "$W/keep" --batch-file "$W/extra.safetensors" "${STEP[@]}"
+head -c $((BATCH * SEQ * 4)) /dev/zero >"$W/i32.bin"
+st "$W/pos-i32.safetensors" "$IDS" "$LABELS" "position_ids:I32:$BATCH:$SEQ:$W/i32.bin"
+expect_error position-dtype "'position_ids' must be I64 [$BATCH, $SEQ]" "got I32" -- \
+  run 1 "$W/keep" --batch-file "$W/pos-i32.safetensors" "${STEP[@]}"
+{ i64s "${AR[@]}"; i64s 0 1 2 3 4 -3 "${AR[@]:6}"; } >"$W/neg.bin"
+st "$W/pos-neg.safetensors" "$IDS" "$LABELS" "position_ids:I64:$BATCH:$SEQ:$W/neg.bin"
+expect_error position-negative "pos-neg.safetensors" "position_ids[1][5] = -3 is negative" -- \
+  run 1 "$W/keep" --batch-file "$W/pos-neg.safetensors" "${STEP[@]}"
+mapfile -t BIG < <(seq $((512 - SEQ + 1)) 512) # qwen2: 512 positions
+rows_of "${BIG[@]}" >"$W/big.bin"
+st "$W/pos-big.safetensors" "$IDS" "$LABELS" "position_ids:I64:$BATCH:$SEQ:$W/big.bin"
+expect_error position-too-large "position_ids[0][$((SEQ - 1))] = 512" "max_position_embeddings 512" -- \
+  run 1 "$W/keep" --batch-file "$W/pos-big.safetensors" "${STEP[@]}"
+{ i64s 1 1 1 1 1 1 1 2; rows_of "${AR[@]}" | tail -c +65; } >"$W/mask2.bin"
+st "$W/mask2.safetensors" "$IDS" "$LABELS" "attention_mask:I64:$BATCH:$SEQ:$W/mask2.bin"
+expect_error mask-not-binary "attention_mask[0][7] = 2 is neither 0 (padding) nor 1" -- \
+  run 1 "$W/keep" --batch-file "$W/mask2.safetensors" "${STEP[@]}"
+# INTEGRATION: packed documents are refused until the program takes
+# position and segment inputs (C1's program table fields); the packed
+# golden cases (test/golden/*-packed) then replace this check.
+rows_of 0 1 2 3 4 5 6 7 "${AR[@]:0:24}" >"$W/packed.bin"
+st "$W/packed.safetensors" "$IDS" "$LABELS" "position_ids:I64:$BATCH:$SEQ:$W/packed.bin"
+expect_error packed-without-inputs "row 0, column 8: position 0, document 1" \
+  "this program takes no position or document inputs" -- \
+  run 1 "$W/keep" --batch-file "$W/packed.safetensors" "${STEP[@]}"
+# A batch whose labels are all -100 scores nothing: its loss is reported as
+# such, on the console and in --metrics, not as 0.
+mapfile -t IGNORED < <(for ((i = 0; i < SEQ; i++)); do echo -100; done)
+rows_of "${IGNORED[@]}" >"$W/ignored.bin"
+st "$W/no-labels.safetensors" "$IDS" "labels:I64:$BATCH:$SEQ:$W/ignored.bin"
+rm -f "$W/no-labels.jsonl"
+run 1 "$W/keep" --batch-file "$W/no-labels.safetensors" "${STEP[@]}" --metrics "$W/no-labels.jsonl" \
+  >"$W/no-labels.log" 2>&1 || { cat "$W/no-labels.log"; fail "the batch without labels"; }
+grep -q '^step 1/1 | loss - (no labels: all -100) | norm 0 |' "$W/no-labels.log" \
+  || { cat "$W/no-labels.log"; fail "a step without labels is not reported as such"; }
+grep -q '"loss": null, .*"no_labels": true' "$W/no-labels.jsonl" \
+  || { cat "$W/no-labels.jsonl"; fail "the --metrics record of a step without labels"; }
+grep -q 'no_labels' "$W/hf.log" "$W/plain.log" 2>/dev/null && fail "no_labels on a scored step"
+echo "ok: a step without labels: $(grep '^step ' "$W/no-labels.log")"
+
 # A program without --keep-logits dumps all but the logits; a run that
 # resumes at its last step has no step to dump.
 run 1 "$W/plain" --batch-file "$G/batch.safetensors" "${STEP[@]}" --save "$W/ckpt.safetensors" \
