@@ -34,7 +34,8 @@ test/e2e/configs/tiny-<arch>.json and writes under test/golden/<case>/:
 and test/golden/versions.txt (python, torch, transformers, safetensors).
 
 The documents cases (issue 41; DOCUMENTS below) -- qwen2-packed,
-llama-packed, gemma3-packed and qwen2-leftpad -- also write position_ids
+llama-packed, gemma3-packed, qwen2-leftpad and nemotron_h-packed (whose
+expected step is the second reference itself) -- also write position_ids
 (packed) or attention_mask (leftpad) into batch.safetensors and
 DOCUMENTS=packed|leftpad into step.env, and are checked here against a
 second reference before anything is written: each document run alone, the
@@ -119,10 +120,16 @@ TINY_VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
 # left-padded batch with an attention_mask (no position_ids: transformers'
 # default 0..S-1). batch.safetensors then also holds position_ids or
 # attention_mask (I64 [BATCH, SEQ]).
+# nemotron_h-packed: transformers' torch path of NemotronH isolates the
+# documents in its attention layers but not in its Mamba2 mixers (no
+# seq_idx), so its expected step is the second reference itself (each
+# document alone); its document edges fall inside chunks (13, 12, 21) and on
+# one (24).
 DOCUMENTS = {"qwen2-packed": "packed", "llama-packed": "packed", "gemma3-packed": "packed",
-             "qwen2-leftpad": "leftpad"}
+             "qwen2-leftpad": "leftpad", "nemotron_h-packed": "packed"}
 for _case in DOCUMENTS:
     CASES[_case] = (_case.split("-")[0], {}, None)
+CASES["nemotron_h-packed"] = ("nemotron_h", {"time_step_min": 0.6}, None)
 # Each row's documents: (first position, tokens); the tokens of a row add up
 # to SEQ.
 PACKED_ROWS = [[(0, 13), (0, 11), (0, 8)], [(5, 12), (0, 9), (0, 11)]]
@@ -290,13 +297,11 @@ def left_padded_batch(vocab, gen, pad):
     return ids, labels, {"attention_mask": mask}, spans
 
 
-def documents_alone(model, ids, labels, inputs, spans):
-    """The second reference: each document run alone (its own positions, no
-    mask), the summed cross-entropy of its shifted labels over all documents
-    divided by the batch's kept labels, one backward. Returns the loss, the
-    gradients by parameter name and the logits at the documents' tokens
-    (zero elsewhere)."""
-    ref = copy.deepcopy(model)
+def alone_forward(ref, ids, labels, inputs, spans):
+    """Each document run alone through `ref` (its own positions, no mask):
+    the summed cross-entropy of its shifted labels over all documents divided
+    by the batch's kept labels (a loss to backward), and the logits at the
+    documents' tokens (zero elsewhere)."""
     positions = inputs.get("position_ids",
                            torch.arange(SEQ, dtype=torch.int64).expand(BATCH, SEQ))
     kept = (labels[:, 1:] != -100).sum()
@@ -311,10 +316,38 @@ def documents_alone(model, ids, labels, inputs, spans):
         logits[b, s:e] = lg.detach()
         total = total + torch.nn.functional.cross_entropy(
             lg[:-1], labels[b, s + 1:e], ignore_index=-100, reduction="sum")
-    loss = total / kept
+    return total / kept, logits
+
+
+def documents_alone(model, ids, labels, inputs, spans):
+    """The second reference (alone_forward on a copy of `model`, one
+    backward): the loss, the gradients by parameter name and the logits."""
+    ref = copy.deepcopy(model)
+    loss, logits = alone_forward(ref, ids, labels, inputs, spans)
     loss.backward()
     grads = {n: p.grad.detach().clone() for n, p in ref.named_parameters()}
     return loss.detach(), grads, logits
+
+
+class AloneResult:
+    """alone_forward's loss and logits as a model output holds them."""
+
+    def __init__(self, loss, logits):
+        self.loss, self.logits = loss, logits
+
+
+def nemotron_h_documents_step(model, ids, labels, inputs, spans):
+    """NemotronH's step on packed documents: each document alone on `model`
+    (backward done). Transformers' packed run, whose Mamba2 mixers carry
+    their state across documents, must differ from it."""
+    with torch.no_grad():
+        mixed = model(input_ids=ids, labels=labels, use_cache=False, **inputs).loss.item()
+    loss, logits = alone_forward(model, ids, labels, inputs, spans)
+    loss.backward()
+    assert abs(mixed - loss.item()) > 1e-3 * loss.item(), (mixed, loss)
+    print(f"  nemotron_h-packed: each document alone {loss.item():.7f}, "
+          f"transformers' packed run (states carried over) {mixed:.7f}")
+    return AloneResult(loss, logits)
 
 
 def zero_padding_queries(model, mask):
@@ -515,7 +548,9 @@ def reference_step(case, out, cfg, seed):
     save_file({"input_ids": ids, "labels": labels, **inputs},
               os.path.join(out, "batch.safetensors"), metadata={"format": "pt"})
 
-    if spans:
+    if spans and arch == "nemotron_h":
+        result = nemotron_h_documents_step(model, ids, labels, inputs, spans)
+    elif spans:
         result = documents_step(case, model, ids, labels, inputs, spans, params)
     else:
         result = model(input_ids=ids, labels=labels)
