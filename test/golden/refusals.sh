@@ -90,7 +90,13 @@ run 1 "$W/keep" --batch-file "$W/hf.safetensors" "${STEP[@]}" --dump "$W/hf.dump
   >"$W/hf.log" 2>&1 || { cat "$W/hf.log"; fail "the batch with position_ids and attention_mask"; }
 "$BIN/golden_compare" "$W/hf.dump.safetensors" "$G/expected.safetensors" >"$W/hf.cmp" 2>&1 \
   || { cat "$W/hf.cmp"; fail "position_ids 0..S-1 and an all-ones mask changed the step"; }
-echo "ok: position_ids 0..S-1 and an all-ones mask give transformers' step ($(grep '^max_rel ' "$W/hf.cmp"))"
+run 1 "$W/keep" --batch-file "$G/batch.safetensors" "${STEP[@]}" --dump "$W/base.dump.safetensors" \
+  >"$W/base.log" 2>&1 || { cat "$W/base.log"; fail "the golden batch"; }
+# ... and bit for bit the step without them.
+"$BIN/golden_compare" "$W/hf.dump.safetensors" "$W/base.dump.safetensors" >"$W/hf-base.cmp" 2>&1
+grep -qx 'max_rel loss 0.00e+00 logits 0.00e+00 checksum 0.00e+00 grad_norm 0.00e+00 grad_norms 0.00e+00 params 0.00e+00' \
+  "$W/hf-base.cmp" || { cat "$W/hf-base.cmp"; fail "position_ids 0..S-1 and an all-ones mask: not bit-identical"; }
+echo "ok: position_ids 0..S-1 and an all-ones mask give transformers' step ($(grep '^max_rel ' "$W/hf.cmp")), bit-identical to the batch without them"
 st "$W/labels-only.safetensors" "$LABELS"
 expect_error no-input-ids "labels-only.safetensors" "input_ids" -- \
   run 1 "$W/keep" --batch-file "$W/labels-only.safetensors" "${STEP[@]}"
