@@ -115,6 +115,9 @@ static srt_status load_documents(const srt_safetensors *f, const srt_program *p,
   srt_status s = train_documents(srt_safetensors_path(f), pos, mask, p->batch, p->seq,
                                  train_max_positions(p), first_row, p->local_batch,
                                  positions, segments);
+  if (!s) // copy_rows checked the labels
+    s = train_documents_check_labels(srt_safetensors_path(f),
+                                     srt_safetensors_lookup(f, "labels"), mask);
   if (!s)
     s = check_one_document(f, p, first_row, positions, segments);
   free(positions);

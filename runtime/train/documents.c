@@ -133,3 +133,24 @@ srt_status train_documents(const char *file, const srt_tensor_info *position_ids
              segments + r * seq);
   return NULL;
 }
+
+srt_status train_documents_check_labels(const char *file, const srt_tensor_info *labels,
+                                        const srt_tensor_info *attention_mask) {
+  if (!attention_mask)
+    return NULL;
+  int64_t seq = labels->shape[1], n = labels->shape[0] * seq;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t label;
+    memcpy(&label, (const uint8_t *)labels->data + (size_t)i * sizeof label, sizeof label);
+    if (i % seq == 0 || label == -100 || element(attention_mask, i - 1) != 0)
+      continue;
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "batch file '%s': labels[%lld][%lld] = %lld is scored, but the logits "
+                     "that predict it are those of token %lld, padding (attention_mask 0), "
+                     "which attends to no key here (transformers gives it an average over the "
+                     "row): set the label to -100, as a padded position carries no loss",
+                     file, (long long)(i / seq), (long long)(i % seq), (long long)label,
+                     (long long)(i % seq - 1));
+  }
+  return NULL;
+}

@@ -565,6 +565,18 @@ srt_status train_documents(const char *file, const srt_tensor_info *position_ids
                            int64_t max_positions, int64_t first_row, int64_t rows,
                            int64_t *positions, int64_t *segments);
 
+/// Refuses a batch whose `labels` (I64 [batch, seq], checked by the
+/// caller) score a token right after a padding token (`attention_mask`,
+/// checked by train_documents, 0 at column t - 1 and labels[b][t] != -100):
+/// the loss shifts the labels, so the logits of that padding query would
+/// be scored, and a padding query attends to no key (the documents
+/// contract; transformers' eager attention gives it a uniform average over
+/// the row instead, so the two losses would differ). Nothing to check
+/// without a mask (NULL). Errors: SRT_INVALID_ARGUMENT naming the file, the
+/// label's row, column and value, and the padding token.
+srt_status train_documents_check_labels(const char *file, const srt_tensor_info *labels,
+                                        const srt_tensor_info *attention_mask);
+
 /// The max_position_embeddings of the program's config (at its top level, or
 /// in a conditional model's text_config); INT64_MAX when it names none.
 int64_t train_max_positions(const srt_program *p);

@@ -121,6 +121,14 @@ expect_error position-too-large "position_ids[0][$((SEQ - 1))] = 512" "max_posit
 st "$W/mask2.safetensors" "$IDS" "$LABELS" "attention_mask:I64:$BATCH:$SEQ:$W/mask2.bin"
 expect_error mask-not-binary "attention_mask[0][7] = 2 is neither 0 (padding) nor 1" -- \
   run 1 "$W/keep" --batch-file "$W/mask2.safetensors" "${STEP[@]}"
+# A left-padded row whose first real token is scored: the logits that
+# predict it are a padding query's.
+{ for ((i = 0; i < 4; i++)); do printf '\x00'; done; tail -c +5 "$W/ones.bin"; } >"$W/leftpad.bin"
+{ i64s -100 -100 -100 -100; tail -c +33 "$W/ids.bin"; } >"$W/leftpad-labels.bin"
+st "$W/leftpad.safetensors" "$IDS" "labels:I64:$BATCH:$SEQ:$W/leftpad-labels.bin" \
+  "attention_mask:BOOL:$BATCH:$SEQ:$W/leftpad.bin"
+expect_error label-after-padding "labels[0][4] = " "token 3, padding (attention_mask 0)" -- \
+  run 1 "$W/keep" --batch-file "$W/leftpad.safetensors" "${STEP[@]}"
 # INTEGRATION: packed documents are refused until the program takes
 # position and segment inputs (C1's program table fields); the packed
 # golden cases (test/golden/*-packed) then replace this check.

@@ -5,7 +5,8 @@
 // _preprocess_mask_arguments (packing is inferred only without a 2D
 // attention_mask) and padding_mask_function (mask 0: a padded key), and the
 // decoders' default positions (arange). Then the refusals, each naming the
-// file, tensor, row, column and value. Exact integers throughout.
+// file, tensor, row, column and value, and the labels a padding query would
+// predict. Exact integers throughout.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,6 +173,33 @@ static void test_refusals(void **state) {
   refused(NULL, NULL, 2, 4, 512, 1, 2, (const char *[]){"rows [1, 3)", "batch of 2", NULL});
 }
 
+static void test_labels_after_padding(void **state) {
+  (void)state;
+  // Row 0 left-padded, row 1 right-padded: a label may be scored after a
+  // token (row 1, column 3: a padding token's own label) but not right
+  // after padding, where the logits of a padding query would be scored.
+  const int64_t m[] = {0, 0, 1, 1, 1, /**/ 1, 1, 1, 0, 0};
+  const int64_t ok[] = {-100, -100, -100, 7, 8, /**/ 1, 2, 3, 4, -100};
+  tensor mask, labels;
+  make(&mask, SRT_BOOL, 2, 5, m);
+  make(&labels, SRT_I64, 2, 5, ok);
+  assert_null(train_documents_check_labels("b.safetensors", &labels.info, &mask.info));
+  assert_null(train_documents_check_labels("b.safetensors", &labels.info, NULL));
+  const int64_t first[] = {-100, -100, 5, 7, 8, /**/ 1, 2, 3, 4, -100};
+  make(&labels, SRT_I64, 2, 5, first); // the first real token, scored from token 1
+  srt_status st = train_documents_check_labels("b.safetensors", &labels.info, &mask.info);
+  assert_non_null(st);
+  assert_non_null(strstr(srt_status_message(st), "'b.safetensors': labels[0][2] = 5"));
+  assert_non_null(strstr(srt_status_message(st), "token 1, padding"));
+  srt_status_free(st);
+  const int64_t tail[] = {-100, -100, -100, 7, 8, /**/ 1, 2, 3, 4, 9};
+  make(&labels, SRT_I64, 2, 5, tail); // scored from the padding token at column 3
+  st = train_documents_check_labels("b.safetensors", &labels.info, &mask.info);
+  assert_non_null(st);
+  assert_non_null(strstr(srt_status_message(st), "labels[1][4] = 9"));
+  srt_status_free(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_defaults),
@@ -180,6 +208,7 @@ int main(void) {
       cmocka_unit_test(test_mask_pads_and_stops_packing),
       cmocka_unit_test(test_rows_of_one_rank),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_labels_after_padding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
