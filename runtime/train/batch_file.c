@@ -78,9 +78,9 @@ int64_t train_max_positions(const srt_program *p) {
   return max;
 }
 
-// Until the program takes document inputs (C1's program table fields),
-// a batch whose positions or segments differ from the defaults (0..S-1,
-// one document) is refused rather than trained as one document.
+// A batch whose positions or segments differ from the defaults (0..S-1,
+// one document) is refused rather than trained as one document by a
+// program without document inputs.
 static srt_status check_one_document(const srt_safetensors *f, const srt_program *p,
                                      int64_t first_row, const int64_t *positions,
                                      const int64_t *segments) {
@@ -96,30 +96,33 @@ static srt_status check_one_document(const srt_safetensors *f, const srt_program
   return NULL;
 }
 
-// This dp rank's positions and segments of `f` (train_documents).
+// This dp rank's positions and segments of `f` (train_documents), each
+// [local_batch, seq], and the labels' check against its padding.
 static srt_status load_documents(const srt_safetensors *f, const srt_program *p,
-                                 int64_t first_row) {
-  const srt_tensor_info *pos = srt_safetensors_lookup(f, "position_ids");
+                                 int64_t first_row, int64_t *positions, int64_t *segments) {
   const srt_tensor_info *mask = srt_safetensors_lookup(f, "attention_mask");
+  SRT_RETURN_IF_ERROR(train_documents(srt_safetensors_path(f),
+                                      srt_safetensors_lookup(f, "position_ids"), mask, p->batch,
+                                      p->seq, train_max_positions(p), first_row,
+                                      p->local_batch, positions, segments));
+  // copy_rows checked the labels' dtype and shape
+  return train_documents_check_labels(srt_safetensors_path(f),
+                                      srt_safetensors_lookup(f, "labels"), mask);
+}
+
+// Until the program table has position_ids_offset and segment_ids_offset
+// (C1): the documents into a scratch buffer, refused unless they are the
+// one-document default that today's programs compute.
+static srt_status load_documents_unwired(const srt_safetensors *f, const srt_program *p,
+                                         int64_t first_row) {
   size_t n = (size_t)(p->local_batch * p->seq);
-  // INTEGRATION (C1's program table): once srt_program has
-  // position_ids_offset and segment_ids_offset, write straight into the
-  // arena -- positions = arena + p->position_ids_offset, segments = arena +
-  // p->segment_ids_offset (this function then takes the arena) -- and drop
-  // the scratch buffer and check_one_document.
   int64_t *positions = malloc(2 * n * sizeof *positions);
   if (!positions)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "batch file '%s': no memory for %zu positions",
                      srt_safetensors_path(f), n);
-  int64_t *segments = positions + n;
-  srt_status s = train_documents(srt_safetensors_path(f), pos, mask, p->batch, p->seq,
-                                 train_max_positions(p), first_row, p->local_batch,
-                                 positions, segments);
-  if (!s) // copy_rows checked the labels
-    s = train_documents_check_labels(srt_safetensors_path(f),
-                                     srt_safetensors_lookup(f, "labels"), mask);
+  srt_status s = load_documents(f, p, first_row, positions, positions + n);
   if (!s)
-    s = check_one_document(f, p, first_row, positions, segments);
+    s = check_one_document(f, p, first_row, positions, positions + n);
   free(positions);
   return s;
 }
@@ -135,8 +138,13 @@ srt_status train_load_batch_file(srt_context *ctx, const srt_program *p, uint8_t
                   (int64_t *)(void *)(arena + p->input_ids_offset));
   if (!s)
     s = copy_rows(f, p, "labels", 1, first_row, (int64_t *)(void *)(arena + p->labels_offset));
+  // INTEGRATION (C1's program table): replace this call by
+  //   load_documents(f, p, first_row,
+  //                  (int64_t *)(void *)(arena + p->position_ids_offset),
+  //                  (int64_t *)(void *)(arena + p->segment_ids_offset))
+  // and delete load_documents_unwired and check_one_document.
   if (!s)
-    s = load_documents(f, p, first_row);
+    s = load_documents_unwired(f, p, first_row);
   srt_safetensors_close(f);
   return s;
 }
