@@ -68,13 +68,14 @@ void train_print_step(const train_step_metrics *m) {
     snprintf(mfu, sizeof mfu, "-");
   char loss[64];
   if (m->no_labels) // the loss's mean over no label: 0 would read as a perfect fit
-    snprintf(loss, sizeof loss, "- (no labels: all -100)");
+    snprintf(loss, sizeof loss, "-");
   else
     snprintf(loss, sizeof loss, "%.9g", (double)m->loss);
   printf("step %lld/%lld | loss %s | norm %.9g | lr %.6g | %.1f ms | MFU %s | %s tok/s | "
-         "eta %s%s\n",
+         "eta %s%s%s\n",
          (long long)m->step, (long long)m->steps, loss, m->grad_norm, m->lr,
-         1e3 * m->step_s, mfu, tps, eta, m->skipped ? " | SKIPPED (non-finite grad norm)" : "");
+         1e3 * m->step_s, mfu, tps, eta, m->skipped ? " | SKIPPED (non-finite grad norm)" : "",
+         m->no_labels ? " | NO LABELS (every label is -100: nothing scored)" : "");
   fflush(stdout);
 }
 

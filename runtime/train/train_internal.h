@@ -186,7 +186,8 @@ typedef struct train_step_metrics {
 /// Prints the console line of a step (rank 0):
 /// `step 120/1000 | loss L | norm G | lr F | 412.3 ms | MFU 38.2% | 9.9k tok/s | eta 6m`
 /// (loss and norm with 9 significant digits, lr 6; MFU '-' when unknown;
-/// a step without labels shows `loss - (no labels: all -100)`, not 0).
+/// a step without labels shows `loss -`, not 0, and ends with `| NO LABELS
+/// (every label is -100: nothing scored)`).
 void train_print_step(const train_step_metrics *m);
 
 /// Appends the JSON object of a step to `f` (one line: step, loss,
