@@ -12,7 +12,8 @@
 // - an attention_mask: 0 marks a padded key (segment -1), every other token
 //   of the row is one document (segment 0), and packing is not inferred from
 //   the positions, since masking_utils looks for packed sequences only when
-//   no 2D mask is given.
+//   no 2D mask is given; a label scored right after padding is refused
+//   (train_documents_check_labels), as its logits are a padding query's.
 #include <inttypes.h>
 #include <string.h>
 
