@@ -48,7 +48,7 @@ static int64_t grad_floats(const srt_program *p) {
 
 srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
                           const char *batch_file, int64_t step, srt_step_options options,
-                          float *grad_accum, srt_step_result *result) {
+                          float *grad_accum, srt_step_result *result, double *scored) {
   const srt_program *p = ev->program;
   srt_context *ctx = ev->exec->ctx;
   int64_t micros = p->grad_accum_steps > 1 ? p->grad_accum_steps : 1;
@@ -70,7 +70,7 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
       s = train_upload_batch(ev->backend, ev->exec->device, p, ev->arena);
     SRT_RETURN_IF_ERROR(agree(ctx, s));
     double weight = 1;
-    if (micros > 1)
+    if (micros > 1 || scored)
       SRT_RETURN_IF_ERROR(scored_labels(ev, &weight));
     total += weight;
     if (accumulate) {
@@ -85,5 +85,7 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
   }
   if (micros > 1)
     result->loss = total > 0 ? (float)(loss / total) : 0.0f;
+  if (scored)
+    *scored = total;
   return NULL;
 }

@@ -32,7 +32,7 @@ srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_
   srt_status s = NULL;
   for (int64_t k = 1; k <= batches && !s; ++k) {
     srt_step_result r = {0}; // micro-batches: their token-weighted mean
-    s = train_run_step(ev, tokens, NULL, k, options, NULL, &r);
+    s = train_run_step(ev, tokens, NULL, k, options, NULL, &r, NULL);
     sum += r.loss; // identical on every rank: the loss is the global mean
   }
   srt_context_set_profile(ctx, profile);

@@ -129,9 +129,10 @@ int train_step(train_run *r, int64_t step) {
                          .weight_decay = o->weight_decay, .max_grad_norm = o->max_grad_norm,
                          .norm_type = o->norm_type};
   srt_step_result res = {0};
-  double t0 = now_seconds();
+  double scored = 0, t0 = now_seconds();
   train_eval run = {&r->exec, r->p, r->arena, r->backend, r->plan.rows ? &r->plan : NULL};
-  srt_status s = train_run_step(&run, r->tokens, o->batch_file, step, so, r->grad_accum, &res);
+  srt_status s = train_run_step(&run, r->tokens, o->batch_file, step, so, r->grad_accum, &res,
+                                &scored);
   double dt = now_seconds() - t0;
   if (srt_context_profile(r->ctx)) {
     r->profile.step_seconds += dt;
@@ -148,7 +149,7 @@ int train_step(train_run *r, int64_t step) {
       .lr = lr_exact, .step_s = dt, .tokens_per_s = tps,
       .mfu = r->peak > 0 && r->flops_per_token > 0 ? tps * r->flops_per_token / r->peak : -1,
       .eta_s = r->run_seconds / (double)(step - r->state_at_start) * (double)(o->steps - step),
-      .skipped = res.skipped != 0};
+      .skipped = res.skipped != 0, .no_labels = scored == 0};
   if (r->rank == 0 && (step % o->log_every == 0 || step == o->steps || res.skipped))
     train_print_step(&m);
   if (count_skipped(r, step, res.skipped != 0))

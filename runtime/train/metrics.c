@@ -66,10 +66,16 @@ void train_print_step(const train_step_metrics *m) {
     snprintf(mfu, sizeof mfu, "%.1f%%", 100 * m->mfu);
   else
     snprintf(mfu, sizeof mfu, "-");
-  printf("step %lld/%lld | loss %.9g | norm %.9g | lr %.6g | %.1f ms | MFU %s | %s tok/s | "
-         "eta %s%s\n",
-         (long long)m->step, (long long)m->steps, (double)m->loss, m->grad_norm, m->lr,
-         1e3 * m->step_s, mfu, tps, eta, m->skipped ? " | SKIPPED (non-finite grad norm)" : "");
+  char loss[64];
+  if (m->no_labels) // the loss's mean over no label: 0 would read as a perfect fit
+    snprintf(loss, sizeof loss, "-");
+  else
+    snprintf(loss, sizeof loss, "%.9g", (double)m->loss);
+  printf("step %lld/%lld | loss %s | norm %.9g | lr %.6g | %.1f ms | MFU %s | %s tok/s | "
+         "eta %s%s%s\n",
+         (long long)m->step, (long long)m->steps, loss, m->grad_norm, m->lr,
+         1e3 * m->step_s, mfu, tps, eta, m->skipped ? " | SKIPPED (non-finite grad norm)" : "",
+         m->no_labels ? " | NO LABELS (every label is -100: nothing scored)" : "");
   fflush(stdout);
 }
 
@@ -124,13 +130,15 @@ srt_status train_metrics_open(const char *path, FILE **out) {
 
 int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss) {
   fprintf(f, "{\"step\": %lld", (long long)m->step);
-  number(f, "loss", m->loss);
+  number(f, "loss", m->no_labels ? NAN : m->loss);
   number(f, "grad_norm", m->grad_norm);
   number(f, "lr", m->lr);
   number(f, "tokens_per_s", m->tokens_per_s);
   number(f, "mfu", m->mfu >= 0 ? m->mfu : NAN);
   number(f, "step_ms", 1e3 * m->step_s);
   fprintf(f, ", \"skipped\": %s", m->skipped ? "true" : "false");
+  if (m->no_labels)
+    fprintf(f, ", \"no_labels\": true");
   if (eval_loss)
     number(f, "eval_loss", *eval_loss);
   fprintf(f, "}\n");

@@ -63,8 +63,9 @@ static const train_flag kFlags[] = {
      "tokens; required unless --batch-file"},
     {"--batch-file", "FILE", read_path, F(batch_file), 0, NULL, 0,
      "safetensors with input_ids and labels, I64 [batch, seq] (labels may hold\n"
-     "-100, ignored by the loss), used for every step instead of token-file\n"
-     "batches"},
+     "-100, ignored by the loss), and optionally position_ids (I64) and\n"
+     "attention_mask (0/1), read as transformers does; used for every step\n"
+     "instead of token-file batches; any other tensor is refused"},
     {"--steps", "K", read_steps, F(steps), 1, NULL, 0,
      "the last step to run, required (a resumed run continues to K)"},
     {"--lr", "F", read_lr, 0, 0, NULL, TRAIN_GIVEN_LR,

@@ -275,11 +275,13 @@ srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_
 /// the optimizer stepping once on their token-weighted mean; the reported
 /// loss is that mean over the whole batch too. Collective over the world.
 /// With `options.forward_only` (an evaluation) nothing accumulates and
-/// the loss is the same weighted mean. Errors: those of the batches and the
-/// step.
+/// the loss is the same weighted mean. `scored` (may be NULL) receives the
+/// step's scored labels over the whole global batch (0: every label is
+/// -100, and the loss, a mean over nothing, is reported as 0 by the step).
+/// Errors: those of the batches and the step.
 srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
                           const char *batch_file, int64_t step, srt_step_options options,
-                          float *grad_accum, srt_step_result *result);
+                          float *grad_accum, srt_step_result *result, double *scored);
 
 /// Model FLOPs per trained token: the program table's flops_per_token,
 /// which shard-import counts from the model (torchtitan's count with
@@ -305,16 +307,20 @@ typedef struct train_step_metrics {
   double mfu;          ///< model FLOP/s over the peak of every rank; < 0: unknown
   double eta_s;        ///< the remaining steps at the mean step time so far
   bool skipped;
+  bool no_labels;      ///< every label of the step is -100: the loss scored nothing
 } train_step_metrics;
 
 /// Prints the console line of a step (rank 0):
 /// `step 120/1000 | loss L | norm G | lr F | 412.3 ms | MFU 38.2% | 9.9k tok/s | eta 6m`
-/// (loss and norm with 9 significant digits, lr 6; MFU '-' when unknown).
+/// (loss and norm with 9 significant digits, lr 6; MFU '-' when unknown;
+/// a step without labels shows `loss -`, not 0, and ends with `| NO LABELS
+/// (every label is -100: nothing scored)`).
 void train_print_step(const train_step_metrics *m);
 
 /// Appends the JSON object of a step to `f` (one line: step, loss,
 /// grad_norm, lr, tokens_per_s, mfu, step_ms, skipped, and eval_loss when
-/// `eval_loss` is not NULL; non-finite numbers and an unknown MFU as null)
+/// `eval_loss` is not NULL; non-finite numbers and an unknown MFU as null;
+/// a step without labels has loss null and "no_labels": true)
 /// and flushes it. Returns 0, or -1 on a write error.
 int train_metrics_write(FILE *f, const train_step_metrics *m, const double *eval_loss);
 
@@ -661,18 +667,77 @@ srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, train_state *state, train_input *in,
                       char *prev_optim);
 
+/// The positions and document segments of rows [first_row, first_row +
+/// rows) of a batch of `batch` x `seq` tokens, from a batch file's optional
+/// `position_ids` (I64 [batch, seq]) and `attention_mask` ([batch, seq], I64,
+/// I32, I8, U8 or BOOL: what tokenizers and collators save; values 0 or 1),
+/// each NULL when the file has none, read as transformers 5 does
+/// (masking_utils' _preprocess_mask_arguments and
+/// find_packed_sequence_indices; the decoders' default position_ids):
+///   positions[r][t] = position_ids[first_row + r][t], or t without them;
+///   without an attention_mask, segments[r][t] = the number of t' in 1..t
+///     where position[t'] != position[t' - 1] + 1 (documents numbered from 0
+///     in each row; a row may begin inside a document, at any position);
+///   with one, segments[r][t] = -1 where the mask is 0 (padding: no query
+///     attends to it) and 0 elsewhere: the row is one document, packing is
+///     not inferred from the positions (as masking_utils).
+/// `positions` and `segments` are [rows, seq], row-major. Every value of
+/// both tensors is checked, not only these rows, so that every dp rank
+/// refuses the same file. `file` names the batch file in messages.
+/// Errors: SRT_INVALID_ARGUMENT naming the file, the tensor, the row, the
+/// column and the value for a wrong dtype or shape, a negative position, a
+/// position >= `max_positions` (the model's max_position_embeddings), a mask
+/// value other than 0 and 1; rows outside the batch.
+srt_status train_documents(const char *file, const srt_tensor_info *position_ids,
+                           const srt_tensor_info *attention_mask, int64_t batch, int64_t seq,
+                           int64_t max_positions, int64_t first_row, int64_t rows,
+                           int64_t *positions, int64_t *segments);
+
+/// Refuses a batch whose `labels` (I64 [batch, seq], checked by the
+/// caller) score a token right after a padding token (`attention_mask`,
+/// checked by train_documents, 0 at column t - 1 and labels[b][t] != -100):
+/// the loss shifts the labels, so the logits of that padding query would
+/// be scored, and a padding query attends to no key (the documents
+/// contract; transformers' eager attention gives it a uniform average over
+/// the row instead, so the two losses would differ). Nothing to check
+/// without a mask (NULL). Errors: SRT_INVALID_ARGUMENT naming the file, the
+/// label's row, column and value, and the padding token.
+srt_status train_documents_check_labels(const char *file, const srt_tensor_info *labels,
+                                        const srt_tensor_info *attention_mask);
+
+/// Rows [first_row, first_row + rows) of a batch file's `segment_ids` (I64
+/// [batch, seq]: the step's own input, each token's document in its row,
+/// -1 padding) into segments [rows, seq]. Every row is checked: ids >= -1,
+/// and a document starts with an id larger than every earlier one of its
+/// row (so its tokens are contiguous and no id comes back: the cpu kernels
+/// read runs of equal ids, the cuda ones compare ids; both then agree).
+/// Errors: SRT_INVALID_ARGUMENT naming the file, the row, the column and
+/// the value, or the dtype or shape.
+srt_status train_documents_segments(const char *file, const srt_tensor_info *segment_ids,
+                                    int64_t batch, int64_t seq, int64_t first_row, int64_t rows,
+                                    int64_t *segments);
+
+/// The max_position_embeddings of the program's config (at its top level, or
+/// in a conditional model's text_config); INT64_MAX when it names none.
+int64_t train_max_positions(const srt_program *p);
+
+
 /// Reads a batch file (--batch-file): a safetensors file holding
 /// `input_ids` and `labels`, I64 [batch, seq] (the program's global batch
-/// and sequence length), and copies this dp rank's rows of micro-batch
-/// `micro` (train_first_row; 0 without accumulation) into the program's
-/// input_ids and labels buffers. Ids must lie in [0, vocab); labels too, or
-/// be -100 (ignored by the loss, which shifts the labels itself). Where the
-/// file also holds `position_ids` and `segment_ids` (I64 [batch, seq]:
-/// packed documents, as the program's inputs of those names) they are
-/// copied too, else each row is one document.
+/// and sequence length), and optionally `position_ids` and
+/// `attention_mask` (train_documents) or `position_ids` and `segment_ids`
+/// (the step's own inputs, given as they are: train_documents_segments),
+/// and copies this dp rank's rows of micro-batch `micro` (train_first_row;
+/// 0 without accumulation) into the program's input_ids, labels,
+/// position_ids and segment_ids buffers. Ids must lie in [0, vocab); labels
+/// too, or be -100 (ignored by the loss, which shifts the labels itself). A
+/// step without document inputs (a hand-written one) refuses a batch whose
+/// positions or documents differ from one document at 0..S-1.
 /// Errors: as srt_safetensors_open; SRT_NOT_FOUND for a missing tensor;
-/// SRT_INVALID_ARGUMENT for a wrong dtype or shape or an id out of range,
-/// naming the file, the tensor, the position and the value.
+/// SRT_INVALID_ARGUMENT for a tensor of another name, a wrong dtype or
+/// shape or an id out of range, naming the file, the tensor, the position
+/// and the value; train_documents' errors; SRT_FAILED_PRECONDITION for
+/// documents the program cannot take.
 srt_status train_load_batch_file(srt_context *ctx, const srt_program *p, uint8_t *arena,
                                  const char *path, int64_t micro);
 

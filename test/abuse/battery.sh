@@ -59,6 +59,28 @@ size=$(stat -c %s "$F/flipped.safetensors")
 last=$(tail -c 1 "$F/flipped.safetensors" | od -An -tu1 | tr -d ' ')
 printf "$(printf '\\%03o' $((last ^ 1)))" |
   dd of="$F/flipped.safetensors" bs=1 seek=$((size - 1)) conv=notrunc status=none
+# Hugging Face batch files for the tiny driver (batch 4 x seq 16; issue 41),
+# each with one bad tensor beside zero input_ids and labels.
+le64() { local h; h=$(printf '%016x' "$1"); for i in 14 12 10 8 6 4 2 0; do printf '%b' "\\x${h:$i:2}"; done; }
+hf_batch() { # NAME TENSOR DTYPE SHAPE BYTES-FILE: batch-NAME.safetensors
+  local n=512 m; m=$(stat -c %s "$5")
+  local hdr="{\"input_ids\":{\"dtype\":\"I64\",\"shape\":[4,16],\"data_offsets\":[0,$n]},\"labels\":{\"dtype\":\"I64\",\"shape\":[4,16],\"data_offsets\":[$n,$((2 * n))]},\"$2\":{\"dtype\":\"$3\",\"shape\":$4,\"data_offsets\":[$((2 * n)),$((2 * n + m))]}}"
+  { le64 "${#hdr}"; printf '%s' "$hdr"; head -c $((2 * n)) /dev/zero; cat "$5"; } >"$F/batch-$1.safetensors"
+}
+hf_values() { # V...: 64 I64 values, the given ones first, zeros after
+  local k=0; for v in "$@"; do le64 "$v"; ((k++)); done
+  head -c $(((64 - k) * 8)) /dev/zero
+}
+hf_values 0 1 2 3 4 -1 >"$F/pos-neg.bin"
+hf_values 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 2 >"$F/mask-2.bin"
+head -c 256 /dev/zero >"$F/i32.bin"
+hf_batch extra token_type_ids I64 "[4,16]" "$F/mask-2.bin"
+hf_batch pos-neg position_ids I64 "[4,16]" "$F/pos-neg.bin"
+hf_batch pos-i32 position_ids I32 "[4,16]" "$F/i32.bin"
+hf_batch pos-rank1 position_ids I64 "[64]" "$F/pos-neg.bin"
+hf_batch pos-shape position_ids I64 "[8,8]" "$F/pos-neg.bin"
+hf_batch mask-2 attention_mask I64 "[4,16]" "$F/mask-2.bin"
+hf_batch mask-f32 attention_mask F32 "[4,16]" "$F/i32.bin"
 # Configs with one hostile value each (name -> JSON edit of the tiny config).
 hostile_config() { # NAME KEY VALUE: config.json with "KEY": VALUE
   sed -E "s/^(  \"$2\": )[^,]*(,?)\$/\1$3\2/" "$F/config.json" >"$F/cfg-$1.json"
@@ -330,6 +352,18 @@ for p in "$F/no-such-file" "$F/dir" "$F/fifo" "$F/garbage" "$F/ir-binary.mlir" \
 done
 ((DEVICES)) && case_ "zero" -- "$SO" "$F/zero" --nn-verify -o "$O/o.mlir"
 # Files of the wrong kind.
+for b in extra pos-neg pos-i32 pos-rank1 pos-shape mask-2 mask-f32; do
+  case "$b" in
+    extra) want="tensor 'token_type_ids' is not one the driver reads" ;;
+    pos-neg) want="position_ids[0][5] = -1 is negative" ;;
+    pos-i32) want="'position_ids' must be I64 [4, 16]" ;;
+    pos-rank1) want="got I64 of rank 1 [64, 0]" ;;
+    pos-shape) want="got I64 of rank 2 [8, 8]" ;;
+    mask-2) want="attention_mask[1][3] = 2 is neither 0" ;;
+    mask-f32) want="'attention_mask' must be I64, I32, I8, U8 or BOOL" ;;
+  esac
+  case_ "$want" -- "$TR" --batch-file "$F/batch-$b.safetensors" --steps 1 --lr 1e-3 --max-grad-norm 1
+done
 case_ "trunc.tokens" -- "$TR" --data "$F/trunc.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1
 case_ "config.json" -- "$TR" --data "$F/config.json" --steps 1 --lr 1e-3 --max-grad-norm 1
 case_ "big-vocab.tokens" -- "$TR" --data "$F/big-vocab.tokens" --steps 1 --lr 1e-3 --max-grad-norm 1

@@ -5,7 +5,8 @@
 # model.safetensors (the weights), batch.safetensors (input ids and labels,
 # some -100), step.env (plan, batch, seq, AdamW and clipping settings) and
 # expected.safetensors (what transformers computed for one step). For each
-# mesh -- tp1, tp2, tp2 + sequence parallel -- this compiles the config with
+# mesh -- tp1, tp2, tp2 + sequence parallel, and for a batch of documents
+# dp2 and dp2 x tp2 + SP too -- this compiles the config with
 # --keep-logits, runs ONE step from the golden weights on the golden batch
 # with the golden hyper-parameters (--load, --batch-file), writes the
 # driver's --dump and compares it with golden_compare, whose tolerances are:
@@ -34,8 +35,11 @@ ARCH=$1 G=$2 BIN=$3 MPI=$4 W=$5
 # WEIGHTS: what --weights and --load get, relative to GOLDEN (a model
 # directory for the cases written by save_pretrained). CARRIED: prefixes of
 # the tensors a --save after the step must give back byte for byte.
+# DOCUMENTS: packed or leftpad for a batch of documents (issue 41; its
+# batch file holds position_ids or attention_mask).
 WEIGHTS=model.safetensors CARRIED=
-# shellcheck disable=SC1091 # generated: PLAN BATCH SEQ LR BETAS EPS WEIGHT_DECAY MAX_GRAD_NORM
+DOCUMENTS=
+# shellcheck disable=SC1091 # generated: PLAN BATCH SEQ LR BETAS EPS WEIGHT_DECAY MAX_GRAD_NORM [DOCUMENTS]
 . "$G/step.env"
 CKPT=$G/$WEIGHTS
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
@@ -44,6 +48,14 @@ VARIANTS=(
   "tp1   1 --tp-size=1"
   "tp2   2 --tp-size=2"
   "tp2sp 2 --tp-size=2 --sequence-parallel"
+)
+# A batch of documents also over dp (FSDP) and dp x tp + SP: each dp rank
+# holds other documents and another share of the kept labels, and the loss
+# is still their mean over the whole batch, as transformers takes it.
+# (--micro-batch cannot keep the logits the comparison reads.)
+[ -n "$DOCUMENTS" ] && VARIANTS+=(
+  "dp2      2 --tp-size=1 --dp-size=2"
+  "dp2tp2sp 4 --tp-size=2 --dp-size=2 --sequence-parallel"
 )
 status=0
 for v in "${VARIANTS[@]}"; do

@@ -32,6 +32,17 @@ test/e2e/configs/tiny-<arch>.json and writes under test/golden/<case>/:
   step.env             the hyper-parameters and shapes (sourced by check.sh)
 
 and test/golden/versions.txt (python, torch, transformers, safetensors).
+
+The documents cases (issue 41; DOCUMENTS below) -- qwen2-packed,
+llama-packed, gemma3-packed, qwen2-leftpad and nemotron_h-packed (whose
+expected step is the second reference itself) -- also write position_ids
+(packed) or attention_mask (leftpad) into batch.safetensors and
+DOCUMENTS=packed|leftpad into step.env, and are checked here against a
+second reference before anything is written: each document run alone, the
+per-document summed losses divided by the batch's kept labels, one
+backward (loss, every gradient and the logits within DOC_TOL); the
+left-padded case also against transformers' own padding queries (see
+left_padded_batch and zero_padding_queries).
 Everything under test/golden/<arch>/ is written by this script only.
 
 Parameters are not Hugging Face's initialisation (normal(0, 0.02), zero biases,
@@ -40,6 +51,7 @@ almost uniform: every matrix is normal(0, STD), every bias normal(0, STD),
 every norm weight 1 + normal(0, NORM_STD) (Gemma's (1 + w) norms: normal(0,
 NORM_STD)).
 """
+import copy
 import json
 import math
 import os
@@ -98,6 +110,31 @@ SPARSE_ADD = {"sliding_window": 8, "sliding_window_pattern": 2,
               "rope_scaling": {"factor": 8.0, "rope_type": "linear"}}
 TINY_VISION = dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                    num_attention_heads=2, image_size=28, patch_size=14)
+# Documents (issue 41): batches as Hugging Face's padding-free collator
+# (DataCollatorWithFlattening) writes them -- position_ids restarting at 0
+# at each document, each document's first label -100 -- two rows of packed
+# documents, row 1 starting inside a split document (positions continue
+# from 5). The step is transformers' with no attention mask, so that
+# masking_utils derives the per-document mask from the positions; Gemma3's
+# documents are longer than its sliding window of 8. The -leftpad case is a
+# left-padded batch with an attention_mask (no position_ids: transformers'
+# default 0..S-1). batch.safetensors then also holds position_ids or
+# attention_mask (I64 [BATCH, SEQ]).
+# nemotron_h-packed: transformers' torch path of NemotronH isolates the
+# documents in its attention layers but not in its Mamba2 mixers (no
+# seq_idx), so its expected step is the second reference itself (each
+# document alone); its document edges fall inside chunks (13, 12, 21) and on
+# one (24).
+DOCUMENTS = {"qwen2-packed": "packed", "llama-packed": "packed", "gemma3-packed": "packed",
+             "qwen2-leftpad": "leftpad", "nemotron_h-packed": "packed"}
+for _case in DOCUMENTS:
+    CASES[_case] = (_case.split("-")[0], {}, None)
+CASES["nemotron_h-packed"] = ("nemotron_h", {"time_step_min": 0.6}, None)
+# Each row's documents: (first position, tokens); the tokens of a row add up
+# to SEQ.
+PACKED_ROWS = [[(0, 13), (0, 11), (0, 8)], [(5, 12), (0, 9), (0, 11)]]
+LEFT_PAD = [6, 0]  # padding tokens at the start of each row
+DOC_TOL = 1e-5     # the two references' agreement (see check_references)
 OVERRIDES = {"vocab_size": 128, "intermediate_size": 32}
 BATCH, SEQ = 2, 32
 SEED = 20240808
@@ -204,6 +241,174 @@ def make_batch(vocab, gen, pad):
         labels[1, 9] = labels[1, 20] = pad
     assert (labels[:, 1:] != -100).sum() > SEQ
     return ids, labels
+
+
+def packed_batch(vocab, gen):
+    """input_ids, labels, position_ids [BATCH, SEQ] of PACKED_ROWS, each row
+    built by DataCollatorWithFlattening from its documents, and the
+    documents as (row, start, end) spans. Labels: the ids, about 15% of them
+    -100 (completion-only losses), the first four of one document too (a
+    prompt), and the collator's -100 on each document's first token."""
+    collate = transformers.DataCollatorWithFlattening(return_tensors="pt")
+    ids, labels, positions, spans = [], [], [], []
+    for b, row in enumerate(PACKED_ROWS):
+        features, start = [], 0
+        for d, (first, n) in enumerate(row):
+            doc = torch.randint(0, vocab, (n,), generator=gen, dtype=torch.int64)
+            lab = doc.clone()
+            lab[torch.rand(n, generator=gen) < 0.15] = -100
+            if (b, d) == (1, 1):
+                lab[:4] = -100
+            features.append({"input_ids": doc.tolist(), "labels": lab.tolist()})
+            spans.append((b, start, start + n))
+            start += n
+        assert start == SEQ, row
+        out = collate(features)
+        pos = out["position_ids"][0].clone()
+        pos[:row[0][1]] += row[0][0]  # a split document continues at its position
+        ids.append(out["input_ids"][0])
+        labels.append(out["labels"][0])
+        positions.append(pos)
+    ids, labels, positions = torch.stack(ids), torch.stack(labels), torch.stack(positions)
+    assert ids.dtype == labels.dtype == positions.dtype == torch.int64
+    for b, s, e in spans:
+        assert labels[b, s] == -100 and positions[b, s] == (PACKED_ROWS[b][0][0] if s == 0 else 0)
+    return ids, labels, {"position_ids": positions}, spans
+
+
+def left_padded_batch(vocab, gen, pad):
+    """input_ids, labels, attention_mask [BATCH, SEQ]: LEFT_PAD[b] pad
+    tokens (mask 0, label -100) before each row's one document. The label of
+    a row's first real token is -100 too: the logits that predict it are
+    those of a padding query, which attends to no key (transformers gives it
+    a uniform average over the row; this project: output 0), so no loss may
+    read them."""
+    ids = torch.randint(0, vocab, (BATCH, SEQ), generator=gen, dtype=torch.int64)
+    ids[ids == pad] = (pad + 1) % vocab
+    labels = ids.clone()
+    labels[torch.rand((BATCH, SEQ), generator=gen) < 0.15] = -100
+    mask = torch.ones((BATCH, SEQ), dtype=torch.int64)
+    spans = []
+    for b, n in enumerate(LEFT_PAD):
+        ids[b, :n] = pad
+        labels[b, :n + 1] = -100
+        mask[b, :n] = 0
+        spans.append((b, n, SEQ))
+    return ids, labels, {"attention_mask": mask}, spans
+
+
+def alone_forward(ref, ids, labels, inputs, spans):
+    """Each document run alone through `ref` (its own positions, no mask):
+    the summed cross-entropy of its shifted labels over all documents divided
+    by the batch's kept labels (a loss to backward), and the logits at the
+    documents' tokens (zero elsewhere)."""
+    positions = inputs.get("position_ids",
+                           torch.arange(SEQ, dtype=torch.int64).expand(BATCH, SEQ))
+    kept = (labels[:, 1:] != -100).sum()
+    total = 0.0
+    logits = None
+    for b, s, e in spans:
+        out = ref(input_ids=ids[b:b + 1, s:e], position_ids=positions[b:b + 1, s:e],
+                  use_cache=False)
+        lg = out.logits[0].float()
+        if logits is None:
+            logits = torch.zeros(BATCH, SEQ, lg.shape[-1])
+        logits[b, s:e] = lg.detach()
+        total = total + torch.nn.functional.cross_entropy(
+            lg[:-1], labels[b, s + 1:e], ignore_index=-100, reduction="sum")
+    return total / kept, logits
+
+
+def documents_alone(model, ids, labels, inputs, spans):
+    """The second reference (alone_forward on a copy of `model`, one
+    backward): the loss, the gradients by parameter name and the logits."""
+    ref = copy.deepcopy(model)
+    loss, logits = alone_forward(ref, ids, labels, inputs, spans)
+    loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in ref.named_parameters()}
+    return loss.detach(), grads, logits
+
+
+class AloneResult:
+    """alone_forward's loss and logits as a model output holds them."""
+
+    def __init__(self, loss, logits):
+        self.loss, self.logits = loss, logits
+
+
+def nemotron_h_documents_step(model, ids, labels, inputs, spans):
+    """NemotronH's step on packed documents: each document alone on `model`
+    (backward done). Transformers' packed run, whose Mamba2 mixers carry
+    their state across documents, must differ from it."""
+    with torch.no_grad():
+        mixed = model(input_ids=ids, labels=labels, use_cache=False, **inputs).loss.item()
+    loss, logits = alone_forward(model, ids, labels, inputs, spans)
+    loss.backward()
+    assert abs(mixed - loss.item()) > 1e-3 * loss.item(), (mixed, loss)
+    print(f"  nemotron_h-packed: each document alone {loss.item():.7f}, "
+          f"transformers' packed run (states carried over) {mixed:.7f}")
+    return AloneResult(loss, logits)
+
+
+def zero_padding_queries(model, mask):
+    """Forward hooks making each attention's output 0 at padding queries
+    (attention_mask 0): the documents contract's padding query, which
+    attends to nothing (o_proj has no bias in these models)."""
+    keep = mask.to(torch.float32)[:, :, None]
+
+    def hook(module, args, output):
+        return (output[0] * keep,) + tuple(output[1:])
+
+    return [layer.self_attn.register_forward_hook(hook) for layer in text_model(model).layers]
+
+
+def check_references(case, result, params, refs):
+    """Fails unless each second reference (name, loss, grads, logits, where:
+    the [BATCH, SEQ] tokens its logits cover) agrees with the step within
+    DOC_TOL: the loss relatively, every gradient relative to its tensor's
+    largest magnitude (at least 1e-3 of the largest of all: gradients that
+    vanish analytically, such as a k_proj bias's, are rounding noise), the
+    logits relative to their largest magnitude."""
+    logits = result.logits.detach().float()
+    top = max(p.grad.abs().max().item() for p in params.values())
+    for name, loss, grads, ref_logits, where in refs:
+        dl = abs(loss.item() - result.loss.item()) / abs(result.loss.item())
+        dg = max((grads[n] - p.grad).abs().max().item()
+                 / max(p.grad.abs().max().item(), 1e-3 * top) for n, p in params.items())
+        dx = ((ref_logits - logits).abs()[where].max() / logits[where].abs().max()).item()
+        print(f"  {case} vs {name}: loss {dl:.1e} grads {dg:.1e} logits {dx:.1e}")
+        assert max(dl, dg, dx) <= DOC_TOL, f"{case}: {name} differs ({dl}, {dg}, {dx})"
+
+
+def documents_step(case, model, ids, labels, inputs, spans, params):
+    """Transformers' step on a documents batch (see DOCUMENTS), checked
+    against the second references; returns its output (loss backward done)."""
+    refs = []
+    covered = torch.zeros(BATCH, SEQ, dtype=torch.bool)
+    for b, s, e in spans:
+        covered[b, s:e] = True
+    loss, grads, lg = documents_alone(model, ids, labels, inputs, spans)
+    refs.append(("each document alone", loss, grads, lg, covered))
+    hooks = []
+    if "attention_mask" in inputs:  # transformers without the padding-query hooks
+        plain = copy.deepcopy(model)
+        out = plain(input_ids=ids, labels=labels, use_cache=False, **inputs)
+        out.loss.backward()
+        refs.append(("transformers' padding queries", out.loss.detach(),
+                     {n: p.grad.detach().clone() for n, p in plain.named_parameters()},
+                     out.logits.detach().float(), covered))
+        hooks = zero_padding_queries(model, inputs["attention_mask"])
+    else:  # the documents must matter: without their mask the loss differs
+        with torch.no_grad():
+            mixed = model(input_ids=ids, labels=labels, use_cache=False).loss.item()
+    result = model(input_ids=ids, labels=labels, use_cache=False, **inputs)
+    for h in hooks:
+        h.remove()
+    if not hooks:
+        assert abs(mixed - result.loss.item()) > 1e-3 * result.loss.item(), (mixed, result.loss)
+    result.loss.backward()
+    check_references(case, result, params, refs)
+    return result
 
 
 def file_size(path):
@@ -329,20 +534,34 @@ def reference_step(case, out, cfg, seed):
     # A conditional model's image, begin- and end-of-image ids (the last
     # three) stay out of a text batch.
     text_vocab = cfg["vocab_size"] - (3 if case in KINDS and arch == "gemma3" else 0)
-    ids, labels = make_batch(text_vocab, gen, pad)
+    inputs, spans = {}, None
+    if DOCUMENTS.get(case) == "packed":
+        ids, labels, inputs, spans = packed_batch(text_vocab, gen)
+    elif DOCUMENTS.get(case) == "leftpad":
+        ids, labels, inputs, spans = left_padded_batch(text_vocab, gen, want_pad or 0)
+    else:
+        ids, labels = make_batch(text_vocab, gen, pad)
     if pad is not None:
         assert (ids == pad).sum() == 6, ids
-    save_file({"input_ids": ids, "labels": labels}, os.path.join(out, "batch.safetensors"),
-              metadata={"format": "pt"})
+    if arch == "gemma3" and spans:  # the window slides inside documents
+        assert sum(e - s > cfg["sliding_window"] for _, s, e in spans) >= 4, spans
+    save_file({"input_ids": ids, "labels": labels, **inputs},
+              os.path.join(out, "batch.safetensors"), metadata={"format": "pt"})
 
-    result = model(input_ids=ids, labels=labels)
+    if spans and arch == "nemotron_h":
+        result = nemotron_h_documents_step(model, ids, labels, inputs, spans)
+    elif spans:
+        result = documents_step(case, model, ids, labels, inputs, spans, params)
+    else:
+        result = model(input_ids=ids, labels=labels)
     logits = result.logits.detach().float()
     # Our convention, recomputed: shifted, mean over labels != -100.
     manual = torch.nn.functional.cross_entropy(
         logits[:, :-1].reshape(-1, logits.shape[-1]).double(),
         labels[:, 1:].reshape(-1), ignore_index=-100)
     assert abs(manual.item() - result.loss.item()) < 1e-5 * manual.item(), (manual, result.loss)
-    result.loss.backward()
+    if not spans:  # documents_step did its backward
+        result.loss.backward()
     norms = {n: p.grad.double().norm().item() for n, p in params.items()}
     total = torch.nn.utils.clip_grad_norm_(list(params.values()), MAX_GRAD_NORM)
     assert total.item() > MAX_GRAD_NORM, f"{arch}: norm {total.item()} does not clip"
@@ -387,6 +606,8 @@ def generate(case):
             f.write("WEIGHTS=.\n")
         if KINDS.get(case) == "conditional":  # saved back: these bytes unchanged
             f.write("CARRIED='vision_tower. multi_modal_projector.'\n")
+        if case in DOCUMENTS:  # check.sh adds the dp meshes
+            f.write(f"DOCUMENTS={DOCUMENTS[case]}\n")
     size = sum(file_size(os.path.join(out, f)) for f in os.listdir(out))
     assert size < MAX_BYTES, f"{arch}: {size} bytes"
     print(f"{case}: loss {result.loss.item():.7f} grad_norm {total.item():.6f} "
