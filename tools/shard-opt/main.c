@@ -49,7 +49,10 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
     if (!ok) {
       size_t n = strcspn(o->pass_flags[i], "=");
       const char *arg = o->pass_args[i];
-      if (tp_pass_lookup(o->pass_flags[i], n) || strstr(err, "option"))
+      // MLIR's parser says so of a name it does not know; any other error
+      // is the pass's own (a bad option) and is shown as MLIR words it.
+      if (tp_pass_lookup(o->pass_flags[i], n) ||
+          !strstr(err, "does not refer to a registered pass"))
         fprintf(stderr, "shard-opt: %s: %s\n", arg, err);
       else
         fprintf(stderr, "shard-opt: unknown option '%.*s' (not a flag nor a "
