@@ -1,8 +1,10 @@
 // shard-opt: an mlir-opt-compatible driver with the nn dialect and our passes
-// registered next to every upstream dialect and pass.
+// registered next to every upstream dialect and the passes of MLIR's
+// libraries (not mlir-opt's test passes, which the C API does not register).
 //
 //   shard-opt [input.mlir|-] [-o out.mlir] [--pass-pipeline=builtin.module(...)]
-//             [--PASS[=options] ...] [--split-input-file] [--mlir-print-ir-*]
+//             [--PASS[=options] ...] [--split-input-file] [--verify-diagnostics]
+//             [--mlir-print-ir-*]   (flags with one dash or two: options.h)
 //
 // Diagnostics go to stderr as mlir-opt prints them (file:line:col, the
 // source line, a caret); any error exits with status 1. Under
@@ -19,7 +21,6 @@
 #include "nn.h"
 #include "pass.h"
 #include "pipeline.h"
-#include "args.h"
 #include "options.h"
 #include "output.h"
 #include "source.h"
