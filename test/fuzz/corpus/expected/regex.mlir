@@ -1,0 +1,1 @@
+// expected-error-re @+010 {{a{{(b|c){2,3}\1[[:alpha:]]}}x{{$*}}}}
