@@ -46,7 +46,7 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
       fprintf(stderr, "shard-opt: --tp-plan: %s\n", err);
   }
   for (int i = 0; ok && i < o->num_pass_flags; ++i) {
-    ok = tool_pipeline_add_flag(pm, o->pass_flags[i], err, sizeof err);
+    ok = tool_pipeline_add_flag(ctx, pm, o->pass_flags[i], err, sizeof err);
     if (!ok) {
       size_t n = strcspn(o->pass_flags[i], "=");
       const char *arg = o->pass_args[i];
@@ -62,7 +62,7 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
     }
   }
   if (ok && o->report)
-    ok = tool_pipeline_add_flag(pm, "shard-report", err, sizeof err);
+    ok = tool_pipeline_add_flag(ctx, pm, "shard-report", err, sizeof err);
   if (!ok) {
     mlirPassManagerDestroy(pm);
     return (MlirPassManager){NULL};

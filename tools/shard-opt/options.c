@@ -216,6 +216,8 @@ void opt_print_help(void) {
       "  --pass-pipeline=TEXT         Run TEXT, e.g. 'builtin.module(func.func(nn-verify))';\n"
       "                               our passes and upstream ones mix freely\n"
       "  --PASS[=\"k=v ...\"]           Run one pass (ours below, or an upstream one)\n"
+      "                               (one restricted to an op, e.g. gpu.module, runs\n"
+      "                               nested under it, as in mlir-opt)\n"
       "  --split-input-file           Process each '// -----' chunk separately\n"
       "  --verify-diagnostics[=all|only-expected]\n"
       "                               Check the diagnostics against the input's\n"
