@@ -41,7 +41,19 @@ void tp_print_location(FILE *out, MlirLocation loc, int column_shift_line1) {
   fprintf(out, "%.*s:%d:%d", (int)name.length, name.data, line, col);
 }
 
+static tp_warning_handler g_handler;
+static void *g_handler_data;
+
+void tp_set_warning_handler(tp_warning_handler fn, void *data) {
+  g_handler = fn;
+  g_handler_data = data;
+}
+
 void tp_emit_warning(MlirLocation loc, const char *message) {
+  if (g_handler) {
+    g_handler(loc, message, g_handler_data);
+    return;
+  }
   tp_print_location(stderr, loc, 0);
   fprintf(stderr, ": warning: %s\n", message);
 }

@@ -144,8 +144,37 @@ bool tool_pipeline_add(MlirPassManager pm, const char *text, char *err,
   return true;
 }
 
-bool tool_pipeline_add_flag(MlirPassManager pm, const char *flag, char *err,
-                            size_t errlen) {
+// The op that upstream pass `elem` is restricted to, when it cannot run on
+// a module: MLIR's pipeline parser names it ("Can't add pass 'X'
+// restricted to 'gpu.module' ... did you intend to nest?") when the pass
+// is parsed into a scratch pass manager on builtin.module. `anchor` is
+// left empty for a pass that runs on a module (or any op).
+static void restricted_anchor(MlirContext ctx, const char *elem, char *anchor, size_t n) {
+  anchor[0] = '\0';
+  size_t len = strlen(elem) + sizeof "builtin.module()";
+  char *text = malloc(len);
+  char said[1024] = "";
+  add_ctx sink = {.err = said, .errlen = sizeof said};
+  if (!text)
+    return;
+  snprintf(text, len, "builtin.module(%s)", elem);
+  MlirPassManager probe = mlirPassManagerCreate(ctx);
+  MlirLogicalResult r = mlirParsePassPipeline(mlirPassManagerGetAsOpPassManager(probe),
+                                              mlirStringRefCreateFromCString(text),
+                                              append_message, &sink);
+  mlirPassManagerDestroy(probe);
+  free(text);
+  static const char kRestricted[] = "restricted to '";
+  const char *name = strstr(said, kRestricted);
+  name = name ? name + sizeof kRestricted - 1 : NULL;
+  const char *end = name ? strchr(name, '\'') : NULL;
+  if (mlirLogicalResultIsFailure(r) && end && end > name && (size_t)(end - name) < n &&
+      strstr(end, "did you intend to nest?"))
+    snprintf(anchor, n, "%.*s", (int)(end - name), name);
+}
+
+bool tool_pipeline_add_flag(MlirContext ctx, MlirPassManager pm, const char *flag,
+                            char *err, size_t errlen) {
   err[0] = '\0';
   const char *eq = strchr(flag, '=');
   size_t name_len = eq ? (size_t)(eq - flag) : strlen(flag);
@@ -165,7 +194,16 @@ bool tool_pipeline_add_flag(MlirPassManager pm, const char *flag, char *err,
     snprintf(elem, n, "%.*s{%.*s}", (int)name_len, flag, (int)olen, opts);
   else
     snprintf(elem, n, "%.*s", (int)name_len, flag);
-  bool ok = add_element(elem, strlen(elem), &c);
+  // As mlir-opt's implicit nesting: an upstream pass restricted to one op
+  // (convert-gpu-to-nvvm: gpu.module) runs nested under that op.
+  char anchor[128] = "";
+  if (!tp_pass_lookup(flag, name_len))
+    restricted_anchor(ctx, elem, anchor, sizeof anchor);
+  char *nested = anchor[0] ? malloc(strlen(anchor) + strlen(elem) + 3) : NULL;
+  if (nested)
+    sprintf(nested, "%s(%s)", anchor, elem);
+  bool ok = add_element(nested ? nested : elem, strlen(nested ? nested : elem), &c);
+  free(nested);
   free(elem);
   return ok;
 }

@@ -31,9 +31,12 @@ bool tool_pipeline_add_tp_plan(MlirPassManager pm, const char *plan, int64_t tp,
                                size_t errlen);
 
 /// Adds one pass given as a driver flag body: `name` or `name=options` (the
-/// mlir-opt form `--name="a=1 b=2"`), ours or upstream, at module level.
-/// Returns false with `err` set if no pass has that name or an option is bad.
-bool tool_pipeline_add_flag(MlirPassManager pm, const char *flag, char *err,
+/// mlir-opt form `--name="a=1 b=2"`), ours or upstream, at module level; an
+/// upstream pass restricted to another op (e.g. convert-gpu-to-nvvm, on
+/// gpu.module) is nested under that op, as mlir-opt nests it. `ctx` is
+/// `pm`'s context. Returns false with `err` set if no pass has that name or
+/// an option is bad.
+bool tool_pipeline_add_flag(MlirContext ctx, MlirPassManager pm, const char *flag, char *err,
                             size_t errlen);
 
 /// Splits `text[0..len)` at top-level commas (outside (), {} and quotes),

@@ -1,0 +1,4 @@
+// expected-error @unknown {{nothing at an unknown location}}
+func.func @f() {
+  return
+}
