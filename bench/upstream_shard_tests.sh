@@ -12,6 +12,8 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: bench/upstream_shard_tests.sh DIR [SHARD_OPT] [MLIR_OPT] [FILECHECK]}
 shard_opt=${2:-$here/build/bin/shard-opt}
+# The RUN lines run in a scratch folder: a relative path would not be found.
+[ -e "$shard_opt" ] && shard_opt=$(realpath "$shard_opt")
 mlir_opt=${3:-mlir-opt-22}
 filecheck=${4:-FileCheck-22}
 tmp=$(mktemp -d)
