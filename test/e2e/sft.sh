@@ -12,7 +12,8 @@
 #     weights are the same to the bit (st_compare --rtol 0; the files'
 #     metadata name their own runs);
 #   - the same run at tp1 gives the same losses within RTOL (the packed rows
-#     do not depend on the mesh).
+#     do not depend on the mesh), its evaluations on a version 2 held-out
+#     file too.
 #
 # usage: sft.sh REPO BIN_DIR MPIEXEC WORK_DIR
 set -u
@@ -23,8 +24,11 @@ BATCH=4 SEQ=128
 rm -rf "$W" && mkdir -p "$W"/{straight,ck,resumed} || fail "cannot create $W"
 TOKENIZER=$REPO/examples/tokenizer/tokenizer.json CONFIG=$REPO/examples/tiny-qwen2-bpe.json
 head -n 60 "$REPO/examples/data/sft-tales.jsonl" >"$W/pairs.jsonl"
+tail -n 10 "$REPO/examples/data/sft-tales.jsonl" >"$W/heldout.jsonl"
 "$BIN/shard-tokens" --tokenizer "$TOKENIZER" "$W/pairs.jsonl" -o "$W/sft.tok" >"$W/tokens.log" 2>&1 \
   || { cat "$W/tokens.log"; fail "shard-tokens"; }
+"$BIN/shard-tokens" --tokenizer "$TOKENIZER" "$W/heldout.jsonl" -o "$W/heldout.tok" >/dev/null 2>&1 \
+  || fail "shard-tokens heldout"
 grep -qE '^shard-tokens: 60 prompt-completion pair\(s\): [0-9]+ prompt tokens carry no loss$' \
   "$W/tokens.log" || { cat "$W/tokens.log"; fail "no prompt-token report"; }
 compile tp2sp "$CONFIG" qwen2 --tp-size=2 --sequence-parallel || exit 1
@@ -33,7 +37,8 @@ compile tp1 "$CONFIG" qwen2 --tp-size=1 || exit 1
 # differences of near-zero gradients between meshes.
 TRAIN=(--data "$W/sft.tok" --lr 1e-2 --max-grad-norm 1.0 --seed 5 --eps 1e-3)
 
-run 2 "$W/tp2sp" "${TRAIN[@]}" --steps 6 --save "$W/straight/model.safetensors" \
+EVAL=(--eval-data "$W/heldout.tok" --eval-every 3 --eval-batches 2)
+run 2 "$W/tp2sp" "${TRAIN[@]}" "${EVAL[@]}" --steps 6 --save "$W/straight/model.safetensors" \
   >"$W/straight.log" 2>&1 || { cat "$W/straight.log"; fail "straight run"; }
 grep -qE "^train: '$W/sft.tok': 60 documents packed into [0-9]+ rows of 128 tokens per epoch \([0-9.]+ pieces per row, [0-9.]+% padding\)$" \
   "$W/straight.log" || { cat "$W/straight.log"; fail "no packing line"; }
@@ -51,10 +56,19 @@ fi
 "$BIN/st_compare" --rtol 0 "$W/straight/model.safetensors" "$W/resumed/model.safetensors" \
   >"$W/cmp.log" 2>&1 || { cat "$W/cmp.log"; fail "the resumed weights differ from the straight ones"; }
 
-run 1 "$W/tp1" "${TRAIN[@]}" --steps 6 >"$W/tp1.log" 2>&1 || { cat "$W/tp1.log"; fail "tp1 run"; }
+run 1 "$W/tp1" "${TRAIN[@]}" "${EVAL[@]}" --steps 6 >"$W/tp1.log" 2>&1 \
+  || { cat "$W/tp1.log"; fail "tp1 run"; }
 r=$(max_rel "$W/straight.log" "$W/tp1.log") || fail "tp1 steps"
 read -r n l g <<<"$r"
 awk -v l="$l" -v g="$g" -v t="$RTOL" 'BEGIN { exit !(l + 0 <= t && g + 0 <= t) }' \
   || { paste <(steps "$W/straight.log") <(steps "$W/tp1.log"); fail "tp2+SP vs tp1: loss $l grad norm $g"; }
 echo "SFT tp2+SP vs tp1: $n steps, loss $l grad_norm $g (rtol $RTOL) ok"
+# Evaluation on a version 2 file reads packed rows too: two evaluations
+# (steps 3 and 6), the same loss on both meshes.
+evals() { awk '/^eval step/ { print $3, $5 }' "$1"; }
+[ "$(evals "$W/straight.log" | wc -l)" = 2 ] || { cat "$W/straight.log"; fail "not 2 evaluations"; }
+paste -d' ' <(evals "$W/straight.log") <(evals "$W/tp1.log") | awk -v t="$RTOL" '
+  { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || !($2 > 0) || d > t * $4) bad = 1 }
+  END { exit bad }' || { paste <(evals "$W/straight.log") <(evals "$W/tp1.log"); fail "eval losses"; }
+echo "SFT packed evaluation: tp2+SP = tp1 (rtol $RTOL) ok"
 echo PASS
