@@ -180,6 +180,11 @@ static srt_status setup_documents(train_run *r, const srt_tokens *t, const char 
            path, (long long)plan->documents, (long long)st.rows, (long long)plan->seq,
            (double)st.documents / (double)st.rows,
            100.0 * (double)st.padding / (double)(st.rows * plan->seq));
+  if (r->rank == 0 && plan->rows < r->p->batch)
+    fprintf(stderr,
+            "train: warning: '%s' packs into %lld rows, fewer than the batch of %lld: every "
+            "step repeats rows\n",
+            path, (long long)plan->rows, (long long)r->p->batch);
   return NULL;
 }
 

@@ -72,6 +72,8 @@ run 1 "$W/tp1" --batch-file "$W/cycled.safetensors" "${TRAIN[@]}" >"$W/tp1.cycle
   || { cat "$W/tp1.cycled.log"; fail "$ARCH tp1 on the cycled batch"; }
 grep -q "^train: '$W/docs.tokens': 4 documents packed into 2 rows of 32 tokens per epoch (2.00 pieces per row, 0.0% padding)" \
   "$W/tp1.docs.log" || { cat "$W/tp1.docs.log"; echo "FAIL: $ARCH packing line"; status=1; }
+grep -q "^train: warning: '$W/docs.tokens' packs into 2 rows, fewer than the batch of 4: every step repeats rows" \
+  "$W/tp1.docs.log" || { cat "$W/tp1.docs.log"; echo "FAIL: $ARCH no repeated-rows warning"; status=1; }
 if [ -n "$(steps "$W/tp1.docs.log")" ] && diff <(steps "$W/tp1.docs.log") <(steps "$W/tp1.cycled.log") >/dev/null; then
   echo "DOCUMENTS $ARCH token file packed = hand-packed batch, 3 steps, bit-identical ok"
 else
