@@ -29,6 +29,9 @@ static const reader_range kEps = {0, 1};          // rms_norm_eps, layer_norm_ep
 static const reader_range kInitStd = {1e-8, 1};   // initializer_range
 static const reader_range kRopeBase = {1, 1e12};  // rope_theta, rope_local_base_freq
 static const reader_range kScale = {0, 1e6};      // query_pre_attn_scalar, softcaps
+
+__attribute__((format(printf, 3, 4))) static void warn(import_reader *p, const char *key,
+                                                       const char *fmt, ...);
 static const reader_range kRopeFactor = {0, 1e4}; // llama3 factor and frequency factors
 
 // pad_token_id, the embedding's padding_idx where transformers makes it one
@@ -238,8 +241,18 @@ static bool parse_sizes(import_reader *p) {
       return false;
     c->attn_scale = 1.0 / sqrt(q);
   }
-  if (!reader_get_float(p, o, "", "attn_logit_softcapping", false, 0.0, kScale, &c->attn_softcap))
+  // transformers reads attn_logit_softcapping into Gemma3's attention but
+  // never passes it on (5.24, Gemma3Attention.forward; Gemma2 does), and
+  // no other family here has it: the step trains as with none, and says so.
+  double softcap;
+  if (!reader_get_float(p, o, "", "attn_logit_softcapping", false, 0.0, kScale, &softcap))
     return false;
+  if (softcap != 0.0)
+    warn(p, "attn_logit_softcapping",
+         "key 'attn_logit_softcapping' is %g: transformers' %s attention does not apply it, "
+         "so the compiled step does not either",
+         softcap, c->arch->architecture);
+  c->attn_softcap = 0.0;
   double final_softcap;
   if (!reader_get_float(p, o, "", "final_logit_softcapping", false, 0.0, kScale, &final_softcap))
     return false;
@@ -379,8 +392,6 @@ static bool parse_decoder_layers(import_reader *p) {
 // RoPE
 //===----------------------------------------------------------------------===//
 
-__attribute__((format(printf, 3, 4))) static void warn(import_reader *p, const char *key,
-                                                       const char *fmt, ...);
 
 // A RoPE object with neither rope_type nor type is default RoPE, as
 // transformers reads it; its other keys (a "factor" meant for linear or
