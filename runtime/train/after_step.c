@@ -34,12 +34,15 @@ static int evaluate(train_run *r, int64_t step, srt_step_options so, double *los
                    r->eval_plan.rows ? &r->eval_plan : NULL};
   if (train_any_failed(r->ctx, train_evaluate(&ev, r->eval_tokens, o->eval_batches, so, loss)))
     return 1;
-  if (r->rank == 0) {
+  if (r->rank == 0 && isnan(*loss))
+    printf("eval step %lld: NO LABELS (every label of the %lld batch%s is -100: nothing "
+           "scored)\n",
+           (long long)step, (long long)o->eval_batches, o->eval_batches == 1 ? "" : "es");
+  else if (r->rank == 0)
     printf("eval step %lld: loss %.9g  ppl %.6g  (%lld batch%s of %lld x %lld tokens)\n",
            (long long)step, *loss, exp(*loss), (long long)o->eval_batches,
            o->eval_batches == 1 ? "" : "es", (long long)r->p->batch, (long long)r->p->seq);
-    fflush(stdout);
-  }
+  fflush(stdout);
   return 0;
 }
 

@@ -1,7 +1,9 @@
-// Evaluation (--eval-data): the mean loss of the program over the first K
-// batches of a held-out token file, each a forward-only step
+// Evaluation (--eval-data): the mean loss of the program over the scored
+// labels of the first K batches of a held-out token file, each a forward-only step
 // (srt_step_options.forward_only: the compiled step stops after the loss
 // and changes nothing), the same K batches at every evaluation.
+#include <math.h>
+
 #include "shardrt/profile.h"
 #include "train_internal.h"
 
@@ -28,14 +30,21 @@ srt_status train_evaluate(const train_eval *ev, const srt_tokens *tokens, int64_
   srt_profile *profile = srt_context_profile(ctx); // an evaluation is no training step
   srt_context_set_profile(ctx, NULL);
   options.forward_only = 1;
-  double sum = 0;
+  // The mean over every scored label of the K batches: each batch's mean
+  // weighted by its count (packed SFT batches score different numbers of
+  // completion tokens; one that scores none adds nothing, not a loss of 0).
+  double sum = 0, total = 0;
   srt_status s = NULL;
   for (int64_t k = 1; k <= batches && !s; ++k) {
     srt_step_result r = {0}; // micro-batches: their token-weighted mean
-    s = train_run_step(ev, tokens, NULL, k, options, NULL, &r, NULL);
-    sum += r.loss; // identical on every rank: the loss is the global mean
+    double scored = 0;       // identical on every rank: global figures
+    s = train_run_step(ev, tokens, NULL, k, options, NULL, &r, &scored);
+    if (scored > 0) {
+      sum += r.loss * scored;
+      total += scored;
+    }
   }
   srt_context_set_profile(ctx, profile);
-  *mean_loss = sum / (double)batches;
+  *mean_loss = total > 0 ? sum / total : NAN;
   return s;
 }

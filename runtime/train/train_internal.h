@@ -257,9 +257,10 @@ typedef struct train_eval {
   const train_pack_plan *plan; ///< the packing of a version 2 token file, or NULL (windows)
 } train_eval;
 
-/// The mean over batches 1..`batches` of `tokens` (the same ones every time:
-/// batching depends only on the batch number) of the program's loss, each a
-/// forward-only step (`options` with forward_only set; no parameter,
+/// The mean over the scored labels of batches 1..`batches` of `tokens` (the
+/// same ones every time: batching depends only on the batch number) of the
+/// program's loss (each batch's mean weighted by its count of scored
+/// labels; NAN when no batch scores any), each a forward-only step (`options` with forward_only set; no parameter,
 /// moment or counter changes). Collective over the world: every rank gets
 /// the same mean. The profile, if any, does not count these steps.
 /// Errors: those of the batches and the step.

@@ -71,4 +71,25 @@ paste -d' ' <(evals "$W/straight.log") <(evals "$W/tp1.log") | awk -v t="$RTOL" 
   { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || !($2 > 0) || d > t * $4) bad = 1 }
   END { exit bad }' || { paste <(evals "$W/straight.log") <(evals "$W/tp1.log"); fail "eval losses"; }
 echo "SFT packed evaluation: tp2+SP = tp1 (rtol $RTOL) ok"
+# A held-out pair whose prompt fills the first batch (4 rows of 128) and
+# more: batch 1 scores nothing, batch 2 the completion. Evaluation is the
+# mean over scored labels, so one batch reports NO LABELS, and two batches
+# give batch 2's loss alone, which a training step on the same rows with
+# lr 0 prints too (not (0 + loss) / 2).
+prompt=$(head -c 1700 "$REPO/examples/data/shard-tales.txt" | tr '\n' ' ' | sed 's/\\/ /g; s/"/\\"/g')
+printf '{"prompt": "%s", "completion": " The end of the tale."}\n' "$prompt" >"$W/long.jsonl"
+"$BIN/shard-tokens" --tokenizer "$TOKENIZER" "$W/long.jsonl" -o "$W/long.tok" >"$W/long.log" 2>&1 \
+  || { cat "$W/long.log"; fail "shard-tokens long"; }
+LR0=(--data "$W/long.tok" --eval-data "$W/long.tok" --lr 0 --weight-decay 0 --max-grad-norm 1)
+run 1 "$W/tp1" "${LR0[@]}" --steps 1 --eval-batches 1 >"$W/empty.log" 2>&1 \
+  || { cat "$W/empty.log"; fail "evaluation of a batch without labels"; }
+grep -q '^eval step 1: NO LABELS (every label of the 1 batch is -100: nothing scored)$' \
+  "$W/empty.log" || { cat "$W/empty.log"; fail "an evaluation without labels is not reported"; }
+run 1 "$W/tp1" "${LR0[@]}" --steps 2 --eval-every 2 --eval-batches 2 >"$W/two.log" 2>&1 \
+  || { cat "$W/two.log"; fail "evaluation of 2 batches"; }
+train2=$(awk '/^step 2\/2 /{ print $5 }' "$W/two.log")
+eval2=$(awk '/^eval step 2:/{ print $5 }' "$W/two.log")
+awk -v a="$train2" -v b="$eval2" -v t="$RTOL" 'BEGIN { d = a - b; if (d < 0) d = -d
+  exit !(a > 0 && d <= t * a) }' || { cat "$W/two.log"; fail "eval $eval2 is not batch 2's loss $train2"; }
+echo "SFT evaluation over scored labels: batch 1 empty, eval = batch 2's loss $train2 ok"
 echo PASS
