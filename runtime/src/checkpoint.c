@@ -19,16 +19,6 @@
 
 static const char *name_of(const srt_tensor *t) { return t->name ? t->name : "?"; }
 
-// "[8, 6]" into buf.
-static const char *shape_str(char *buf, size_t len, int ndim, const int64_t *s) {
-  size_t at = (size_t)snprintf(buf, len, "[");
-  for (int d = 0; d < ndim && at < len; ++d)
-    at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "", (long long)s[d]);
-  if (at < len)
-    snprintf(buf + at, len - at, "]");
-  return buf;
-}
-
 static const char *placement_str(char *buf, size_t len, srt_placement p) {
   if (p.kind == SRT_SHARD)
     snprintf(buf, len, "Shard(%d)", p.dim);
@@ -118,8 +108,8 @@ static srt_status prepare_load(const srt_safetensors *file, const char *stored,
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "checkpoint load: tensor '%s' in '%s' has shape %s, expected "
                      "the %s shape %s (rank at dp=%d, tp=%d)",
-                     name, path, shape_str(a, sizeof a, in->rank, in->shape), which,
-                     shape_str(b, sizeof b, t->ndim, want), coord[0], coord[1]);
+                     name, path, srt_shape_format(a, sizeof a, in->rank, in->shape), which,
+                     srt_shape_format(b, sizeof b, t->ndim, want), coord[0], coord[1]);
   }
   if (in->dtype != SRT_F32 && in->dtype != SRT_BF16 && in->dtype != SRT_F16 &&
       in->dtype != SRT_F64)
@@ -291,7 +281,7 @@ srt_status srt_checkpoint_save_local(const char *path, const srt_mesh *mesh,
       char sh[160], p0[32], p1[32];
       kv[4 + 2 * i] = dup_printf("shardrt.tensor.%s", name_of(t));
       kv[5 + 2 * i] = dup_printf("%s dp=%s tp=%s",
-                                 shape_str(sh, sizeof sh, t->ndim, t->global_shape),
+                                 srt_shape_format(sh, sizeof sh, t->ndim, t->global_shape),
                                  placement_str(p0, sizeof p0, t->placements[0]),
                                  placement_str(p1, sizeof p1, t->placements[1]));
       e[i] = (srt_safetensors_entry){t->name, t->dtype, t->ndim, t->local_shape,

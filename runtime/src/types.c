@@ -1,6 +1,7 @@
 // Element type sizes and names (safetensors spelling).
 #include "shardrt/types.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static const struct {
@@ -19,6 +20,15 @@ size_t srt_dtype_size(srt_dtype dtype) {
 
 const char *srt_dtype_name(srt_dtype dtype) {
   return (unsigned)dtype < SRT_DTYPE_COUNT ? kDtypes[dtype].name : "?";
+}
+
+const char *srt_shape_format(char *buf, size_t len, int rank, const int64_t *shape) {
+  size_t at = (size_t)snprintf(buf, len, "[");
+  for (int d = 0; d < rank && at < len; ++d)
+    at += (size_t)snprintf(buf + at, len - at, "%s%lld", d ? ", " : "", (long long)shape[d]);
+  if (at < len)
+    snprintf(buf + at, len - at, "]");
+  return buf;
 }
 
 srt_dtype srt_dtype_parse(const char *name, size_t len) {

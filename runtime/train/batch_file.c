@@ -26,13 +26,14 @@ static srt_status copy_rows(const srt_safetensors *f, const srt_program *p, cons
                             int allow_ignore, int64_t first_row, int64_t *dst) {
   const srt_tensor_info *t = NULL;
   SRT_RETURN_IF_ERROR(srt_safetensors_find(f, name, &t));
+  char shape[160];
   if (t->dtype != SRT_I64 || t->rank != 2 || t->shape[0] != p->batch || t->shape[1] != p->seq)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "batch file '%s': '%s' must be I64 [%lld, %lld] (the program's batch "
-                     "and sequence length), got %s of rank %d [%lld, %lld]",
+                     "and sequence length), got %s %s",
                      srt_safetensors_path(f), name, (long long)p->batch, (long long)p->seq,
-                     srt_dtype_name(t->dtype), t->rank, (long long)(t->rank > 0 ? t->shape[0] : 0),
-                     (long long)(t->rank > 1 ? t->shape[1] : 0));
+                     srt_dtype_name(t->dtype),
+                     srt_shape_format(shape, sizeof shape, t->rank, t->shape));
   int64_t n = p->batch * p->seq;
   for (int64_t i = 0; i < n; ++i) {
     int64_t v;
@@ -117,7 +118,7 @@ static srt_status load_documents(const srt_safetensors *f, const srt_program *p,
     SRT_RETURN_IF_ERROR(train_documents_segments(path, seg, p->batch, p->seq, first_row,
                                                  p->local_batch, segments));
   // copy_rows checked the labels' dtype and shape
-  return train_documents_check_labels(path, srt_safetensors_lookup(f, "labels"), mask);
+  return train_documents_check_labels(path, srt_safetensors_lookup(f, "labels"), mask, seg);
 }
 
 // A step without document inputs (a hand-written one: offsets -1): the

@@ -51,12 +51,12 @@ static srt_status check_layout(const char *file, const char *name, const srt_ten
     dtype_ok |= t->dtype == ok[i];
   if (dtype_ok && t->rank == 2 && t->shape[0] == batch && t->shape[1] == seq)
     return NULL;
+  char shape[160];
   return SRT_ERROR(SRT_INVALID_ARGUMENT,
                    "batch file '%s': '%s' must be %s [%lld, %lld] (the program's batch and "
-                   "sequence length), got %s of rank %d [%lld, %lld]",
+                   "sequence length), got %s %s",
                    file, name, ok_text, (long long)batch, (long long)seq,
-                   srt_dtype_name(t->dtype), t->rank, (long long)(t->rank > 0 ? t->shape[0] : 0),
-                   (long long)(t->rank > 1 ? t->shape[1] : 0));
+                   srt_dtype_name(t->dtype), srt_shape_format(shape, sizeof shape, t->rank, t->shape));
 }
 
 // Every position in [0, max_positions).
@@ -151,22 +151,29 @@ srt_status train_documents(const char *file, const srt_tensor_info *position_ids
 }
 
 srt_status train_documents_check_labels(const char *file, const srt_tensor_info *labels,
-                                        const srt_tensor_info *attention_mask) {
-  if (!attention_mask)
+                                        const srt_tensor_info *attention_mask,
+                                        const srt_tensor_info *segment_ids) {
+  if (!attention_mask && !segment_ids)
     return NULL;
   int64_t seq = labels->shape[1], n = labels->shape[0] * seq;
   for (int64_t i = 0; i < n; ++i) {
     int64_t label;
     memcpy(&label, (const uint8_t *)labels->data + (size_t)i * sizeof label, sizeof label);
-    if (i % seq == 0 || label == -100 || element(attention_mask, i - 1) != 0)
+    if (i % seq == 0 || label == -100)
+      continue;
+    bool padding = attention_mask ? element(attention_mask, i - 1) == 0
+                                  : element(segment_ids, i - 1) == -1;
+    if (!padding)
       continue;
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "batch file '%s': labels[%lld][%lld] = %lld is scored, but the logits "
-                     "that predict it are those of token %lld, padding (attention_mask 0), "
-                     "which attends to no key here (transformers gives it an average over the "
-                     "row): set the label to -100, as a padded position carries no loss",
+                     "that predict it are those of token %lld, padding (%s), which attends to "
+                     "no key here (transformers' eager attention still lets it attend, so the "
+                     "two losses would differ): set the label to -100, as a padded position "
+                     "carries no loss",
                      file, (long long)(i / seq), (long long)(i % seq), (long long)label,
-                     (long long)(i % seq - 1));
+                     (long long)(i % seq - 1),
+                     attention_mask ? "attention_mask 0" : "segment_ids -1");
   }
   return NULL;
 }

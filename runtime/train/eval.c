@@ -8,19 +8,23 @@
 #include "train_internal.h"
 
 srt_status train_eval_check(const srt_program *p, const srt_tokens *tokens, const char *path,
-                            int64_t batches) {
-  int64_t have = srt_tokens_count(tokens), per_batch = p->batch * p->seq;
-  int64_t limit = have / per_batch + (have % per_batch != 0); // batches starting in the file
+                            int64_t packed_rows, int64_t batches) {
+  // Batches that start inside the file: in packed rows (version 2) or in
+  // windows of batch x seq tokens (version 1).
+  int64_t have = packed_rows > 0 ? packed_rows : srt_tokens_count(tokens);
+  int64_t per_batch = packed_rows > 0 ? p->batch : p->batch * p->seq;
+  int64_t limit = have / per_batch + (have % per_batch != 0);
   if (limit < 1)
     limit = 1;
   if (batches <= limit)
     return NULL;
   return SRT_ERROR(SRT_INVALID_ARGUMENT,
-                   "--eval-batches %lld: '%s' holds %lld tokens, where batches of %lld x %lld "
+                   "--eval-batches %lld: '%s' holds %lld %s, where batches of %lld x %lld "
                    "tokens start %lld times at most: batches past %lld would evaluate the same "
                    "tokens again (adding time, not data); give --eval-batches %lld or fewer, or "
                    "a larger --eval-data file",
-                   (long long)batches, path, (long long)have, (long long)p->batch,
+                   (long long)batches, path, (long long)have,
+                   packed_rows > 0 ? "packed rows" : "tokens", (long long)p->batch,
                    (long long)p->seq, (long long)limit, (long long)limit, (long long)limit);
 }
 

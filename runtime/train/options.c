@@ -60,12 +60,14 @@ static srt_status read_size(const train_flag *f, const char *v, train_options *o
 static const train_flag kFlags[] = {
     {"--data", "TOKENS", read_path, F(data), 0, NULL, 0,
      "a token file (shard-tokens): step k trains on its k-th window of batch x seq\n"
-     "tokens; required unless --batch-file"},
+     "tokens, or on its k-th batch of packed documents (a version 2 file);\n"
+     "required unless --batch-file"},
     {"--batch-file", "FILE", read_path, F(batch_file), 0, NULL, 0,
      "safetensors with input_ids and labels, I64 [batch, seq] (labels may hold\n"
-     "-100, ignored by the loss), and optionally position_ids (I64) and\n"
-     "attention_mask (0/1), read as transformers does; used for every step\n"
-     "instead of token-file batches; any other tensor is refused"},
+     "-100, ignored by the loss), and optionally position_ids (I64) and either\n"
+     "attention_mask (0/1, read as transformers does) or segment_ids (I64, each\n"
+     "token's document, -1 padding); used for every step instead of token-file\n"
+     "batches; any other tensor is refused"},
     {"--steps", "K", read_steps, F(steps), 1, NULL, 0,
      "the last step to run, required (a resumed run continues to K)"},
     {"--lr", "F", read_lr, 0, 0, NULL, TRAIN_GIVEN_LR,

@@ -208,18 +208,25 @@ static int setup_eval_data(train_run *r) {
   if (!s)
     s = srt_tokens_check_vocab(r->eval_tokens, p->vocab);
   if (!s)
-    s = train_eval_check(p, r->eval_tokens, o->eval_data, o->eval_batches);
-  if (!s)
     s = setup_documents(r, r->eval_tokens, o->eval_data, &r->eval_plan);
+  if (!s)
+    s = train_eval_check(p, r->eval_tokens, o->eval_data, r->eval_plan.rows, o->eval_batches);
   if (train_any_failed(r->ctx, s))
     return 1;
-  int64_t need = o->eval_batches * p->batch * p->seq, have = srt_tokens_count(r->eval_tokens);
+  // Packed rows (version 2): K batches read K x batch rows of the epoch's;
+  // windows (version 1): K x batch x seq tokens of the file's.
+  int64_t need = o->eval_batches * p->batch, have = r->eval_plan.rows;
+  if (!r->eval_plan.rows) {
+    need *= p->seq;
+    have = srt_tokens_count(r->eval_tokens);
+  }
   if (r->rank == 0 && have < need)
     fprintf(stderr,
-            "train: warning: --eval-batches %lld of %lld x %lld tokens read %lld tokens, "
-            "'%s' has %lld: the evaluation windows overlap (fewer distinct tokens)\n",
+            "train: warning: --eval-batches %lld of %lld x %lld tokens read %lld %s, '%s' has "
+            "%lld: the evaluation %s (fewer distinct tokens)\n",
             (long long)o->eval_batches, (long long)p->batch, (long long)p->seq,
-            (long long)need, o->eval_data, (long long)have);
+            (long long)need, r->eval_plan.rows ? "packed rows" : "tokens", o->eval_data,
+            (long long)have, r->eval_plan.rows ? "repeats rows" : "windows overlap");
   return 0;
 }
 

@@ -386,12 +386,14 @@ typedef struct train_options {
 
 /// Refuses --eval-batches `batches` (the file `path`, opened as `tokens`)
 /// when it is more than the batches that start inside the file,
-/// ceil(tokens / (batch x seq)) (at least 1): from there on the windows wrap
-/// and every batch re-reads tokens already evaluated, so that a huge count
-/// only costs time (1e9 never finishes). SRT_INVALID_ARGUMENT naming the
-/// count, the file's tokens and the limit.
+/// ceil(tokens / (batch x seq)) for windows, ceil(packed_rows / batch) for
+/// a version 2 file whose epoch packs into `packed_rows` rows (0: windows),
+/// at least 1: from there on the batches wrap and re-read what was already
+/// evaluated, so that a huge count only costs time (1e9 never finishes).
+/// SRT_INVALID_ARGUMENT naming the count, the file's tokens or rows and the
+/// limit.
 srt_status train_eval_check(const srt_program *p, const srt_tokens *tokens, const char *path,
-                            int64_t batches);
+                            int64_t packed_rows, int64_t batches);
 
 /// Checks where the files of `o` lie, before any step: with the working
 /// directory removed (getcwd: ENOENT), no path may be relative (it names
@@ -695,16 +697,18 @@ srt_status train_documents(const char *file, const srt_tensor_info *position_ids
                            int64_t *positions, int64_t *segments);
 
 /// Refuses a batch whose `labels` (I64 [batch, seq], checked by the
-/// caller) score a token right after a padding token (`attention_mask`,
-/// checked by train_documents, 0 at column t - 1 and labels[b][t] != -100):
+/// caller) score a token right after a padding token (`attention_mask` 0,
+/// checked by train_documents, or else `segment_ids` -1, checked by
+/// train_documents_segments, at column t - 1, and labels[b][t] != -100):
 /// the loss shifts the labels, so the logits of that padding query would
 /// be scored, and a padding query attends to no key (the documents
-/// contract; transformers' eager attention gives it a uniform average over
-/// the row instead, so the two losses would differ). Nothing to check
-/// without a mask (NULL). Errors: SRT_INVALID_ARGUMENT naming the file, the
-/// label's row, column and value, and the padding token.
+/// contract; transformers' eager attention still lets it attend, so the
+/// two losses would differ). Nothing to check without either (NULL).
+/// Errors: SRT_INVALID_ARGUMENT naming the file, the label's row, column
+/// and value, and the padding token.
 srt_status train_documents_check_labels(const char *file, const srt_tensor_info *labels,
-                                        const srt_tensor_info *attention_mask);
+                                        const srt_tensor_info *attention_mask,
+                                        const srt_tensor_info *segment_ids);
 
 /// Rows [first_row, first_row + rows) of a batch file's `segment_ids` (I64
 /// [batch, seq]: the step's own input, each token's document in its row,

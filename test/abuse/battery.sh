@@ -357,8 +357,8 @@ for b in extra pos-neg pos-i32 pos-rank1 pos-shape mask-2 mask-f32; do
     extra) want="tensor 'token_type_ids' is not one the driver reads" ;;
     pos-neg) want="position_ids[0][5] = -1 is negative" ;;
     pos-i32) want="'position_ids' must be I64 [4, 16]" ;;
-    pos-rank1) want="got I64 of rank 1 [64, 0]" ;;
-    pos-shape) want="got I64 of rank 2 [8, 8]" ;;
+    pos-rank1) want="got I64 [64]" ;;
+    pos-shape) want="got I64 [8, 8]" ;;
     mask-2) want="attention_mask[1][3] = 2 is neither 0" ;;
     mask-f32) want="'attention_mask' must be I64, I32, I8, U8 or BOOL" ;;
   esac

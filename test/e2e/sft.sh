@@ -71,6 +71,12 @@ paste -d' ' <(evals "$W/straight.log") <(evals "$W/tp1.log") | awk -v t="$RTOL" 
   { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || !($2 > 0) || d > t * $4) bad = 1 }
   END { exit bad }' || { paste <(evals "$W/straight.log") <(evals "$W/tp1.log"); fail "eval losses"; }
 echo "SFT packed evaluation: tp2+SP = tp1 (rtol $RTOL) ok"
+# The evaluation's batches count packed rows: 2 batches of 4 fit the
+# held-out epoch without a repeat warning, 1000 are refused in rows.
+if grep -q "warning: --eval-batches" "$W/straight.log"; then cat "$W/straight.log"; fail "a false repeat warning"; fi
+expect_error "eval-batches past the packed rows" "--eval-batches 1000: '$W/heldout.tok' holds" \
+  "packed rows, where batches of 4 x 128 tokens start" -- \
+  run 1 "$W/tp1" "${TRAIN[@]}" --steps 1 --eval-data "$W/heldout.tok" --eval-batches 1000
 # A held-out pair whose prompt fills the first batch (4 rows of 128) and
 # more: batch 1 scores nothing, batch 2 the completion. Evaluation is the
 # mean over scored labels, so one batch reports NO LABELS, and two batches

@@ -58,6 +58,10 @@ size_t srt_dtype_size(srt_dtype dtype);
 /// safetensors' name of `dtype` ("F32", "BF16", ...); "?" if invalid.
 const char *srt_dtype_name(srt_dtype dtype);
 
+/// Writes a shape as "[8, 6]" ("[]" for rank 0) into buf (`len` bytes,
+/// truncated when short) and returns buf, for messages.
+const char *srt_shape_format(char *buf, size_t len, int rank, const int64_t *shape);
+
 /// Parses a safetensors dtype name of `len` bytes; returns SRT_DTYPE_COUNT
 /// if it is not one of ours.
 srt_dtype srt_dtype_parse(const char *name, size_t len);

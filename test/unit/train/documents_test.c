@@ -159,7 +159,7 @@ static void test_refusals(void **state) {
   pos.info.rank = 1; // [8]
   pos.info.shape[0] = 8;
   pos.info.shape[1] = 0;
-  refused(&pos.info, NULL, 2, 4, 512, 0, 2, (const char *[]){"rank 1 [8, 0]", NULL});
+  refused(&pos.info, NULL, 2, 4, 512, 0, 2, (const char *[]){"got I64 [8]", NULL});
   const int64_t m[] = {1, 1, 1, 1, 0, 1, 2, 1};
   tensor mask;
   make(&mask, SRT_I64, 2, 4, m);
@@ -183,21 +183,32 @@ static void test_labels_after_padding(void **state) {
   tensor mask, labels;
   make(&mask, SRT_BOOL, 2, 5, m);
   make(&labels, SRT_I64, 2, 5, ok);
-  assert_null(train_documents_check_labels("b.safetensors", &labels.info, &mask.info));
-  assert_null(train_documents_check_labels("b.safetensors", &labels.info, NULL));
+  assert_null(train_documents_check_labels("b.safetensors", &labels.info, &mask.info, NULL));
+  assert_null(train_documents_check_labels("b.safetensors", &labels.info, NULL, NULL));
   const int64_t first[] = {-100, -100, 5, 7, 8, /**/ 1, 2, 3, 4, -100};
   make(&labels, SRT_I64, 2, 5, first); // the first real token, scored from token 1
-  srt_status st = train_documents_check_labels("b.safetensors", &labels.info, &mask.info);
+  srt_status st = train_documents_check_labels("b.safetensors", &labels.info, &mask.info, NULL);
   assert_non_null(st);
   assert_non_null(strstr(srt_status_message(st), "'b.safetensors': labels[0][2] = 5"));
   assert_non_null(strstr(srt_status_message(st), "token 1, padding"));
   srt_status_free(st);
   const int64_t tail[] = {-100, -100, -100, 7, 8, /**/ 1, 2, 3, 4, 9};
   make(&labels, SRT_I64, 2, 5, tail); // scored from the padding token at column 3
-  st = train_documents_check_labels("b.safetensors", &labels.info, &mask.info);
+  st = train_documents_check_labels("b.safetensors", &labels.info, &mask.info, NULL);
   assert_non_null(st);
   assert_non_null(strstr(srt_status_message(st), "labels[1][4] = 9"));
   srt_status_free(st);
+  // The same padding given as segment_ids -1: the same refusal.
+  const int64_t sg[] = {-1, -1, 0, 0, 0, /**/ 0, 0, 0, -1, -1};
+  tensor seg;
+  make(&seg, SRT_I64, 2, 5, sg);
+  st = train_documents_check_labels("b.safetensors", &labels.info, NULL, &seg.info);
+  assert_non_null(st);
+  assert_non_null(strstr(srt_status_message(st), "labels[1][4] = 9"));
+  assert_non_null(strstr(srt_status_message(st), "token 3, padding (segment_ids -1)"));
+  srt_status_free(st);
+  make(&labels, SRT_I64, 2, 5, ok);
+  assert_null(train_documents_check_labels("b.safetensors", &labels.info, NULL, &seg.info));
 }
 
 int main(void) {
