@@ -177,9 +177,33 @@ static int resolve_special(const tok_tokenizer *t, const char *what, special_mod
   return 0;
 }
 
+// The special token a TemplateProcessing post-processor of tokenizer.json
+// (top level, or inside a Sequence's processors) puts before the text of a
+// single sequence (its "single" template's first item), or NULL: what
+// encode(add_special_tokens=True) adds, as Llama 3's tokenizers add
+// <|begin_of_text|> with no add_bos_token in tokenizer_config.json. The
+// string lives in `tok` (json_decref it after use).
+static const char *template_bos(json_t *tok) {
+  json_t *pp = json_object_get(tok, "post_processor");
+  json_t *list = json_object_get(pp, "processors");
+  size_t n = json_is_array(list) ? json_array_size(list) : 1;
+  for (size_t i = 0; i < n; ++i) {
+    json_t *p = json_is_array(list) ? json_array_get(list, i) : pp;
+    const char *type = json_string_value(json_object_get(p, "type"));
+    if (!type || strcmp(type, "TemplateProcessing"))
+      continue;
+    json_t *first = json_array_get(json_object_get(p, "single"), 0);
+    json_t *id = json_object_get(json_object_get(first, "SpecialToken"), "id");
+    return json_is_string(id) ? json_string_value(id) : NULL;
+  }
+  return NULL;
+}
+
 // BOS and EOS ids from the flags, else tokenizer_config.json beside the
-// tokenizer: BOS when add_bos_token is true, EOS whenever eos_token is set
-// (documents are separated by EOS).
+// tokenizer: BOS when add_bos_token is true, or, where it does not say,
+// the special token tokenizer.json's TemplateProcessing puts first (as
+// transformers' encode does); EOS whenever eos_token is set (documents are
+// separated by EOS).
 static int specials(const tok_tokenizer *t, const options *o, int32_t *bos, int32_t *eos) {
   char *dir = strdup(o->tokenizer), *path = NULL;
   json_t *config = NULL;
@@ -197,10 +221,18 @@ static int specials(const tok_tokenizer *t, const options *o, int32_t *bos, int3
     free(path);
     path = NULL;
   }
-  int rc = resolve_special(t, "bos", o->bos_mode, o->bos, special_token(config, "bos_token"),
-                           json_is_true(json_object_get(config, "add_bos_token")), path, bos) ||
+  const char *bos_token = special_token(config, "bos_token");
+  bool add_bos = json_is_true(json_object_get(config, "add_bos_token"));
+  json_t *tok = NULL; // tokenizer.json, read again for its post-processor only
+  if (!json_object_get(config, "add_bos_token") &&
+      (tok = json_load_file(o->tokenizer, 0, NULL)) && template_bos(tok)) {
+    bos_token = template_bos(tok);
+    add_bos = true;
+  }
+  int rc = resolve_special(t, "bos", o->bos_mode, o->bos, bos_token, add_bos, path, bos) ||
            resolve_special(t, "eos", o->eos_mode, o->eos, special_token(config, "eos_token"),
                            true, path, eos);
+  json_decref(tok);
   json_decref(config);
   free(dir);
   free(path);
