@@ -21,7 +21,7 @@
 #include "shard_ops.h"
 #include "warning.h"
 
-enum { kOptPlan, kOptTp, kOptDp, kOptSp, kOptModelType, kOptDpReplicate };
+enum { kOptPlan, kOptTp, kOptDp, kOptSp, kOptModelType, kOptDpReplicate, kOptCp };
 
 // What a style does to one op: tp-axis placements of the weight (operand 1)
 // and bias (operand 2), the placement wanted for the activation input
@@ -562,6 +562,59 @@ static void check_family(MlirOperation func, const char *plan, const char *model
   }
 }
 
+// The first Mamba2 mixer of the function's body, or a null op.
+static MlirOperation first_mamba2(MlirBlock body) {
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op))
+    if (nn_op_kind_of(op) == NN_OP_MAMBA2_MIXER)
+      return op;
+  return (MlirOperation){NULL};
+}
+
+// Context parallelism (cp > 1) splits every row of the step into 2 x cp
+// chunks, rank r of cp holding chunks r and 2 x cp - 1 - r (Megatron-LM's
+// and torch's head-tail load balance for causal attention). The checks
+// that name the values come first; then cp > 1 is refused as a whole,
+// because the sequence sharding of the activations is not implemented.
+static bool check_cp(plan_run *r, MlirOperation func, int64_t cp) {
+  if (cp < 1) {
+    report(r, func, "the cp size must be positive, got cp=%lld", (long long)cp);
+    return false;
+  }
+  if (cp == 1)
+    return true;
+  MlirOperation mamba = first_mamba2(r->body);
+  if (!mlirOperationIsNull(mamba)) {
+    report(r, mamba,
+           "context parallelism (cp=%lld) is refused for this model's Mamba2 mixers: they "
+           "would switch from the sequence split to a head split by an all-to-all over cp, "
+           "which is not implemented; use cp=1",
+           (long long)cp);
+    return false;
+  }
+  // input_ids, block argument 0: [batch, seq].
+  int64_t seq = -1;
+  if (mlirBlockGetNumArguments(r->body)) {
+    MlirType ids = mlirValueGetType(mlirBlockGetArgument(r->body, 0));
+    if (mlirTypeIsARankedTensor(ids) && mlirShapedTypeGetRank(ids) == 2)
+      seq = mlirShapedTypeGetDimSize(ids, 1);
+  }
+  if (seq > 0 && seq % (2 * cp)) {
+    report(r, func,
+           "the sequence length %lld is not divisible by 2 x cp = %lld: context parallelism "
+           "splits each row into 2 x cp load-balanced chunks (rank r of cp holding chunks r "
+           "and 2 x cp - 1 - r)",
+           (long long)seq, (long long)(2 * cp));
+    return false;
+  }
+  report(r, func,
+         "context parallelism (cp=%lld) is not implemented yet: the runtime has the dp x cp x "
+         "tp mesh, but the step's activations are not sharded on the sequence over cp "
+         "(issue 42); use cp=1",
+         (long long)cp);
+  return false;
+}
+
 static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
                                    const char *model_type) {
   plan_run r = {.ctx = mlirOperationGetContext(func), .func = func};
@@ -574,6 +627,8 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
            (long long)r.mesh.size[1], (long long)r.mesh.size[0]);
     return mlirLogicalResultFailure();
   }
+  if (!check_cp(&r, func, o[kOptCp].i))
+    return mlirLogicalResultFailure();
   MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
   for (intptr_t i = 0; !mlirAttributeIsNull(attrs) && i < mlirArrayAttrGetNumElements(attrs); ++i)
     if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(
@@ -668,6 +723,8 @@ static const tp_option_info kOptions[] = {
                        "module's nn.model_type)"},
     [kOptDpReplicate] = {"dp-replicate", TP_OPTION_BOOL, "false",
                          "replicate parameters over dp (DDP) instead of FSDP's Shard(0)"},
+    [kOptCp] = {"cp", TP_OPTION_INT, "1",
+                "context-parallel size (the sequence split over cp; only 1 is implemented)"},
 };
 
 const tp_pass_info tp_plan_pass = {

@@ -1,4 +1,4 @@
-// srt_context: MPI start-up, the dp x tp mesh and its communicators, created
+// srt_context: MPI start-up, the dp x cp x tp mesh and its communicators, created
 // once; the arena and the collective scratch; releasing them (the teardown
 // that first drains the collectives in flight is teardown.c's).
 #include "context_internal.h"
@@ -12,6 +12,7 @@ static const char *const kGroupNames[SRT_GROUP_COUNT] = {
     [SRT_GROUP_DP] = "dp",
     [SRT_GROUP_TP] = "tp",
     [SRT_GROUP_DP_CP] = "dp_cp",
+    [SRT_GROUP_CP] = "cp",
 };
 
 srt_status srt_group_annotate(const srt_group *g, srt_status s) {
@@ -38,6 +39,7 @@ srt_context_options srt_context_default_options(void) {
   srt_context_options o;
   memset(&o, 0, sizeof o);
   o.dp = 0;
+  o.cp = 1;
   o.tp = 1;
   o.comm = MPI_COMM_NULL;
   o.timeout_s = 600;
@@ -60,6 +62,23 @@ static srt_status split_group(srt_context *ctx, srt_group *g, int color, int key
   return NULL;
 }
 
+// Every rank must build the same mesh, or the splits would pair ranks
+// wrongly; one small all-reduce tells every rank at once.
+static srt_status agree_on_mesh(srt_group *world, const srt_context_options *o) {
+  int v[6] = {o->dp, o->cp, o->tp, -o->dp, -o->cp, -o->tp};
+  SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT, MPI_MAX, world->comm));
+  if (v[0] == o->dp && v[1] == o->cp && v[2] == o->tp && -v[3] == o->dp && -v[4] == o->cp &&
+      -v[5] == o->tp)
+    return NULL;
+  return srt_status_annotate(SRT_ERROR(SRT_INVALID_ARGUMENT,
+                                       "context: ranks disagree on the mesh: this rank has "
+                                       "dp=%d cp=%d tp=%d, others range over dp=%d..%d "
+                                       "cp=%d..%d tp=%d..%d",
+                                       o->dp, o->cp, o->tp, -v[3], v[0], -v[4], v[1], -v[5],
+                                       v[2]),
+                             world->rank, "world rank %d", world->rank);
+}
+
 static srt_status build(srt_context *ctx, const srt_context_options *o) {
   srt_group *world = &ctx->groups[SRT_GROUP_WORLD];
   MPI_Comm parent = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
@@ -72,26 +91,20 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   for (int k = 0; k < SRT_GROUP_COUNT; ++k)
     ctx->groups[k].world_rank = world->rank;
 
-  // Every rank must build the same mesh, or the splits below would pair
-  // ranks wrongly; one small all-reduce tells every rank at once.
-  int v[4] = {o->dp, o->tp, -o->dp, -o->tp};
-  SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT, MPI_MAX, world->comm));
-  if (v[0] != o->dp || v[1] != o->tp || -v[2] != o->dp || -v[3] != o->tp)
-    return srt_status_annotate(SRT_ERROR(SRT_INVALID_ARGUMENT,
-                                         "context: ranks disagree on the mesh: this rank has "
-                                         "dp=%d tp=%d, others range over dp=%d..%d tp=%d..%d",
-                                         o->dp, o->tp, -v[2], v[0], -v[3], v[1]),
-                               world->rank, "world rank %d", world->rank);
-  SRT_RETURN_IF_ERROR(srt_mesh_init(&ctx->mesh, world->size, o->dp, o->tp));
+  SRT_RETURN_IF_ERROR(agree_on_mesh(world, o));
+  int cp = o->cp > 0 ? o->cp : 1;
+  SRT_RETURN_IF_ERROR(srt_mesh_init_cp(&ctx->mesh, world->size, o->dp, cp, o->tp));
   srt_mesh_coord(&ctx->mesh, world->rank, ctx->coord);
   int dpi = ctx->coord[SRT_MESH_DP], tpi = ctx->coord[SRT_MESH_TP];
+  int cpi = srt_mesh_cp_index(&ctx->mesh, world->rank), tp = o->tp;
 
-  // tp: same dp index, ordered by tp index; dp and dp_cp: same tp index.
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_TP], dpi, tpi));
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP], tpi, dpi));
-  // No context parallelism yet: dp_cp has dp's members, but is its own
-  // communicator so that adding CP changes only this split.
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP_CP], tpi, dpi));
+  // tp: same dp and cp index, ordered by tp index; dp: same cp and tp
+  // index; cp: same dp and tp index; dp_cp (where the loss, the gradients
+  // and their norm are reduced): same tp index, ordered dp-major.
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_TP], dpi * cp + cpi, tpi));
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP], cpi * tp + tpi, dpi));
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP_CP], tpi, dpi * cp + cpi));
+  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_CP], dpi * tp + tpi, cpi));
 
   if (o->arena_bytes) {
     SRT_RETURN_IF_ERROR(srt_arena_init(&ctx->arena, o->arena_bytes));

@@ -209,14 +209,15 @@ bool tool_pipeline_add_flag(MlirContext ctx, MlirPassManager pm, const char *fla
 }
 
 bool tool_pipeline_add_tp_plan(MlirPassManager pm, const char *plan, int64_t tp, int64_t dp,
-                               bool sequence_parallel, bool dp_replicate, char *err,
-                               size_t errlen) {
+                               int64_t cp, bool sequence_parallel, bool dp_replicate,
+                               char *err, size_t errlen) {
   tp_option_setting settings[] = {{"plan", {.s = (char *)plan}},
                                   {"tp", {.i = tp}},
                                   {"dp", {.i = dp}},
                                   {"sequence-parallel", {.b = sequence_parallel}},
-                                  {"dp-replicate", {.b = dp_replicate}}};
-  MlirPass pass = tp_pass_create_with(&tp_plan_pass, 5, settings, err, errlen);
+                                  {"dp-replicate", {.b = dp_replicate}},
+                                  {"cp", {.i = cp}}};
+  MlirPass pass = tp_pass_create_with(&tp_plan_pass, 6, settings, err, errlen);
   if (!pass.ptr)
     return false;
   mlirPassManagerAddOwnedPass(pm, pass);

@@ -21,14 +21,15 @@
 bool tool_pipeline_add(MlirPassManager pm, const char *text, char *err,
                        size_t errlen);
 
-/// Adds tp-plan for `plan` (a built-in plan's name or a plan file), tp and
-/// dp sizes, sequence parallelism and (with `dp_replicate`) parameters
+/// Adds tp-plan for `plan` (a built-in plan's name or a plan file), tp, dp
+/// and cp sizes (cp > 1 is refused by the pass, naming the values: context
+/// parallelism is not implemented yet), sequence parallelism and (with `dp_replicate`) parameters
 /// replicated over dp instead of FSDP's Shard(0) to `pm` at module level, created from
 /// these values (tp_pass_create_with): the plan is never spliced into
 /// pipeline text, so no name can add passes or options of its own.
 bool tool_pipeline_add_tp_plan(MlirPassManager pm, const char *plan, int64_t tp, int64_t dp,
-                               bool sequence_parallel, bool dp_replicate, char *err,
-                               size_t errlen);
+                               int64_t cp, bool sequence_parallel, bool dp_replicate,
+                               char *err, size_t errlen);
 
 /// Adds one pass given as a driver flag body: `name` or `name=options` (the
 /// mlir-opt form `--name="a=1 b=2"`), ours or upstream, at module level; an

@@ -1,7 +1,7 @@
 // shard-compile: a Hugging Face config.json to an ahead-of-time compiled,
 // tensor-parallel training executable.
 //
-//   shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]
+//   shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M] [--cp-size=C]
 //                 [--sequence-parallel] --batch B --seq S -o train
 //                 [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--keep-logits]
 //                 [--backend=cpu|cuda]
@@ -38,13 +38,14 @@
 
 typedef struct options {
   const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
-  int64_t tp, dp, batch, seq, device_memory, micro_batch;
+  int64_t tp, dp, cp, batch, seq, device_memory, micro_batch;
   bool sp, dp_replicate, timing, keep_logits, no_overlap, cpu_offload;
 } options;
 
 static void usage(FILE *out) {
   fprintf(out,
           "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
+          "                     [--cp-size=C]\n"
           "                     [--sequence-parallel] [--dp-replicate] --batch B --seq S -o OUT\n"
           "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
@@ -56,7 +57,9 @@ static void usage(FILE *out) {
           "parameters, gradients and AdamW moments are sharded over dp as FSDP does\n"
           "(each parameter's dim 0; gathered before each use, gradients\n"
           "reduce-scattered); --dp-replicate keeps a whole copy on every dp rank\n"
-          "instead (DDP). --emit=mlir\n"
+          "instead (DDP). --cp-size C (context parallelism, a dp x cp x tp mesh launched\n"
+          "as mpirun -np DP*CP*TP) is refused above 1 for now: the sequence sharding of\n"
+          "the activations over cp is not implemented yet. --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
           "--weights checks a checkpoint's names, shapes and dtypes first.\n"
           "--keep-logits keeps the lm_head output to the end of the step (its memory\n"
@@ -133,8 +136,9 @@ static bool parse_bytes(const char *v, int64_t *out) {
 
 // The flags that take a value (`--flag VALUE` or `--flag=VALUE`).
 static bool takes_value(const char *a) {
-  static const char *const flags[] = {"-o",    "--tp-plan", "--tp-size", "--dp-size", "--batch",
-                                      "--seq", "--weights", "--emit",    "--backend",
+  static const char *const flags[] = {"-o",        "--tp-plan", "--tp-size", "--dp-size",
+                                      "--cp-size", "--batch",   "--seq",     "--weights",
+                                      "--emit",    "--backend",
                                       "--memory-report", "--device-memory", "--micro-batch"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
     if (!strcmp(a, flags[i]))
@@ -143,7 +147,7 @@ static bool takes_value(const char *a) {
 }
 
 static int parse(int argc, char **argv, options *o) {
-  static const char *const kFlags[] = {"-o", "--tp-plan", "--tp-size", "--dp-size",
+  static const char *const kFlags[] = {"-o", "--tp-plan", "--tp-size", "--dp-size", "--cp-size",
                                        "--batch", "--seq", "--weights", "--emit",
                                        "--backend", "--sequence-parallel", "--timing",
                                        "--keep-logits", "--memory-report", "--device-memory",
@@ -151,7 +155,7 @@ static int parse(int argc, char **argv, options *o) {
                                        "--dp-replicate", "--no-overlap", "--cpu-offload",
                                        NULL};
   tool_seen seen = {{0}};
-  *o = (options){.tp = 1, .dp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
+  *o = (options){.tp = 1, .dp = 1, .cp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
     if (!tool_seen_once(&seen, "shard-compile", kFlags, a))
@@ -169,6 +173,8 @@ static int parse(int argc, char **argv, options *o) {
       ok = positive("--tp-size", v, &o->tp);
     else if (value(a, "--dp-size", &v))
       ok = positive("--dp-size", v, &o->dp);
+    else if (value(a, "--cp-size", &v))
+      ok = positive("--cp-size", v, &o->cp);
     else if (value(a, "--batch", &v))
       ok = positive("--batch", v, &o->batch);
     else if (value(a, "--seq", &v))
@@ -314,8 +320,8 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
            "builtin.module(nn-verify, nn-autodiff{recompute=%s}, nn-optimizer)", o->recompute);
   bool ok =
       tool_pipeline_add(pm, autodiff, err, sizeof err) &&
-      tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->sp, o->dp_replicate, err,
-                                sizeof err) &&
+      tool_pipeline_add_tp_plan(pm, o->plan, o->tp, o->dp, o->cp, o->sp, o->dp_replicate,
+                                err, sizeof err) &&
       tool_pipeline_add(pm,
                         o->no_overlap ? "builtin.module(tp-partition)"
                                       : "builtin.module(tp-partition, overlap-collectives)",

@@ -39,7 +39,7 @@ static MlirPassManager build_pass_manager(MlirContext ctx, const options *o) {
     // nn-verify, tp-plan (built from the values: a plan name or path is
     // never read as pipeline text), tp-partition.
     ok = ok && tool_pipeline_add(pm, "builtin.module(nn-verify)", err, sizeof err) &&
-         tool_pipeline_add_tp_plan(pm, o->tp_plan, o->tp_size, o->dp_size,
+         tool_pipeline_add_tp_plan(pm, o->tp_plan, o->tp_size, o->dp_size, o->cp_size,
                                    o->sequence_parallel, o->dp_replicate, err, sizeof err) &&
          tool_pipeline_add(pm, "builtin.module(tp-partition)", err, sizeof err);
     if (!ok)

@@ -18,7 +18,7 @@ typedef enum { F_BOOL, F_VALUE, F_OPTIONAL } flag_kind;
 typedef enum {
   F_OUTPUT, F_PIPELINE, F_SPLIT, F_VERIFY_DIAGNOSTICS, F_BEFORE_ALL, F_AFTER_ALL,
   F_AFTER_FAILURE, F_DEBUGINFO, F_GENERIC, F_ALLOW_UNREGISTERED, F_VERIFY_EACH, F_TP_PLAN,
-  F_TP_SIZE, F_DP_SIZE, F_SEQUENCE_PARALLEL, F_DP_REPLICATE, F_REPORT, F_COUNT
+  F_TP_SIZE, F_DP_SIZE, F_CP_SIZE, F_SEQUENCE_PARALLEL, F_DP_REPLICATE, F_REPORT, F_COUNT
 } flag_id;
 
 static const struct {
@@ -39,6 +39,7 @@ static const struct {
     [F_TP_PLAN] = {"tp-plan", F_VALUE},
     [F_TP_SIZE] = {"tp-size", F_VALUE},
     [F_DP_SIZE] = {"dp-size", F_VALUE},
+    [F_CP_SIZE] = {"cp-size", F_VALUE},
     [F_SEQUENCE_PARALLEL] = {"sequence-parallel", F_BOOL},
     [F_DP_REPLICATE] = {"dp-replicate", F_BOOL},
     [F_REPORT] = {"report", F_BOOL},
@@ -84,6 +85,7 @@ static bool apply(options *o, flag_id id, const char *arg, const char *v) {
   case F_TP_PLAN: o->tp_plan = v; return true;
   case F_TP_SIZE: return tool_parse_count("shard-opt", "--tp-size", v, max, &o->tp_size);
   case F_DP_SIZE: return tool_parse_count("shard-opt", "--dp-size", v, max, &o->dp_size);
+  case F_CP_SIZE: return tool_parse_count("shard-opt", "--cp-size", v, max, &o->cp_size);
   case F_SPLIT:
     // mlir-opt 22 takes another marker as the value; we split at the default.
     if (v && *v && strcmp(v, "// -----")) {
@@ -146,11 +148,11 @@ static bool parse_flag(int argc, char **argv, int *i, const char *body, options 
 
 // The checks across flags, once all are read.
 static int check(options *o) {
-  if ((o->tp_size > 1 || o->dp_size > 1 || o->sequence_parallel || o->dp_replicate ||
-       o->report) &&
+  if ((o->tp_size > 1 || o->dp_size > 1 || o->cp_size > 1 || o->sequence_parallel ||
+       o->dp_replicate || o->report) &&
       !o->tp_plan) {
-    fprintf(stderr, "shard-opt: --tp-size, --dp-size, --sequence-parallel, --dp-replicate and "
-                    "--report need --tp-plan=NAME|FILE\n");
+    fprintf(stderr, "shard-opt: --tp-size, --dp-size, --cp-size, --sequence-parallel, "
+                    "--dp-replicate and --report need --tp-plan=NAME|FILE\n");
     return 1;
   }
   if (!tool_check_path("shard-opt", "input", o->input) ||
@@ -171,7 +173,7 @@ static int check(options *o) {
 
 int opt_parse(int argc, char **argv, options *o) {
   *o = (options){.input = "-", .output = "-", .verify_each = true, .tp_size = 1,
-                 .dp_size = 1};
+                 .dp_size = 1, .cp_size = 1};
   o->pass_flags = calloc((size_t)argc, sizeof(char *));
   o->pass_args = calloc((size_t)argc, sizeof(char *));
   if (!o->pass_flags || !o->pass_args) {
@@ -237,6 +239,9 @@ void opt_print_help(void) {
       "                               tp-partition. FILE: a JSON plan; NAME: one of\n"
       "                               " TP_PLAN_NAMES "\n"
       "  --tp-size=N, --dp-size=M     Mesh sizes (default 1)\n"
+      "  --cp-size=C                  Context-parallel size: the mesh is dp x cp x tp\n"
+      "                               (default 1; larger sizes are refused: not\n"
+      "                               implemented yet)\n"
       "  --sequence-parallel          Use the plan's sequence-parallel variant\n"
       "  --dp-replicate               Replicate parameters over dp (default with dp > 1:\n"
       "                               FSDP, each parameter's dim 0 sharded over dp)\n"

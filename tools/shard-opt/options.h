@@ -26,7 +26,7 @@ typedef struct options {
   bool allow_unregistered;
   // The sharding pipeline: nn-verify, tp-plan, tp-partition (+ shard-report).
   const char *tp_plan;
-  int64_t tp_size, dp_size;
+  int64_t tp_size, dp_size, cp_size;
   bool sequence_parallel, dp_replicate, report;
 } options;
 

@@ -1,5 +1,6 @@
 // srt_context: the runtime's one piece of mutable state per process — MPI,
-// the dp x tp mesh, its communicators (world, dp, tp, dp_cp, created once)
+// the dp x cp x tp mesh, its communicators (world, dp, tp, dp_cp, cp,
+// created once)
 // and the buffers the runtime allocates up front (arena, collective scratch).
 #ifndef SHARDRT_CONTEXT_H
 #define SHARDRT_CONTEXT_H
@@ -21,15 +22,17 @@
 /// create communicators.
 typedef enum srt_group_kind {
   SRT_GROUP_WORLD, ///< every rank of the mesh (a duplicate of the caller's comm)
-  SRT_GROUP_DP,    ///< ranks with the same tp coordinate (size dp)
-  SRT_GROUP_TP,    ///< ranks with the same dp coordinate (size tp)
-  SRT_GROUP_DP_CP, ///< dp x context-parallel ranks; no CP yet, so = dp members
+  SRT_GROUP_DP,    ///< ranks with the same cp and tp coordinates (size dp)
+  SRT_GROUP_TP,    ///< ranks with the same dp and cp coordinates (size tp)
+  SRT_GROUP_DP_CP, ///< ranks with the same tp coordinate (size dp x cp)
+  SRT_GROUP_CP,    ///< ranks with the same dp and tp coordinates (size cp)
   SRT_GROUP_COUNT,
 } srt_group_kind;
 
 /// A process group. Owned by its context; valid until srt_context_destroy.
 /// A group's rank within it equals the rank's mesh coordinate on that axis
-/// (dp index in dp and dp_cp, tp index in tp).
+/// (dp index in dp, tp index in tp, cp index in cp, dp index x cp + cp
+/// index in dp_cp).
 typedef struct srt_group srt_group;
 
 /// Size of the group (>= 1).
@@ -38,7 +41,7 @@ int srt_group_size(const srt_group *group);
 /// This process's rank in the group, 0 <= rank < size.
 int srt_group_rank(const srt_group *group);
 
-/// "world", "dp", "tp" or "dp_cp" (used in error messages).
+/// "world", "dp", "tp", "dp_cp" or "cp" (used in error messages).
 const char *srt_group_name(const srt_group *group);
 
 /// The group's MPI communicator, for callers who want to add their own MPI
@@ -55,7 +58,8 @@ typedef struct srt_context srt_context;
 
 /// What srt_context_create builds. Start from srt_context_default_options().
 typedef struct srt_context_options {
-  int dp;               ///< data-parallel size; <= 0: world size / tp
+  int dp;               ///< data-parallel size; <= 0: world size / (cp x tp)
+  int cp;               ///< context-parallel size; <= 0: 1
   int tp;               ///< tensor-parallel size (>= 1)
   MPI_Comm comm;        ///< the processes of the mesh; MPI_COMM_NULL: MPI_COMM_WORLD
   size_t arena_bytes;   ///< size of the per-rank arena (srt_context_arena); 0: none
@@ -63,23 +67,23 @@ typedef struct srt_context_options {
   double timeout_s;     ///< deadline of every collective, seconds; <= 0: none
 } srt_context_options;
 
-/// dp = 0 (inferred), tp = 1, comm = MPI_COMM_NULL, no arena, no scratch,
+/// dp = 0 (inferred), cp = 1, tp = 1, comm = MPI_COMM_NULL, no arena, no scratch,
 /// collectives time out after 600 s (torch.distributed's default process
 /// group timeout).
 srt_context_options srt_context_default_options(void);
 
 /// Creates a context. Collective over `options->comm`: every rank must call
-/// it with the same dp and tp (checked: a mismatch fails on every rank).
+/// it with the same dp, cp and tp (checked: a mismatch fails on every rank).
 ///
 /// Initialises MPI (MPI_Init) if nobody has; then srt_context_destroy also
 /// finalises it, and MPI cannot be initialised again in this process — so a
 /// program that creates several contexts initialises MPI itself. Duplicates
 /// `comm` (the runtime's traffic never mixes with the caller's), sets
 /// MPI_ERRORS_RETURN on every communicator so that MPI failures come back
-/// as statuses, then splits it once into the dp, tp and dp_cp groups.
+/// as statuses, then splits it once into the dp, tp, dp_cp and cp groups.
 ///
-/// Errors: SRT_FAILED_PRECONDITION when the world size is not dp x tp (the
-/// message names both numbers) or MPI was already finalised;
+/// Errors: SRT_FAILED_PRECONDITION when the world size is not dp x cp x tp
+/// (the message names the world size, dp, cp and tp) or MPI was already finalised;
 /// SRT_INVALID_ARGUMENT for a bad option or ranks disagreeing on the mesh;
 /// SRT_UNAVAILABLE for an MPI failure (naming the call); SRT_RESOURCE_EXHAUSTED
 /// when the arena cannot be allocated. On error *out is NULL and nothing leaks.

@@ -1,5 +1,6 @@
-// The dp x tp process mesh: its shape and the mapping between a world rank
-// and its mesh coordinate (tp fastest). Pure arithmetic, no MPI.
+// The dp x cp x tp process mesh: its shape and the mapping between a world
+// rank and its mesh coordinate (tp fastest, then cp, then dp: Megatron-LM's
+// order). Pure arithmetic, no MPI.
 #ifndef SHARDRT_MESH_H
 #define SHARDRT_MESH_H
 
@@ -20,32 +21,55 @@ enum {
   SRT_MESH_NDIMS = 2,
 };
 
-/// The shape of the mesh: `shape[SRT_MESH_DP]` data-parallel replicas of
-/// `shape[SRT_MESH_TP]` tensor-parallel ranks each. A plain value; copy freely.
+/// The shape of the mesh: `shape[SRT_MESH_DP]` data-parallel replicas, each
+/// of `cp` context-parallel slices of `shape[SRT_MESH_TP]` tensor-parallel
+/// ranks. Context parallelism splits activations on the sequence, never a
+/// parameter: every parameter is replicated over cp, so placements (indexed
+/// by the SRT_MESH_NDIMS axes) do not name it. `cp` 0 reads as 1, so a
+/// `{{dp, tp}}` initialiser is a mesh without context parallelism. A plain
+/// value; copy freely.
 typedef struct srt_mesh {
   int shape[SRT_MESH_NDIMS];
+  int cp;
 } srt_mesh;
 
 //===----------------------------------------------------------------------===//
 // Construction and rank <-> coordinate
 //===----------------------------------------------------------------------===//
 
-/// Fills `*mesh` with shape dp x tp for a world of `world_size` processes.
-/// `dp <= 0` means "world_size / tp". Errors (SRT_INVALID_ARGUMENT for
-/// tp < 1; SRT_FAILED_PRECONDITION when world_size != dp * tp, or when tp
-/// does not divide world_size with dp inferred) name all three numbers.
+/// Fills `*mesh` with shape dp x 1 x tp for a world of `world_size`
+/// processes: srt_mesh_init_cp with cp = 1.
 srt_status srt_mesh_init(srt_mesh *mesh, int world_size, int dp, int tp);
 
-/// Number of ranks in the mesh (dp * tp).
+/// Fills `*mesh` with shape dp x cp x tp for a world of `world_size`
+/// processes. `dp <= 0` means "world_size / (cp * tp)". Errors
+/// (SRT_INVALID_ARGUMENT for cp < 1 or tp < 1; SRT_FAILED_PRECONDITION when
+/// world_size != dp * cp * tp, or when cp * tp does not divide world_size
+/// with dp inferred) name the world size, dp, cp and tp.
+srt_status srt_mesh_init_cp(srt_mesh *mesh, int world_size, int dp, int cp, int tp);
+
+/// The context-parallel size (>= 1).
+int srt_mesh_cp(const srt_mesh *mesh);
+
+/// Number of ranks in the mesh (dp * cp * tp).
 int srt_mesh_size(const srt_mesh *mesh);
 
 /// The coordinate of world rank `rank` (0 <= rank < srt_mesh_size), tp
-/// fastest: rank = coord[SRT_MESH_DP] * tp + coord[SRT_MESH_TP]. So the tp
+/// fastest, then cp, then dp: rank = (coord[SRT_MESH_DP] * cp + c) * tp +
+/// coord[SRT_MESH_TP], where c = srt_mesh_cp_index(mesh, rank). So the tp
 /// group of a rank is a run of consecutive ranks (the ranks sharing a node
-/// in a typical launch), and a dp group strides by tp.
+/// in a typical launch), a cp group strides by tp and a dp group by cp * tp.
 void srt_mesh_coord(const srt_mesh *mesh, int rank, int coord[SRT_MESH_NDIMS]);
 
-/// The world rank at `coord` (inverse of srt_mesh_coord).
+/// The cp coordinate of world rank `rank` (0 <= c < cp).
+int srt_mesh_cp_index(const srt_mesh *mesh, int rank);
+
+/// The world rank at `coord` and cp index 0 (the inverse of srt_mesh_coord
+/// on a mesh without context parallelism).
 int srt_mesh_rank(const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS]);
+
+/// The world rank at `coord` and cp index `c` (0 <= c < cp): the inverse of
+/// srt_mesh_coord and srt_mesh_cp_index.
+int srt_mesh_rank_cp(const srt_mesh *mesh, const int coord[SRT_MESH_NDIMS], int c);
 
 #endif // SHARDRT_MESH_H

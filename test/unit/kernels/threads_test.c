@@ -249,7 +249,7 @@ static void test_add_rms_norm_is_add_then_norm(void **state) {
 // The pairwise gradient norm splits work into tasks; the tree is fixed.
 static void test_grad_norm(void **state) {
   (void)state;
-  srt_mesh mesh = {{1, 1}};
+  srt_mesh mesh = {.shape = {1, 1}};
   srt_placement p[2] = {srt_replicate(), srt_replicate()};
   int64_t shape[1] = {(int64_t)1 << 20};
   srt_tensor g;

@@ -1,5 +1,6 @@
 // MPI tests of srt_context: rank -> mesh coordinate, membership of the tp,
-// dp and dp_cp groups, refusal of a world size that is not dp x tp, ranks
+// dp, dp_cp and cp groups (with and without context parallelism), refusal
+// of a world size that is not dp x cp x tp, ranks
 // disagreeing on the mesh, a caller-given communicator, the arena.
 // Run under mpirun with an even number of ranks (2 and 4 in ctest).
 #include "runtime_test_util.h"
@@ -77,6 +78,49 @@ static void test_mesh_and_groups(void **state) {
   ASSERT_OK(srt_context_destroy(ctx));
 }
 
+// The groups of a dp x cp x tp mesh: each one's members, in group-rank
+// order, from the rank arithmetic (tp fastest, then cp, then dp).
+static void check_cp_mesh(int dp, int cp, int tp) {
+  int rank = world_rank();
+  srt_context_options o = srt_context_default_options();
+  o.dp = dp;
+  o.cp = cp;
+  o.tp = tp;
+  srt_context *ctx;
+  ASSERT_OK(srt_context_create(&o, &ctx));
+  assert_int_equal(srt_mesh_cp(srt_context_mesh(ctx)), cp);
+  int d = rank / (cp * tp), c = rank / tp % cp, t = rank % tp, mem[8];
+  srt_group *g = srt_context_group(ctx, SRT_GROUP_CP);
+  assert_string_equal(srt_group_name(g), "cp");
+  assert_int_equal(srt_group_size(g), cp);
+  assert_int_equal(srt_group_rank(g), c);
+  members(g, mem);
+  for (int i = 0; i < cp; ++i)
+    assert_int_equal(mem[i], (d * cp + i) * tp + t);
+  g = srt_context_group(ctx, SRT_GROUP_TP);
+  members(g, mem);
+  for (int i = 0; i < tp; ++i)
+    assert_int_equal(mem[i], (d * cp + c) * tp + i);
+  g = srt_context_group(ctx, SRT_GROUP_DP);
+  members(g, mem);
+  for (int i = 0; i < dp; ++i)
+    assert_int_equal(mem[i], (i * cp + c) * tp + t);
+  g = srt_context_group(ctx, SRT_GROUP_DP_CP);
+  assert_int_equal(srt_group_size(g), dp * cp);
+  assert_int_equal(srt_group_rank(g), d * cp + c);
+  members(g, mem);
+  for (int i = 0; i < dp * cp; ++i)
+    assert_int_equal(mem[i], i * tp + t);
+  ASSERT_OK(srt_context_destroy(ctx));
+}
+
+static void test_cp_groups(void **state) {
+  (void)state;
+  int size = world_size();
+  check_cp_mesh(1, 2, size / 2);  // cp 2 x tp (np 2: tp 1; np 4: tp 2)
+  check_cp_mesh(size / 2, 2, 1);  // dp x cp 2
+}
+
 static void test_world_size_mismatch(void **state) {
   (void)state;
   int size = world_size();
@@ -94,6 +138,11 @@ static void test_world_size_mismatch(void **state) {
                "is not divisible by tp=3");
   o.tp = 0;
   ASSERT_ERROR(srt_context_create(&o, &ctx), SRT_INVALID_ARGUMENT, "tp must be >= 1");
+  snprintf(expect, sizeof expect, "world size %d != dp (1) x cp (3) x tp (2) = 6", size);
+  o.dp = 1;
+  o.cp = 3;
+  o.tp = 2;
+  ASSERT_ERROR(srt_context_create(&o, &ctx), SRT_FAILED_PRECONDITION, expect);
 }
 
 static void test_ranks_disagree(void **state) {
@@ -136,6 +185,7 @@ int main(void) {
   MPI_Init(NULL, NULL);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mesh_and_groups),
+      cmocka_unit_test(test_cp_groups),
       cmocka_unit_test(test_world_size_mismatch),
       cmocka_unit_test(test_ranks_disagree),
       cmocka_unit_test(test_caller_communicator_and_arena),

@@ -32,9 +32,44 @@ static void test_mesh_infer_and_mismatch(void **state) {
   ASSERT_ERROR(srt_mesh_init(&m, 4, 4, 0), SRT_INVALID_ARGUMENT, "tp must be >= 1");
 }
 
+static void test_mesh_coords_dp2_cp2_tp2(void **state) {
+  (void)state;
+  srt_mesh m;
+  ASSERT_OK(srt_mesh_init_cp(&m, 8, 2, 2, 2));
+  assert_int_equal(srt_mesh_size(&m), 8);
+  assert_int_equal(srt_mesh_cp(&m), 2);
+  // tp fastest, then cp, then dp (Megatron-LM's order): rank 5 = (1*2+0)*2+1.
+  for (int r = 0; r < 8; ++r) {
+    int c[SRT_MESH_NDIMS];
+    srt_mesh_coord(&m, r, c);
+    int cpi = srt_mesh_cp_index(&m, r);
+    assert_int_equal(c[SRT_MESH_DP], r / 4);
+    assert_int_equal(cpi, r / 2 % 2);
+    assert_int_equal(c[SRT_MESH_TP], r % 2);
+    assert_int_equal(srt_mesh_rank_cp(&m, c, cpi), r);
+    assert_int_equal(srt_mesh_rank(&m, c), r / 4 * 4 + r % 2);
+  }
+  srt_mesh plain = {.shape = {2, 2}}; // no cp field: a mesh without context parallelism
+  assert_int_equal(srt_mesh_cp(&plain), 1);
+  assert_int_equal(srt_mesh_size(&plain), 4);
+}
+
+static void test_mesh_cp_mismatch(void **state) {
+  (void)state;
+  srt_mesh m;
+  ASSERT_OK(srt_mesh_init_cp(&m, 12, 0, 2, 3));
+  assert_int_equal(m.shape[SRT_MESH_DP], 2);
+  ASSERT_ERROR(srt_mesh_init_cp(&m, 6, 2, 2, 2), SRT_FAILED_PRECONDITION,
+               "world size 6 != dp (2) x cp (2) x tp (2) = 8; launch with -np 8");
+  ASSERT_ERROR(srt_mesh_init_cp(&m, 6, 0, 4, 1), SRT_FAILED_PRECONDITION,
+               "world size 6 is not divisible by cp=4 x tp=1");
+  ASSERT_ERROR(srt_mesh_init_cp(&m, 4, 1, 0, 2), SRT_INVALID_ARGUMENT,
+               "cp must be >= 1, got cp=0");
+}
+
 static void test_local_shape_and_offset(void **state) {
   (void)state;
-  srt_mesh m = {{2, 4}};
+  srt_mesh m = {.shape = {2, 4}};
   const int64_t g[3] = {8, 12, 6};
   int64_t l[3], off[3];
   // dp shards dim 0, tp shards dim 1.
@@ -63,7 +98,7 @@ static void test_local_shape_and_offset(void **state) {
 
 static void test_local_shape_errors(void **state) {
   (void)state;
-  srt_mesh m = {{1, 4}};
+  srt_mesh m = {.shape = {1, 4}};
   const int64_t g[2] = {10, 8};
   int64_t l[2];
   ASSERT_ERROR(srt_local_shape("model.norm.weight", 2, g,
@@ -84,7 +119,7 @@ static void test_local_shape_errors(void **state) {
 
 static void test_tensor_alloc(void **state) {
   (void)state;
-  srt_mesh m = {{1, 2}};
+  srt_mesh m = {.shape = {1, 2}};
   srt_tensor t;
   ASSERT_OK(srt_tensor_init(&t, "emb", SRT_F32, 2, (int64_t[]){6, 4},
                             (srt_placement[]){srt_replicate(), srt_shard(0)}, &m));
@@ -115,7 +150,7 @@ static void test_arena(void **state) {
                "cannot allocate 900 bytes for 'big': 192 of 1024 bytes used");
   assert_null(r);
   srt_tensor t;
-  srt_mesh m = {{1, 1}};
+  srt_mesh m = {.shape = {1, 1}};
   ASSERT_OK(srt_tensor_init(&t, "x", SRT_F32, 1, (int64_t[]){200},
                             (srt_placement[]){srt_replicate(), srt_replicate()}, &m));
   ASSERT_OK(srt_tensor_alloc_in(&t, &a));
@@ -135,6 +170,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mesh_coords_dp2_tp2),
       cmocka_unit_test(test_mesh_infer_and_mismatch),
+      cmocka_unit_test(test_mesh_coords_dp2_cp2_tp2),
+      cmocka_unit_test(test_mesh_cp_mismatch),
       cmocka_unit_test(test_local_shape_and_offset),
       cmocka_unit_test(test_local_shape_errors),
       cmocka_unit_test(test_tensor_alloc),
