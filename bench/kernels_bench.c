@@ -134,6 +134,24 @@ typedef struct attn_ctx {
   float *q, *k, *v, *out, *lse, *dout, *dq, *dk, *dv, *ws;
 } attn_ctx;
 
+// Random q, k, v, out, lse, dout, their gradients and the workspace for
+// c->cfg (one batch row: heads 8 of q, kv_heads 2, as the rows above).
+static void attn_alloc(attn_ctx *c) {
+  int64_t S = c->cfg.seq, hd = c->cfg.head_dim;
+  int64_t qn = S * c->cfg.heads * hd, kvn = S * c->cfg.kv_heads * hd;
+  c->q = alloc_random(qn, 12), c->k = alloc_random(kvn, 13);
+  c->v = alloc_random(kvn, 14), c->out = alloc_random(qn, 15);
+  c->lse = alloc_random(c->cfg.heads * S, 16), c->dout = alloc_random(qn, 17);
+  c->dq = alloc_random(qn, 18), c->dk = alloc_random(kvn, 19);
+  c->dv = alloc_random(kvn, 20);
+  c->ws = alloc_random(srt_cpu_attention_workspace_floats(&c->cfg), 21);
+}
+
+static void attn_free(attn_ctx *c) {
+  free(c->q), free(c->k), free(c->v), free(c->out), free(c->lse), free(c->dout);
+  free(c->dq), free(c->dk), free(c->dv), free(c->ws);
+}
+
 static void run_attn_fwd(void *p) {
   attn_ctx *c = p;
   check(srt_cpu_attention_forward(c->out, c->lse, c->q, c->k, c->v, c->seg, c->ws,
@@ -333,12 +351,7 @@ int main(int argc, char **argv) {
                      .head_dim = hd, .causal = true,
                      .scale = 1.0f / sqrtf((float)hd)}};
       int64_t qn = S * 8 * hd, kvn = S * 2 * hd;
-      c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
-      c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
-      c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
-      c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
-      c.dv = alloc_random(kvn, 20);
-      c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
+      attn_alloc(&c);
       double bytes = 4.0 * (2 * qn + 2 * kvn);
       for (int variant = 0; variant < (hd == 64 ? 3 : 1); variant++) {
         c.cfg.sliding_window = variant == 1 ? S / 4 : 0;
@@ -352,8 +365,7 @@ int main(int argc, char **argv) {
                time_best(&b, run_attn_bwd, &c), 5 * 2.0 * hd * pairs * 8,
                2 * bytes);
       }
-      free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
-      free(c.dq), free(c.dk), free(c.dv), free(c.ws);
+      attn_free(&c);
     }
   }
 
@@ -366,12 +378,7 @@ int main(int argc, char **argv) {
     attn_ctx c = {.cfg = {.batch = 1, .seq = S, .heads = 8, .kv_heads = 2, .head_dim = hd,
                           .causal = true, .scale = 1.0f / sqrtf((float)hd)}};
     int64_t qn = S * 8 * hd, kvn = S * 2 * hd;
-    c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
-    c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
-    c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
-    c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
-    c.dv = alloc_random(kvn, 20);
-    c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
+    attn_alloc(&c);
     int64_t *seg = malloc((size_t)S * sizeof *seg);
     if (!seg) {
       fprintf(stderr, "kernels_bench: out of memory\n");
@@ -392,8 +399,8 @@ int main(int argc, char **argv) {
     }
     printf("attention S=%lld fwd+bwd, 8 documents / one document: %.3fx (target <= 0.2)\n",
            (long long)S, total[1] / total[0]);
-    free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
-    free(c.dq), free(c.dk), free(c.dv), free(c.ws), free(seg);
+    attn_free(&c);
+    free(seg);
   }
 
   { // Mamba2 mixer: a NemotronH-like block (hidden 1024, 16 heads of 64 in 4

@@ -171,16 +171,18 @@ const json_t *reader_lookup(import_reader *p, reader_key *k, const json_t *o, co
 // sizes of ~16k), and small enough that shapes multiply without overflow.
 static const int64_t kMaxSize = INT64_C(1) << 24;
 
+// A required key that is absent: the error (false).
+static bool missing(import_reader *p, const reader_key *k) {
+  return reader_fail(p, NULL, "missing required key '%s' (%s)", k->full, p->model);
+}
+
 bool reader_get_int(import_reader *p, const json_t *o, const char *opath, const char *key,
                     bool required, int64_t def, int64_t min, int64_t *out) {
   reader_key k;
   const json_t *v = reader_lookup(p, &k, o, opath, key);
   if (!v) {
-    if (required)
-      return reader_fail(p, NULL, "missing required key '%s' (%s)", k.full,
-                         p->model);
     *out = def;
-    return true;
+    return !required || missing(p, &k);
   }
   if (!json_is_integer(v))
     return reader_fail(p, k.rel, "key '%s' must be an integer, got %s", k.full,
@@ -204,11 +206,8 @@ bool reader_get_float(import_reader *p, const json_t *o, const char *opath, cons
   reader_key k;
   const json_t *v = reader_lookup(p, &k, o, opath, key);
   if (!v) {
-    if (required)
-      return reader_fail(p, NULL, "missing required key '%s' (%s)", k.full,
-                         p->model);
     *out = def;
-    return true;
+    return !required || missing(p, &k);
   }
   if (!json_is_number(v))
     return reader_fail(p, k.rel, "key '%s' must be a number, got %s", k.full, reader_type_name(v));
