@@ -2,9 +2,10 @@
 // The reference is the unsharded step: today's loss scores the logits at
 // token t of a row against labels[t + 1] (-100 excluded). For each cp in
 // 1..4 and several seq, on packed rows (documents crossing chunk
-// boundaries, documents starting exactly at one, prompts, padding), the
-// cp ranks' local rows must hold every global token once, in chunk order
-// c, 2cp-1-c, with its position and segment; and the (logit token, label)
+// boundaries, documents starting exactly at one, a continued document,
+// prompts, padding), the cp ranks' local rows must hold every global token
+// once, in chunk order c, 2cp-1-c, with its position and segment, each
+// rank with the same causal attention work; and the (logit token, label)
 // pairs the ranks score (their loss shifting locally at cp 1, not at all
 // at cp > 1: the contract of train_cp_split) must be the unsharded
 // multiset exactly. Then the inverse, the K/V chunk order, a case worked
@@ -109,8 +110,8 @@ static void scored(const int64_t *ids, const int64_t *labels, int64_t width, boo
     }
 }
 
-// The expected global token of local position j of rank c, as the brief
-// states the layout: chunk c, then chunk 2cp-1-c.
+// The expected global token of local position j of rank c: chunk c, then
+// chunk 2cp-1-c (Megatron-LM's get_batch_on_this_cp_rank).
 static int64_t expected_token(int64_t seq, int cp, int c, int64_t j) {
   if (cp == 1)
     return j;
@@ -137,6 +138,19 @@ static void check_tokens(const batch *b, const local *ranks, int64_t seq, int cp
     if (seen[i] != 1)
       fail_msg("seq %lld cp %d: token %lld held %lld times", (long long)seq, cp, (long long)i,
                (long long)seen[i]);
+}
+
+// The balance: under a causal mask the query at global token t attends to
+// t + 1 keys, and every rank's queries attend to as many keys in all.
+static void check_balance(const local *ranks, int64_t seq, int cp) {
+  int64_t work[4] = {0};
+  for (int c = 0; c < cp; ++c)
+    for (int64_t j = 0; j < seq / cp; ++j) // row 0: ids ID0 + t
+      work[c] += ranks[c].ids[j] - ID0 + 1;
+  for (int c = 1; c < cp; ++c)
+    if (work[c] != work[0])
+      fail_msg("seq %lld cp %d: rank %d attends to %lld keys, rank 0 to %lld", (long long)seq,
+               cp, c, (long long)work[c], (long long)work[0]);
 }
 
 // The ranks score the unsharded loss's pairs exactly; and the data covers
@@ -212,6 +226,7 @@ static void check_split(int64_t seq, int cp) {
   for (int c = 0; c < cp; ++c)
     split(&b, seq, cp, c, &ranks[c]);
   check_tokens(&b, ranks, seq, cp);
+  check_balance(ranks, seq, cp);
   check_scored(&b, ranks, seq, cp);
   check_gather(&b, ranks, seq, cp);
   if (seq % 2 == 0)
