@@ -248,6 +248,76 @@ int32_t train_one_document_rows(const srt_program *p, const uint8_t *arena);
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
                               const uint8_t *arena);
 
+/// The token tensors of a batch to read: int64 [rows, seq] each, row-major
+/// (labels unshifted, as train_pack_fill and batch files give them).
+/// positions and segments may be NULL (not read).
+typedef struct train_rows_view {
+  const int64_t *ids, *labels, *positions, *segments;
+} train_rows_view;
+
+/// Checks a context-parallel split of rows of `seq` tokens over `cp` ranks
+/// for cp rank `c`. Errors: SRT_INVALID_ARGUMENT naming the values for
+/// cp < 1, c outside [0, cp), seq < 1, or (cp > 1) a seq that 2 x cp does
+/// not divide (the split needs 2 x cp equal chunks).
+srt_status train_cp_check(int64_t seq, int cp, int c);
+
+/// The global token index (in [0, seq)) of position `j` (in [0, seq/cp))
+/// of cp rank `c`'s local rows: a row's `seq` tokens are cut into 2 x cp
+/// equal chunks and rank c holds chunk c then chunk 2 x cp - 1 - c, so
+/// every rank holds one early and one late chunk and does the same causal
+/// attention work (the head-tail load balancer of Megatron-LM's
+/// get_batch_on_this_cp_rank and torch's context_parallel). At cp 1: j
+/// (the identity, any seq). The attention kernel's query indices; the
+/// arguments must pass train_cp_check.
+int64_t train_cp_global_token(int64_t seq, int cp, int c, int64_t j);
+
+/// The permutation that puts K/V all-gathered over cp back in token order:
+/// the gathered rows are the cp ranks' local rows in cp rank order, i.e.
+/// 2 x cp chunks (rank 0's two, rank 1's two, ...), and global chunk k
+/// (tokens [k seq/(2cp), (k+1) seq/(2cp))) is gathered chunk src[k]:
+/// 2k for k < cp (rank k's first chunk), 2 (2cp - 1 - k) + 1 otherwise
+/// (rank 2cp-1-k's second). `src` has 2 x cp entries; cp >= 1.
+void train_cp_kv_chunk_order(int cp, int64_t *src);
+
+/// Copies cp rank `c`'s tokens of `rows` rows of `seq` tokens of
+/// `token_bytes` bytes each (int64 ids: 8; a [rows, seq, hidden] float
+/// activation: 4 x hidden) from `global` [rows, seq, token_bytes] to
+/// `local` [rows, seq/cp, token_bytes]: local position j of a row is
+/// global token train_cp_global_token(seq, cp, c, j) of the same row.
+/// Errors: train_cp_check's; SRT_INVALID_ARGUMENT for rows < 0 or
+/// token_bytes 0.
+srt_status train_cp_take(const void *global, int64_t rows, int64_t seq, int cp, int c,
+                         size_t token_bytes, void *local);
+
+/// The inverse of train_cp_take over all ranks: `local[c]` holds cp rank
+/// c's [rows, seq/cp, token_bytes] tokens (c in [0, cp)); writes `global`
+/// [rows, seq, token_bytes] in token order (for dumps and checks of a
+/// cp-sharded step against the unsharded one). Errors: as train_cp_take.
+srt_status train_cp_gather(const void *const *local, int64_t rows, int64_t seq, int cp,
+                           size_t token_bytes, void *global);
+
+/// Writes cp rank `c`'s local batch [rows, seq/cp] (train_cp_take's token
+/// order) from the global batch [rows, seq]: ids, positions and segments
+/// carried per token (rotary positions and document masks stay those of
+/// the token's place in its row and document, across chunk boundaries).
+/// At cp 1 every tensor is copied unchanged. At cp > 1 the labels are
+/// shifted over the global row first: the local label of global token t
+/// is the global label of token t + 1, and -100 at the row's last token
+/// (nothing follows it). The compiled loss shifts within its local rows,
+/// which cannot see the next chunk; so at cp > 1 the step's contract is
+/// that its loss does NOT shift: the logits at local position j are scored
+/// against local label j, -100 excluded, and the mean divides by the count
+/// of scored labels summed over dp x cp, which equals the unsharded
+/// count (docs/runtime.md, "Context parallelism"). A -100 at a document's
+/// first token (train_pack_fill) becomes a -100 at the previous document's
+/// last token, so no scored label crosses a document boundary, as
+/// unsharded. local->positions (segments) is written where not NULL, from
+/// global->positions (segments). Errors: train_cp_take's;
+/// SRT_INVALID_ARGUMENT for a local positions or segments without the
+/// global one.
+srt_status train_cp_split(const train_rows_view *global, int64_t rows, int64_t seq, int cp,
+                          int c, const train_pack_rows *local);
+
 /// What a step or an evaluation runs on.
 typedef struct train_eval {
   srt_exec *exec;              ///< the step's execution (device arena and backend)
