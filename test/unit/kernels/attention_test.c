@@ -532,6 +532,12 @@ static void test_cp_multi_block(void **state) {
   free(seg);
   c.seq = 600, c.sliding_window = 0, c.softcap = 0.0f;
   check_cp(&c, NULL, 3, false, 4, 42);
+  // Chunks of 300: blocks of 128, 128 and 44 in each, the short one
+  // followed by the other chunk's first; documents across both chunk ends.
+  c.seq = 1200;
+  seg = segments(1, 1200, (const int64_t[][8]){{250, 400, 500, 0}});
+  check_cp(&c, seg, 2, false, 0, 43);
+  free(seg);
 }
 
 // cp_size 1 (rank 0) is the unsharded attention (cp_size 0): out, lse and
