@@ -403,6 +403,33 @@ int main(int argc, char **argv) {
     free(seg);
   }
 
+  { // Context parallelism (issue 42): one causal attention of S tokens
+    // against each rank's share at cp 2 (queries: 2 chunks of S/4, head-tail;
+    // keys: all S). The chunk pairs balance the causal work: each rank
+    // should take about half the unsharded time, and the two ranks alike.
+    int64_t S = quick ? 1024 : 4096, hd = 64, cp = 2;
+    attn_ctx c = {.cfg = {.batch = 1, .seq = S, .heads = 8, .kv_heads = 2, .head_dim = hd,
+                          .causal = true, .scale = 1.0f / sqrtf((float)hd)}};
+    int64_t qn = S * 8 * hd, kvn = S * 2 * hd;
+    c.q = alloc_random(qn, 12), c.k = alloc_random(kvn, 13);
+    c.v = alloc_random(kvn, 14), c.out = alloc_random(qn, 15);
+    c.lse = alloc_random(8 * S, 16), c.dout = alloc_random(qn, 17);
+    c.dq = alloc_random(qn, 18), c.dk = alloc_random(kvn, 19);
+    c.dv = alloc_random(kvn, 20);
+    c.ws = alloc_random(srt_cpu_attention_workspace_floats(&c.cfg), 21);
+    double full = time_best(&b, run_attn_fwd, &c) + time_best(&b, run_attn_bwd, &c);
+    printf("attention S=%lld fwd+bwd unsharded: %.1f ms\n", (long long)S, full * 1e3);
+    for (int64_t r = 0; r < cp; r++) {
+      c.cfg.cp_size = cp, c.cfg.cp_rank = r;
+      double t = time_best(&b, run_attn_fwd, &c) + time_best(&b, run_attn_bwd, &c);
+      printf("attention S=%lld fwd+bwd cp %lld rank %lld: %.1f ms, %.3fx unsharded "
+             "(balanced: 1/cp)\n",
+             (long long)S, (long long)cp, (long long)r, t * 1e3, t / full);
+    }
+    free(c.q), free(c.k), free(c.v), free(c.out), free(c.lse), free(c.dout);
+    free(c.dq), free(c.dk), free(c.dv), free(c.ws);
+  }
+
   { // Mamba2 mixer: a NemotronH-like block (hidden 1024, 16 heads of 64 in 4
     // groups, state 64, chunks of 128). FLOPs: in_proj and out_proj, and per
     // token and head the scan's C.B (chunk x state), the within-chunk sum

@@ -32,6 +32,13 @@
 // end). A block's tiles cover the union of its rows' ranges only: key tiles
 // of other documents are never visited, and the cost is about the sum of
 // the squared document lengths (flash-attention's varlen, cu_seqlens).
+//
+// Context parallelism (cp_size > 1): the queries are the rank's two chunks
+// of S / (2 cp) tokens (Megatron's head-tail balance), the keys all S. A
+// query block never straddles the two chunks, so its queries are
+// consecutive global positions and everything above (ranges, tiles, their
+// skipping) runs on global indices unchanged; only the rows q, out, lse and
+// dq are addressed by local index.
 enum { kQueryBlock = 128, kKeyBlock = 512 };
 
 // Queries per task: kQueryBlock, or half that for a causal (or windowed)
@@ -66,6 +73,14 @@ static srt_status check_config(const char *what, const srt_attention_config *c) 
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: kv_heads %lld does not divide heads %lld", what,
                      (long long)c->kv_heads, (long long)c->heads);
+  if (c->cp_size < 0 || c->cp_rank < 0 ||
+      c->cp_rank >= (c->cp_size > 1 ? c->cp_size : 1) ||
+      (c->cp_size > 1 && c->seq % (2 * c->cp_size) != 0))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: cp_rank %lld must lie in [0, cp_size %lld) and 2 * "
+                     "cp_size divide seq %lld (two chunks per rank)",
+                     what, (long long)c->cp_rank, (long long)c->cp_size,
+                     (long long)c->seq);
   if (c->sliding_window < 0 || !(c->softcap >= 0.0f) || isinf(c->softcap) ||
       !isfinite(c->scale))
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
@@ -102,6 +117,33 @@ static int64_t key_hi(const srt_attention_config *c, int64_t i) {
   return w > 0 && i + w < c->seq ? i + w : c->seq;
 }
 
+// Query rows per batch row: all S, or a context-parallel rank's S / cp.
+static int64_t q_rows(const srt_attention_config *c) {
+  return c->cp_size > 1 ? c->seq / c->cp_size : c->seq;
+}
+
+// Local queries are `chunks` runs of `chunk` rows each: one run of S, or
+// the two chunks cp_rank and 2 cp - 1 - cp_rank of a context-parallel rank.
+static int64_t q_chunk(const srt_attention_config *c) {
+  return c->cp_size > 1 ? c->seq / (2 * c->cp_size) : c->seq;
+}
+
+static int64_t q_chunks(const srt_attention_config *c) { return c->cp_size > 1 ? 2 : 1; }
+
+// The global position of local chunk k's first query.
+static int64_t q_chunk_start(const srt_attention_config *c, int64_t k) {
+  if (c->cp_size <= 1)
+    return 0;
+  int64_t chunk = k == 0 ? c->cp_rank : 2 * c->cp_size - 1 - c->cp_rank;
+  return chunk * q_chunk(c);
+}
+
+// A query block: m queries at local row `local` (of q, out, lse, dq) and
+// global position `global` (of the masks), consecutive in both.
+typedef struct query_span {
+  int64_t local, global, m;
+} query_span;
+
 // Views of one (batch, head) pair inside the folded-head activations.
 typedef struct head_view {
   int64_t ldq, ldkv; // row strides of q/out and of k/v
@@ -113,7 +155,7 @@ static head_view view_of(const srt_attention_config *c, int64_t b, int64_t h) {
   head_view v;
   v.ldq = c->heads * hd;
   v.ldkv = c->kv_heads * hd;
-  v.q_off = b * c->seq * v.ldq + h * hd;
+  v.q_off = b * q_rows(c) * v.ldq + h * hd;
   v.kv_off = b * c->seq * v.ldkv + (h / group) * hd;
   return v;
 }
@@ -227,16 +269,16 @@ static void scale_row(float *row, int64_t n, float s) {
     row[d] *= s;
 }
 
-// One forward task: queries [i0, i1) of (b, h), out rows and lse written.
+// One forward task: the queries qs of (b, h), out rows and lse written.
 static srt_status forward_block(float *out, float *lse, const float *q,
                                 const float *k, const float *v, const int64_t *seg,
                                 float *ws, const srt_attention_config *c, int64_t b,
-                                int64_t h, int64_t i0, int64_t i1) {
+                                int64_t h, query_span qs) {
   head_view hv = view_of(c, b, h);
-  int64_t hd = c->head_dim, m = i1 - i0;
-  const float *Q = q + hv.q_off + i0 * hv.ldq, *K = k + hv.kv_off, *V = v + hv.kv_off;
-  float *O = out + hv.q_off + i0 * hv.ldq;
-  float *L = lse + (b * c->heads + h) * c->seq + i0;
+  int64_t hd = c->head_dim, m = qs.m, i0 = qs.global;
+  const float *Q = q + hv.q_off + qs.local * hv.ldq, *K = k + hv.kv_off, *V = v + hv.kv_off;
+  float *O = out + hv.q_off + qs.local * hv.ldq;
+  float *L = lse + (b * c->heads + h) * q_rows(c) + qs.local;
   float *s = ws, *mx = ws + 2 * kQueryBlock * kKeyBlock, *l = mx + kQueryBlock;
   for (int64_t r = 0; r < m; r++) {
     mx[r] = -INFINITY;
@@ -244,7 +286,7 @@ static srt_status forward_block(float *out, float *lse, const float *q,
     memset(O + r * hv.ldq, 0, (size_t)hd * sizeof *O);
   }
   block_ranges br;
-  block_ranges_of(c, seg ? seg + b * c->seq : NULL, i0, i1, &br);
+  block_ranges_of(c, seg ? seg + b * c->seq : NULL, i0, i0 + m, &br);
   tile t;
   for (int64_t j = br.lo[0]; next_tile(&br, i0, m, j, &t); j += t.nk) {
     // s[m, nk] = scale * Q K[j:j+nk]^T
@@ -327,17 +369,31 @@ static srt_status run_tasks(const attention_args *a, float *workspace, int64_t t
   return first;
 }
 
+// Query blocks per chunk, and per (b, h): blocks are cut from each chunk's
+// start, so none straddles two chunks.
+static int64_t chunk_blocks(const srt_attention_config *c) {
+  return (q_chunk(c) + query_block(c) - 1) / query_block(c);
+}
+
 static int64_t query_blocks(const srt_attention_config *c) {
-  return (c->seq + query_block(c) - 1) / query_block(c);
+  return q_chunks(c) * chunk_blocks(c);
+}
+
+// Query block n (0 <= n < query_blocks) of a (b, h) pair, in local order.
+static query_span query_span_of(const srt_attention_config *c, int64_t n) {
+  int64_t qb = query_block(c), chunk = q_chunk(c), k = n / chunk_blocks(c);
+  int64_t off = n % chunk_blocks(c) * qb;
+  return (query_span){.local = k * chunk + off,
+                      .global = q_chunk_start(c, k) + off,
+                      .m = off + qb < chunk ? qb : chunk - off};
 }
 
 // Forward task: query block task % blocks of (b, h) = task / blocks.
 static srt_status forward_task(const attention_args *a, float *ws, int64_t task) {
   const srt_attention_config *c = a->c;
-  int64_t qb = query_block(c), blocks = query_blocks(c), bh = task / blocks;
-  int64_t i0 = task % blocks * qb, i1 = i0 + qb < c->seq ? i0 + qb : c->seq;
+  int64_t blocks = query_blocks(c), bh = task / blocks;
   return forward_block(a->o, a->lse, a->q, a->k, a->v, a->seg, ws, c, bh / c->heads,
-                       bh % c->heads, i0, i1);
+                       bh % c->heads, query_span_of(c, task % blocks));
 }
 
 srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
@@ -379,20 +435,20 @@ static void backward_row(float *s, float *dp, int64_t nk, int64_t lo, int64_t hi
     s[j] = dp[j] = 0.0f;
 }
 
-// The backward of queries [i0, i1) of (b, h): dQ rows written, dK/dV of its
+// The backward of the queries qs of (b, h): dQ rows written, dK/dV of its
 // KV head accumulated.
 static srt_status backward_block(const attention_args *a, float *ws, int64_t b, int64_t h,
-                                 int64_t i0, int64_t i1) {
+                                 query_span qs) {
   const srt_attention_config *c = a->c;
   const float *q = a->q, *k = a->k, *v = a->v, *out = a->out, *dout = a->dout;
   const float *lse = a->lse_in;
   float *dq = a->dq, *dk = a->dk, *dv = a->dv;
   head_view hv = view_of(c, b, h);
-  int64_t hd = c->head_dim, m = i1 - i0;
-  const float *Q = q + hv.q_off + i0 * hv.ldq, *dO = dout + hv.q_off + i0 * hv.ldq;
-  const float *O = out + hv.q_off + i0 * hv.ldq, *K = k + hv.kv_off, *V = v + hv.kv_off;
-  const float *L = lse + (b * c->heads + h) * c->seq + i0;
-  float *dQ = dq + hv.q_off + i0 * hv.ldq, *dK = dk + hv.kv_off, *dV = dv + hv.kv_off;
+  int64_t hd = c->head_dim, m = qs.m, i0 = qs.global, row = hv.q_off + qs.local * hv.ldq;
+  const float *Q = q + row, *dO = dout + row, *O = out + row;
+  const float *K = k + hv.kv_off, *V = v + hv.kv_off;
+  const float *L = lse + (b * c->heads + h) * q_rows(c) + qs.local;
+  float *dQ = dq + row, *dK = dk + hv.kv_off, *dV = dv + hv.kv_off;
   float *s = ws, *dp = ws + kQueryBlock * kKeyBlock, *D = dp + kQueryBlock * kKeyBlock;
   // D_i = sum_j p_ij dp_ij = dO_i . O_i (the softmax Jacobian's term).
   for (int64_t r = 0; r < m; r++) {
@@ -400,7 +456,7 @@ static srt_status backward_block(const attention_args *a, float *ws, int64_t b, 
     memset(dQ + r * hv.ldq, 0, (size_t)hd * sizeof *dQ);
   }
   block_ranges br;
-  block_ranges_of(c, a->seg ? a->seg + b * c->seq : NULL, i0, i1, &br);
+  block_ranges_of(c, a->seg ? a->seg + b * c->seq : NULL, i0, i0 + m, &br);
   tile t;
   for (int64_t j = br.lo[0]; next_tile(&br, i0, m, j, &t); j += t.nk) {
     const float *Kj = K + j * hv.ldkv, *Vj = V + j * hv.ldkv;
@@ -432,10 +488,8 @@ static srt_status backward_task(const attention_args *a, float *ws, int64_t task
   const srt_attention_config *c = a->c;
   int64_t group = c->heads / c->kv_heads, b = task / c->kv_heads, kv = task % c->kv_heads;
   for (int64_t h = kv * group; h < (kv + 1) * group; h++)
-    for (int64_t i0 = 0; i0 < c->seq; i0 += query_block(c)) {
-      int64_t i1 = i0 + query_block(c) < c->seq ? i0 + query_block(c) : c->seq;
-      SRT_RETURN_IF_ERROR(backward_block(a, ws, b, h, i0, i1));
-    }
+    for (int64_t n = 0; n < query_blocks(c); n++)
+      SRT_RETURN_IF_ERROR(backward_block(a, ws, b, h, query_span_of(c, n)));
   return NULL;
 }
 

@@ -678,7 +678,8 @@ static bool same_shape(const srt_cuda_attention_shape *a, const srt_cuda_attenti
          a->kv_heads == b->kv_heads && a->head_dim == b->head_dim &&
          a->q_head_offset == b->q_head_offset && a->global_heads == b->global_heads &&
          a->causal == b->causal && a->sliding_window == b->sliding_window &&
-         a->scale == b->scale && a->softcap == b->softcap;
+         a->scale == b->scale && a->softcap == b->softcap && a->cp_size == b->cp_size &&
+         a->cp_rank == b->cp_rank;
 }
 
 static const char *pass_name(bool backward) {
@@ -787,6 +788,8 @@ static srt_status build_plan(srt_cuda_device *d, cudnn_plan *p) {
 static bool expressible(const srt_cuda_attention_shape *s, bool backward) {
   size_t version = cudnnGetVersion();
   if (s->softcap != 0.0f) // tanh capping is not in the graphs built here
+    return false;
+  if (s->cp_size > 1) // local queries against all keys: our kernel's masks
     return false;
   // cuDNN maps query head i to KV head i / (heads / kv_heads) only.
   if (s->q_head_offset != 0 || s->global_heads != s->heads || s->kv_heads <= 0 ||

@@ -159,11 +159,18 @@ typedef struct srt_cuda_attention_shape {
   int64_t sliding_window; // 0: none; W: |i - j| < W (causal: i - j < W)
   float scale;            // multiplies q.k
   float softcap;          // 0: none; c: logits = c tanh(scale q.k / c)
+  int64_t cp_size;        // 0 or 1: queries are the seq tokens; N > 1: a
+                          // context-parallel rank's seq / N (its chunks
+                          // cp_rank and 2N - 1 - cp_rank of seq / (2N)), as
+                          // srt_attention_config's; 2N divides seq
+  int64_t cp_rank;        // in [0, cp_size)
 } srt_cuda_attention_shape;
 
 /// out = softmax(mask(softcap(scale q k^T))) v, fp32 online softmax;
-/// lse [batch, heads, seq] fp32 WRITTEN with each query's log-sum-exp.
-/// q, out: [batch, seq, heads * hd]; k, v: [batch, seq, kv_heads * hd].
+/// lse [batch, heads, sq] fp32 WRITTEN with each query's log-sum-exp.
+/// q, out: [batch, sq, heads * hd]; k, v: [batch, seq, kv_heads * hd];
+/// sq = seq, or seq / cp_size under context parallelism (masks on global
+/// positions; k, v, segment_ids the whole sequence in global order).
 /// segment_ids: [batch, seq] on the device (packed documents, as
 /// srt_cpu_attention_forward's; a document is a run of equal ids, and ids
 /// do not repeat in non-adjacent runs of a row) or NULL: a key of another
@@ -178,7 +185,9 @@ cudaError_t srt_cuda_attention_forward(srt_bf16 *out, float *lse, const srt_bf16
                                        cudaStream_t stream);
 /// dq, dk, dv (all WRITTEN; a KV head's gradient sums over the LOCAL query
 /// heads that read it) from dout, the inputs, the forward's out and lse.
-/// delta: [batch, heads, seq] fp32 scratch (rowsum(dout * out)).
+/// delta: [batch, heads, sq] fp32 scratch (rowsum(dout * out)); dq, dout,
+/// out: [batch, sq, heads * hd]; dk, dv: all seq keys (under cp this
+/// rank's share, which the ranks' dk/dv sum to).
 /// segment_ids: as the forward's. Deterministic (no atomics).
 cudaError_t srt_cuda_attention_backward(srt_bf16 *dq, srt_bf16 *dk, srt_bf16 *dv,
                                         const srt_bf16 *dout, const srt_bf16 *q,

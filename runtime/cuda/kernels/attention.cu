@@ -4,6 +4,13 @@
 // online softmax; a deterministic backward (runtime/cpu/attention.c,
 // runtime/src/ops/attention.c). Correctness before speed: scores are fp32
 // dot products from shared memory, no tensor cores.
+//
+// Context parallelism (cp_size > 1, as srt_cpu_attention_forward): the
+// queries are a rank's two chunks of S / (2 cp) (head-tail), the keys all S.
+// Query tiles are cut per chunk, so a tile's queries are consecutive global
+// positions: masks, key ranges and document spans use global indices, and
+// only q/out/lse/delta/dq rows are local; the dk/dv kernel walks the query
+// range of its keys inside each chunk in turn.
 #include <math.h>
 
 #include "../kernels.h"
@@ -25,6 +32,8 @@ constexpr int kMaxHeadDim = 256;
 
 struct Geo {
   int64_t S, H, KV, hd, ldq, ldkv; // row strides of q/out and k/v
+  int64_t Sq, C, chunks;           // local query rows: `chunks` runs of C
+  int64_t start[2];                // each run's first global position
   int64_t off, group;              // global head of local h: off + h; KV head: / group
   int64_t window;
   int causal;
@@ -143,6 +152,22 @@ __device__ __forceinline__ int64_t kv_head(const Geo &g, int64_t h) {
   return (g.off + h) / g.group;
 }
 
+// Query tile x (blockIdx.x) of the forward and dq kernels: kRowTile queries
+// from global position gi0 (local row li0), inside a chunk whose global
+// positions end at gend (a tile never straddles two chunks).
+struct QTile {
+  int64_t gi0, li0, gend;
+};
+
+__host__ __device__ __forceinline__ int64_t chunk_tiles(const Geo &g) {
+  return (g.C + kRowTile - 1) / kRowTile;
+}
+
+__device__ __forceinline__ QTile q_tile(const Geo &g, int64_t x) {
+  int64_t k = x / chunk_tiles(g), off = x % chunk_tiles(g) * kRowTile;
+  return QTile{g.start[k] + off, k * g.C + off, g.start[k] + g.C};
+}
+
 //===----------------------------------------------------------------------===//
 // Forward: a block per (batch, head, 16 queries), key tiles of 32
 //===----------------------------------------------------------------------===//
@@ -154,10 +179,11 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int hd = (int)g.hd, ld = lane_ld(hd);
   float *Qs = smem, *Ks = Qs + kRowTile * hd, *Vs = Ks + kColTile * ld;
   const int lane = threadIdx.x & 31, row0 = (threadIdx.x >> 5) * kRowsPerWarp;
-  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = (int64_t)blockIdx.x * kRowTile;
+  const QTile qt = q_tile(g, blockIdx.x);
+  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = qt.gi0, lend = qt.li0 + qt.gend - i0;
   const int64_t kvh = kv_head(g, h);
   const bf16 *kh = k + b * g.S * g.ldkv + kvh * hd, *vh = v + b * g.S * g.ldkv + kvh * hd;
-  load_tile(Qs, hd, q + b * g.S * g.ldq + h * hd, g.ldq, i0, kRowTile, g.S, hd);
+  load_tile(Qs, hd, q + b * g.Sq * g.ldq + h * hd, g.ldq, qt.li0, kRowTile, lend, hd);
 
   float m[kRowsPerWarp], l[kRowsPerWarp], acc[kRowsPerWarp][DPL];
 #pragma unroll
@@ -168,7 +194,7 @@ __global__ void __launch_bounds__(kAttnThreads)
     for (int c = 0; c < DPL; ++c)
       acc[r][c] = 0.0f;
   }
-  int64_t lo, hi, i1 = i0 + kRowTile < g.S ? i0 + kRowTile : g.S;
+  int64_t lo, hi, i1 = i0 + kRowTile < qt.gend ? i0 + kRowTile : qt.gend;
   key_range(g, i0, i1, &lo, &hi);
   if (g.seg) // the key tiles of other documents are never visited
     doc_span(g.seg + b * g.S, g.S, i0, i1, &lo, &hi);
@@ -214,17 +240,17 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    int64_t i = i0 + row0 + r;
-    if (i >= g.S)
+    int64_t i = qt.li0 + row0 + r; // local row
+    if (i >= lend)
       continue;
     float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-    bf16 *o = out + (b * g.S + i) * g.ldq + h * hd;
+    bf16 *o = out + (b * g.Sq + i) * g.ldq + h * hd;
 #pragma unroll
     for (int c = 0; c < DPL; ++c)
       if (lane + 32 * c < hd)
         put(o + lane + 32 * c, acc[r][c] * inv);
     if (lane == 0)
-      lse[(b * g.H + h) * g.S + i] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
+      lse[(b * g.H + h) * g.Sq + i] = l[r] > 0.0f ? m[r] + logf(l[r]) : -INFINITY;
   }
 }
 
@@ -239,7 +265,7 @@ __global__ void __launch_bounds__(kAttnThreads)
 __global__ void __launch_bounds__(kThreads)
     delta_kernel(float *delta, const bf16 *dout, const bf16 *out, Geo g, int64_t batch) {
   int lane = threadIdx.x & 31;
-  int64_t rows = batch * g.S * g.H, warps = (int64_t)gridDim.x * (blockDim.x / 32);
+  int64_t rows = batch * g.Sq * g.H, warps = (int64_t)gridDim.x * (blockDim.x / 32);
   for (int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; w < rows; w += warps) {
     const bf16 *a = dout + w * g.hd, *o = out + w * g.hd;
     float s = 0.0f;
@@ -248,7 +274,7 @@ __global__ void __launch_bounds__(kThreads)
     s = warp_reduce(s, SumOp());
     int64_t h = w % g.H, bs = w / g.H;
     if (lane == 0)
-      delta[(bs / g.S * g.H + h) * g.S + bs % g.S] = s;
+      delta[(bs / g.Sq * g.H + h) * g.Sq + bs % g.Sq] = s;
   }
 }
 
@@ -260,23 +286,24 @@ __global__ void __launch_bounds__(kAttnThreads)
   const int hd = (int)g.hd, ld = lane_ld(hd);
   float *Qs = smem, *dOs = Qs + kRowTile * hd, *Ks = dOs + kRowTile * hd, *Vs = Ks + kColTile * ld;
   const int lane = threadIdx.x & 31, row0 = (threadIdx.x >> 5) * kRowsPerWarp;
-  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = (int64_t)blockIdx.x * kRowTile;
+  const QTile qt = q_tile(g, blockIdx.x);
+  const int64_t b = blockIdx.z, h = blockIdx.y, i0 = qt.gi0, lend = qt.li0 + qt.gend - i0;
   const int64_t kvh = kv_head(g, h);
   const bf16 *kh = k + b * g.S * g.ldkv + kvh * hd, *vh = v + b * g.S * g.ldkv + kvh * hd;
-  load_tile(Qs, hd, q + b * g.S * g.ldq + h * hd, g.ldq, i0, kRowTile, g.S, hd);
-  load_tile(dOs, hd, dout + b * g.S * g.ldq + h * hd, g.ldq, i0, kRowTile, g.S, hd);
+  load_tile(Qs, hd, q + b * g.Sq * g.ldq + h * hd, g.ldq, qt.li0, kRowTile, lend, hd);
+  load_tile(dOs, hd, dout + b * g.Sq * g.ldq + h * hd, g.ldq, qt.li0, kRowTile, lend, hd);
 
   float L[kRowsPerWarp], D[kRowsPerWarp], acc[kRowsPerWarp][DPL];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    int64_t i = i0 + row0 + r, at = (b * g.H + h) * g.S + i;
-    L[r] = i < g.S ? lse[at] : 0.0f;
-    D[r] = i < g.S ? delta[at] : 0.0f;
+    int64_t i = qt.li0 + row0 + r, at = (b * g.H + h) * g.Sq + i; // local row
+    L[r] = i < lend ? lse[at] : 0.0f;
+    D[r] = i < lend ? delta[at] : 0.0f;
 #pragma unroll
     for (int c = 0; c < DPL; ++c)
       acc[r][c] = 0.0f;
   }
-  int64_t lo, hi, i1 = i0 + kRowTile < g.S ? i0 + kRowTile : g.S;
+  int64_t lo, hi, i1 = i0 + kRowTile < qt.gend ? i0 + kRowTile : qt.gend;
   key_range(g, i0, i1, &lo, &hi);
   if (g.seg) // the key tiles of other documents are never visited
     doc_span(g.seg + b * g.S, g.S, i0, i1, &lo, &hi);
@@ -317,10 +344,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   }
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
-    int64_t i = i0 + row0 + r;
-    if (i >= g.S)
+    int64_t i = qt.li0 + row0 + r; // local row
+    if (i >= lend)
       continue;
-    bf16 *o = dq + (b * g.S + i) * g.ldq + h * hd;
+    bf16 *o = dq + (b * g.Sq + i) * g.ldq + h * hd;
 #pragma unroll
     for (int c = 0; c < DPL; ++c)
       if (lane + 32 * c < hd)
@@ -351,56 +378,61 @@ __global__ void __launch_bounds__(kAttnThreads)
   query_range(g, j0, j1, &lo, &hi);
   if (g.seg) // the query tiles of other documents are never visited
     doc_span(g.seg + b * g.S, g.S, j0, j1, &lo, &hi);
-  for (int64_t h = h_lo; h < h_hi; ++h) {
-    const bf16 *qh = q + b * g.S * g.ldq + h * hd, *doh = dout + b * g.S * g.ldq + h * hd;
-    const float *lh = lse + (b * g.H + h) * g.S, *dh = delta + (b * g.H + h) * g.S;
-    for (int64_t i0 = lo; i0 < hi; i0 += kColTile) {
-      __syncthreads(); // K/V are loaded; the previous Q/dO tile is consumed
-      load_tile(Qs, ld, qh, g.ldq, i0, kColTile, g.S, hd);
-      load_tile(dOs, ld, doh, g.ldq, i0, kColTile, g.S, hd);
-      if (threadIdx.x < kColTile) {
-        int64_t i = i0 + threadIdx.x;
-        Ls[threadIdx.x] = i < g.S ? lh[i] : 0.0f;
-        Ds[threadIdx.x] = i < g.S ? dh[i] : 0.0f;
-      }
-      __syncthreads();
-      float qk[kRowsPerWarp] = {}, dp[kRowsPerWarp] = {};
-      for (int d = 0; d < hd; ++d) {
-        float qd = Qs[lane * ld + d], od = dOs[lane * ld + d];
+  for (int64_t h = h_lo; h < h_hi; ++h)
+    for (int64_t ch = 0; ch < g.chunks; ++ch) { // the queries of [lo, hi) in chunk ch
+      const int64_t qlo = lo > g.start[ch] ? lo : g.start[ch];
+      const int64_t qend = g.start[ch] + g.C, qhi = hi < qend ? hi : qend;
+      const int64_t shift = ch * g.C - g.start[ch]; // local row = global + shift
+      const bf16 *qh = q + b * g.Sq * g.ldq + h * hd, *doh = dout + b * g.Sq * g.ldq + h * hd;
+      const float *lh = lse + (b * g.H + h) * g.Sq, *dh = delta + (b * g.H + h) * g.Sq;
+      for (int64_t i0 = qlo; i0 < qhi; i0 += kColTile) {
+        __syncthreads(); // K/V are loaded; the previous Q/dO tile is consumed
+        // Rows past the chunk are zeros (past qhi: real rows no key here sees).
+        load_tile(Qs, ld, qh, g.ldq, i0 + shift, kColTile, qend + shift, hd);
+        load_tile(dOs, ld, doh, g.ldq, i0 + shift, kColTile, qend + shift, hd);
+        if (threadIdx.x < kColTile) {
+          int64_t i = i0 + threadIdx.x;
+          Ls[threadIdx.x] = i < qend ? lh[i + shift] : 0.0f;
+          Ds[threadIdx.x] = i < qend ? dh[i + shift] : 0.0f;
+        }
+        __syncthreads();
+        float qk[kRowsPerWarp] = {}, dp[kRowsPerWarp] = {};
+        for (int d = 0; d < hd; ++d) {
+          float qd = Qs[lane * ld + d], od = dOs[lane * ld + d];
+#pragma unroll
+          for (int r = 0; r < kRowsPerWarp; ++r) {
+            qk[r] += qd * Ks[(row0 + r) * hd + d];
+            dp[r] += od * Vs[(row0 + r) * hd + d];
+          }
+        }
+        float p[kRowsPerWarp], ds[kRowsPerWarp];
 #pragma unroll
         for (int r = 0; r < kRowsPerWarp; ++r) {
-          qk[r] += qd * Ks[(row0 + r) * hd + d];
-          dp[r] += od * Vs[(row0 + r) * hd + d];
+          p[r] = ds[r] = 0.0f;
+          if (i0 + lane < qend && visible(g, b, i0 + lane, j0 + row0 + r))
+            ds[r] = dscore(g, qk[r], dp[r], Ls[lane], Ds[lane], &p[r]);
         }
-      }
-      float p[kRowsPerWarp], ds[kRowsPerWarp];
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) {
-        p[r] = ds[r] = 0.0f;
-        if (visible(g, b, i0 + lane, j0 + row0 + r))
-          ds[r] = dscore(g, qk[r], dp[r], Ls[lane], Ds[lane], &p[r]);
-      }
-      for (int ii = 0; ii < kColTile; ++ii) {
-        float qv[DPL], ov[DPL];
-#pragma unroll
-        for (int c = 0; c < DPL; ++c) {
-          bool in = lane + 32 * c < hd;
-          qv[c] = in ? Qs[ii * ld + lane + 32 * c] : 0.0f;
-          ov[c] = in ? dOs[ii * ld + lane + 32 * c] : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) {
-          float pi = __shfl_sync(0xffffffffu, p[r], ii);
-          float dsi = __shfl_sync(0xffffffffu, ds[r], ii);
+        for (int ii = 0; ii < kColTile; ++ii) {
+          float qv[DPL], ov[DPL];
 #pragma unroll
           for (int c = 0; c < DPL; ++c) {
-            dV[r][c] += pi * ov[c];
-            dK[r][c] += dsi * qv[c];
+            bool in = lane + 32 * c < hd;
+            qv[c] = in ? Qs[ii * ld + lane + 32 * c] : 0.0f;
+            ov[c] = in ? dOs[ii * ld + lane + 32 * c] : 0.0f;
+          }
+#pragma unroll
+          for (int r = 0; r < kRowsPerWarp; ++r) {
+            float pi = __shfl_sync(0xffffffffu, p[r], ii);
+            float dsi = __shfl_sync(0xffffffffu, ds[r], ii);
+#pragma unroll
+            for (int c = 0; c < DPL; ++c) {
+              dV[r][c] += pi * ov[c];
+              dK[r][c] += dsi * qv[c];
+            }
           }
         }
       }
     }
-  }
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     int64_t j = j0 + row0 + r;
@@ -426,6 +458,8 @@ cudaError_t geometry(const srt_cuda_attention_shape *s, Geo *g) {
       s->head_dim > kMaxHeadDim || s->global_heads <= 0 || s->global_heads % s->kv_heads != 0 ||
       s->q_head_offset < 0 || s->q_head_offset + s->heads > s->global_heads ||
       s->sliding_window < 0 || !(s->softcap >= 0.0f) || isinf(s->softcap) ||
+      s->cp_size < 0 || s->cp_rank < 0 || s->cp_rank >= (s->cp_size > 1 ? s->cp_size : 1) ||
+      (s->cp_size > 1 && s->seq % (2 * s->cp_size) != 0) ||
       s->heads > 65535 || s->kv_heads > 65535 || s->batch > 65535 ||
       (s->seq + kRowTile - 1) / kRowTile > 0x7fffffff)
     return cudaErrorInvalidValue;
@@ -441,6 +475,12 @@ cudaError_t geometry(const srt_cuda_attention_shape *s, Geo *g) {
   g->causal = s->causal != 0;
   g->scale = s->scale;
   g->cap = s->softcap;
+  bool cp = s->cp_size > 1;
+  g->Sq = cp ? s->seq / s->cp_size : s->seq;
+  g->C = cp ? s->seq / (2 * s->cp_size) : s->seq;
+  g->chunks = cp ? 2 : 1;
+  g->start[0] = cp ? s->cp_rank * g->C : 0;
+  g->start[1] = cp ? (2 * s->cp_size - 1 - s->cp_rank) * g->C : 0;
   return cudaSuccess;
 }
 
@@ -458,7 +498,7 @@ cudaError_t forward(bf16 *out, float *lse, const bf16 *q, const bf16 *k, const b
   cudaError_t err = allow_smem(forward_kernel<DPL>, bytes);
   if (err != cudaSuccess)
     return err;
-  dim3 grid((unsigned)((g.S + kRowTile - 1) / kRowTile), (unsigned)g.H, (unsigned)batch);
+  dim3 grid((unsigned)(g.chunks * chunk_tiles(g)), (unsigned)g.H, (unsigned)batch);
   forward_kernel<DPL><<<grid, kAttnThreads, bytes, stream>>>(out, lse, q, k, v, g);
   return cudaGetLastError();
 }
@@ -473,10 +513,11 @@ cudaError_t backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 
     err = allow_smem(dkdv_kernel<DPL>, kv_bytes);
   if (err != cudaSuccess)
     return err;
-  delta_kernel<<<grid_for(batch * g.S * g.H, kThreads / 32), kThreads, 0, stream>>>(delta, dout,
-                                                                                   out, g, batch);
+  delta_kernel<<<grid_for(batch * g.Sq * g.H, kThreads / 32), kThreads, 0, stream>>>(delta, dout,
+                                                                                    out, g, batch);
+  unsigned q_tiles = (unsigned)(g.chunks * chunk_tiles(g));
   unsigned tiles = (unsigned)((g.S + kRowTile - 1) / kRowTile);
-  dq_kernel<DPL><<<dim3(tiles, (unsigned)g.H, (unsigned)batch), kAttnThreads, dq_bytes, stream>>>(
+  dq_kernel<DPL><<<dim3(q_tiles, (unsigned)g.H, (unsigned)batch), kAttnThreads, dq_bytes, stream>>>(
       dq, dout, q, k, v, lse, delta, g);
   dkdv_kernel<DPL>
       <<<dim3(tiles, (unsigned)g.KV, (unsigned)batch), kAttnThreads, kv_bytes, stream>>>(
@@ -489,8 +530,9 @@ cudaError_t backward(bf16 *dq, bf16 *dk, bf16 *dv, const bf16 *dout, const bf16 
 /// Shapes the kernels cannot run give cudaErrorInvalidValue before any
 /// launch: head_dim outside [1, 256], global_heads not a positive multiple
 /// of kv_heads (it must be set, = heads when KV is sharded like q), local
-/// heads past global_heads, a negative window or softcap, and heads,
-/// kv_heads or batch past 65535 (grid dimensions).
+/// heads past global_heads, a negative window or softcap, cp_rank outside
+/// [0, cp_size) or 2 cp_size not dividing seq, and heads, kv_heads or
+/// batch past 65535 (grid dimensions).
 cudaError_t srt_cuda_attention_forward(srt_bf16 *out, float *lse, const srt_bf16 *q,
                                        const srt_bf16 *k, const srt_bf16 *v,
                                        const int64_t *segment_ids,

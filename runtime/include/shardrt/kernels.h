@@ -266,7 +266,7 @@ void srt_cpu_apply_rotary_backward(float *dx, const float *dy, const float *cos,
 /// op's attributes).
 typedef struct srt_attention_config {
   int64_t batch;        ///< B
-  int64_t seq;          ///< S (queries and keys alike)
+  int64_t seq;          ///< S, keys (and queries unless cp_size > 1)
   int64_t heads;        ///< H, query heads
   int64_t kv_heads;     ///< KV, divides H; query head h reads KV head
                         ///< h / (H / KV) (Hugging Face repeat_kv)
@@ -279,6 +279,14 @@ typedef struct srt_attention_config {
                           ///< counting i itself, as Hugging Face's
                           ///< sliding_window_causal mask)
   float softcap;        ///< 0: none; c > 0: logits = c tanh(scale q.k / c)
+  int64_t cp_size;      ///< 0 or 1: the queries are the S tokens in order.
+                        ///< N > 1 (context parallelism, all-gathered K/V):
+                        ///< the queries are S / N local rows, the two chunks
+                        ///< cp_rank and 2N - 1 - cp_rank of S / (2N) tokens
+                        ///< each, in that order (Megatron-LM's head-tail
+                        ///< load balance); 2N must divide S. Masks compare
+                        ///< the queries' global positions with the keys'.
+  int64_t cp_rank;      ///< in [0, cp_size) (0 when cp_size <= 1)
 } srt_attention_config;
 
 /// Floats of scratch space srt_cpu_attention_forward/backward need with the
@@ -291,8 +299,13 @@ int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
 /// Attention forward, per batch b and head h (kv = h / (H / KV)):
 ///   logits[i, j] = softcap(scale * q_i . k_j) for visible j, -inf otherwise
 ///   p[i, :] = softmax(logits[i, :]);  out_i = sum_j p[i, j] v_j
-/// q, out: [B, S, H * hd]; k, v: [B, S, KV * hd];
-/// lse: [B, H, S], WRITTEN with log(sum_j exp(logits[i, j])) per query, the
+/// q, out: [B, Sq, H * hd]; k, v: [B, S, KV * hd], where Sq = S, or S / cp
+/// under context parallelism (config.cp_size > 1: local query row r of a
+/// batch row is global position r < C ? cp_rank C + r : (2 cp - 1 -
+/// cp_rank) C + r - C with C = S / (2 cp); k, v and segment_ids are the
+/// whole sequence in global order; the result rows equal those rows of the
+/// unsharded attention);
+/// lse: [B, H, Sq], WRITTEN with log(sum_j exp(logits[i, j])) per query, the
 /// only state the backward needs besides the inputs and out;
 /// segment_ids: [B, S] the document of each token (packed rows), or NULL for
 /// one document per row: key j is visible from query i only inside i's run
@@ -303,18 +316,24 @@ int64_t srt_cpu_attention_workspace_floats(const srt_attention_config *config);
 /// FlashAttention-2 tiling (Dao 2023): per (b, h, block of 128 queries), key
 /// tiles of 512 with the online softmax, QK^T and PV as GEMMs on tiles; tiles
 /// the causal/sliding mask hides are skipped. Threaded over (b, h, block);
-/// the same bytes for any thread count.
+/// the same bytes for any thread count. Query blocks are cut from each
+/// chunk's start: with cp_size <= 1 the bytes are those of before cp
+/// existed, and under cp they equal the unsharded ones where C is a multiple
+/// of the block (64 for a masked S <= 512, else 128), else agree to ~1e-7.
 /// Errors: SRT_INVALID_ARGUMENT for non-positive sizes, KV not dividing H,
-/// a negative window, a negative softcap.
+/// a negative window, a negative softcap, cp_rank outside [0, cp_size), 2
+/// cp_size not dividing S.
 srt_status srt_cpu_attention_forward(float *out, float *lse, const float *q,
                                      const float *k, const float *v,
                                      const int64_t *segment_ids, float *workspace,
                                      const srt_attention_config *config);
 
 /// Attention backward (FlashAttention-style: probabilities are recomputed
-/// from q, k and lse). Given dout [B, S, H * hd] and the forward's out and
-/// lse, WRITES dq [B, S, H * hd], dk and dv [B, S, KV * hd] (a KV head's
-/// gradient sums over the query heads that share it):
+/// from q, k and lse). Given dout [B, Sq, H * hd] and the forward's out and
+/// lse [B, H, Sq], WRITES dq [B, Sq, H * hd], dk and dv [B, S, KV * hd] (a
+/// KV head's gradient sums over the query heads that share it; under cp,
+/// over this rank's queries only: the cp ranks' dk/dv sum to the unsharded
+/// ones, a reduce-scatter's job):
 ///   dp = dout_i . v_j;  dlogit = p (dp - dout_i . out_i)
 ///   dscore = dlogit * (1 - tanh^2) with softcap;  dq_i = scale sum_j dscore k_j
 ///   dk_j = scale sum_i dscore q_i;  dv_j = sum_i p[i, j] dout_i

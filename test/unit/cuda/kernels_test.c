@@ -491,7 +491,9 @@ static srt_attention_config cpu_config(const srt_cuda_attention_shape *s, int64_
                                 .causal = s->causal != 0,
                                 .scale = s->scale,
                                 .sliding_window = s->sliding_window,
-                                .softcap = s->softcap};
+                                .softcap = s->softcap,
+                                .cp_size = s->cp_size,
+                                .cp_rank = s->cp_rank};
 }
 
 static int cpu_ok(srt_status st) {
@@ -561,11 +563,14 @@ static int attention_reference(const srt_cuda_attention_shape *s, const int64_t 
 }
 
 // One shape against the CPU kernel; seg: segment ids [B, S] (packed
-// documents, no padding: every lse finite) or NULL.
+// documents, no padding: every lse finite) or NULL. A context-parallel
+// shape (cp_size > 1) has S / cp query rows (the CPU kernel's cp path is
+// the reference; only with q_head_offset 0 and global_heads = heads).
 static void attention_case_seg(const char *label, srt_cuda_attention_shape s,
                                const int64_t *seg) {
   int64_t B = s.batch, S = s.seq, H = s.heads, KV = s.kv_heads, hd = s.head_dim;
-  int64_t nq = B * S * H * hd, nk = B * S * KV * hd, nl = B * H * S;
+  int64_t Sq = s.cp_size > 1 ? S / s.cp_size : S;
+  int64_t nq = B * Sq * H * hd, nk = B * S * KV * hd, nl = B * H * Sq;
   float *q = random_host(nq, -1, 1, 1), *k = random_host(nk, -1, 1, 1);
   float *v = random_host(nk, -1, 1, 1), *dout = random_host(nq, -1, 1, 1);
   float *out = host_alloc((size_t)nq * 4), *lse = host_alloc((size_t)nl * 4);
@@ -630,25 +635,56 @@ static void attention_documents(void) {
   attention_case_seg("documents window17 softcap20 hd64", s, seg);
 }
 
+// Context parallelism: every rank of cp 2 and 3 over 96 tokens (chunks of
+// 24 and 16 against query tiles of 16), causal, then packed documents of
+// 30, 41 and 25 (boundaries inside chunks, the 41 across several) with a
+// window of 17 and softcap; each rank's local rows and its dk/dv share
+// against the CPU kernel's cp path (itself checked against the unsharded
+// attention in test/unit/kernels/attention_test.c).
+static void attention_context_parallel(void) {
+  static int64_t seg[96];
+  for (int64_t t = 0; t < 96; ++t)
+    seg[t] = t < 30 ? 0 : t < 71 ? 1 : 2;
+  char label[96];
+  for (int64_t cp = 2; cp <= 3; ++cp)
+    for (int64_t r = 0; r < cp; ++r) {
+      srt_cuda_attention_shape s = {.batch = 1, .seq = 96, .heads = 4, .kv_heads = 2,
+                                    .head_dim = 64, .global_heads = 4, .causal = 1,
+                                    .scale = 0.125f, .cp_size = cp, .cp_rank = r};
+      snprintf(label, sizeof label, "cp%lld rank%lld causal hd64", (long long)cp, (long long)r);
+      attention_case_seg(label, s, NULL);
+      s.sliding_window = 17;
+      s.softcap = 20.0f;
+      snprintf(label, sizeof label, "cp%lld rank%lld documents window17 softcap20",
+               (long long)cp, (long long)r);
+      attention_case_seg(label, s, seg);
+    }
+}
+
 // Shapes the kernels cannot run are refused before any launch.
 static void attention_refusals(void) {
-  srt_cuda_attention_shape bad[3] = {
+  srt_cuda_attention_shape bad[5] = {
       {.batch = 1, .seq = 8, .heads = 2, .kv_heads = 1, .head_dim = 300, .global_heads = 2},
       {.batch = 1, .seq = 8, .heads = 2, .kv_heads = 1, .head_dim = 64, .global_heads = 0},
       {.batch = 1, .seq = 8, .heads = 2, .kv_heads = 2, .head_dim = 64, .q_head_offset = 2,
-       .global_heads = 2}};
+       .global_heads = 2},
+      {.batch = 1, .seq = 6, .heads = 2, .kv_heads = 1, .head_dim = 64, .global_heads = 2,
+       .cp_size = 2}, // 2 cp = 4 does not divide 6
+      {.batch = 1, .seq = 8, .heads = 2, .kv_heads = 1, .head_dim = 64, .global_heads = 2,
+       .cp_size = 2, .cp_rank = 2}};
   int refused = 0;
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 5; ++i)
     refused += srt_cuda_attention_forward(NULL, NULL, NULL, NULL, NULL, NULL, &bad[i], 0) ==
                cudaErrorInvalidValue;
   CUDA_OK(cudaGetLastError());
-  check_true("attention refuses bad shapes", refused == 3,
-             refused == 3 ? "3 of 3 refused" : "a bad shape was accepted");
+  check_true("attention refuses bad shapes", refused == 5,
+             refused == 5 ? "5 of 5 refused" : "a bad shape was accepted");
 }
 
 static void test_attention(void) {
   attention_refusals();
   attention_documents();
+  attention_context_parallel();
   // GQA (4 query heads on 2 KV heads), causal, seq not a multiple of a tile.
   attention_case("gqa causal hd64",
                  (srt_cuda_attention_shape){.batch = 2, .seq = 77, .heads = 4, .kv_heads = 2,

@@ -1,7 +1,8 @@
 // Unit tests of attention (runtime/cpu/attention.c): causal, GQA ratios 2
 // and 4, sliding window, softcap, non-causal and multi-tile sequences,
 // packed documents (segment ids, padding); the forward against float64
-// loops, the backward against finite differences.
+// loops, the backward against finite differences; context-parallel ranks
+// (cp_size > 1) against the rows of the unsharded attention.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernel_testing.h"
 #include "shardrt/kernels.h"
@@ -64,19 +66,56 @@ static void ref_attention(double *out, double *lse, const double *q,
   free(logit);
 }
 
+// The global position of local query row r of a context-parallel rank
+// (cp->cp_size > 1): its chunks cp_rank and 2 cp - 1 - cp_rank of S / (2 cp).
+static int64_t global_row(const srt_attention_config *cp, int64_t r) {
+  int64_t C = cp->seq / (2 * cp->cp_size);
+  return r < C ? cp->cp_rank * C + r : (2 * cp->cp_size - 1 - cp->cp_rank) * C + r - C;
+}
+
+// local[o, r, :] = full[o, global_row(r), :] for o < outer, r < S / cp, rows
+// of `width` floats (q-like tensors: outer B; lse: outer B * H, width 1).
+static void gather_rows(float *local, const float *full, int64_t outer, int64_t width,
+                        const srt_attention_config *cp) {
+  int64_t S = cp->seq, Sq = S / cp->cp_size;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t r = 0; r < Sq; r++)
+      memcpy(local + (o * Sq + r) * width, full + (o * S + global_row(cp, r)) * width,
+             (size_t)width * sizeof *local);
+}
+
+// The inverse in float64: full[o, global_row(r), :] = local[o, r, :].
+static void scatter_rows(double *full, const double *local, int64_t outer, int64_t width,
+                         const srt_attention_config *cp) {
+  int64_t S = cp->seq, Sq = S / cp->cp_size;
+  for (int64_t o = 0; o < outer; o++)
+    for (int64_t r = 0; r < Sq; r++)
+      memcpy(full + (o * S + global_row(cp, r)) * width, local + (o * Sq + r) * width,
+             (size_t)width * sizeof *full);
+}
+
+// The float64 loss <attention(q, k, v), cot> of c (the unsharded shape;
+// qn = B S H hd); with cp set, q holds that rank's local rows, scattered
+// into q_full (whose other rows the cotangent's zeros make irrelevant).
 typedef struct fd_ctx {
   const srt_attention_config *c;
   const int64_t *seg;
   double *q, *k, *v;
   const double *cot;
   int64_t qn;
+  const srt_attention_config *cp;
+  double *q_full;
 } fd_ctx;
 
 static double loss(const double *unused, void *p) {
   (void)unused;
   fd_ctx *f = p;
-  double *out = kt_calloc(f->qn, sizeof *out);
-  ref_attention(out, NULL, f->q, f->k, f->v, f->seg, f->c);
+  double *out = kt_calloc(f->qn, sizeof *out), *q = f->q;
+  if (f->cp) {
+    scatter_rows(f->q_full, f->q, f->c->batch, f->c->heads * f->c->head_dim, f->cp);
+    q = f->q_full;
+  }
+  ref_attention(out, NULL, q, f->k, f->v, f->seg, f->c);
   double l = test_dot(out, f->cot, f->qn);
   free(out);
   return l;
@@ -149,8 +188,8 @@ static void check_documents(const srt_attention_config *c, const int64_t *seg,
   test_fill(dk, kvn, &rng, 50, 60); // must be overwritten, not accumulated
   assert_null(srt_cpu_attention_forward(out, lse, q, k, v, seg, ws, c));
 
-  fd_ctx f = {c, seg, test_to_double(q, qn), test_to_double(k, kvn),
-              test_to_double(v, kvn), test_to_double(dout, qn), qn};
+  fd_ctx f = {.c = c, .seg = seg, .q = test_to_double(q, qn), .k = test_to_double(k, kvn),
+              .v = test_to_double(v, kvn), .cot = test_to_double(dout, qn), .qn = qn};
   double *want = kt_calloc(qn, sizeof *want), *wlse = kt_calloc(ln, sizeof *wlse);
   ref_attention(want, wlse, f.q, f.k, f.v, seg, c);
   // Outputs are convex combinations of values in [-1, 1]: fp32 softmax and
@@ -324,6 +363,195 @@ static void test_one_document_same_bytes(void **state) {
   free(in), free(ws), free(zeros);
 }
 
+// Context parallelism. The tensors of one check: the unsharded attention's
+// inputs and results, and one rank's local rows and results.
+typedef struct cp_case {
+  const srt_attention_config *c; // unsharded
+  const int64_t *seg;
+  int64_t qn, kvn, ln;           // unsharded element counts
+  float *q, *k, *v, *dout, *out, *lse, *dq, *dk, *dv, *ws;
+  double *dk_sum, *dv_sum;       // the ranks' dk/dv, summed in float64
+} cp_case;
+
+// got == the rows `cp` selects of want (width floats per row, outer rows):
+// the same bytes when `exact`, else within 1e-6 absolute (fp32 sums over
+// key tiles cut elsewhere: ~1e-7 for the O(1) values here).
+static void check_rows(const float *got, const float *want_full, int64_t outer,
+                       int64_t width, const srt_attention_config *cp, bool exact,
+                       const char *what) {
+  int64_t n = outer * (cp->seq / cp->cp_size) * width;
+  float *want = kt_calloc(n, sizeof *want);
+  gather_rows(want, want_full, outer, width, cp);
+  if (exact) {
+    assert_memory_equal(got, want, (size_t)n * sizeof *got);
+  } else {
+    bool *pad = kt_calloc(n, sizeof *pad); // lse -inf (padding) on both sides
+    double *w = test_to_double(want, n);
+    float *g = kt_calloc(n, sizeof *g);
+    for (int64_t i = 0; i < n; i++) {
+      pad[i] = isinf(want[i]);
+      if (pad[i])
+        assert_true(isinf(got[i]) && got[i] < 0);
+      g[i] = pad[i] ? 0.0f : got[i];
+      w[i] = pad[i] ? 0.0 : w[i];
+    }
+    test_assert_close(g, w, n, 1e-6, 0.0, what);
+    free(pad), free(w), free(g);
+  }
+  free(want);
+}
+
+// Finite differences of rank cr's local loss <out_local, dout_local> (the
+// float64 unsharded attention, its other rows' cotangent 0): against dq of
+// its local rows and its partial dk, dv over all S keys.
+static void check_cp_fd(const cp_case *t, const srt_attention_config *cr, const float *q_l,
+                        const float *dout_l, const float *dq_l, const float *dk_l,
+                        const float *dv_l, int64_t samples, test_rng *rng) {
+  int64_t ql = t->qn / cr->cp_size, width = t->c->heads * t->c->head_dim;
+  double *cot = kt_calloc(t->qn, sizeof *cot), *dout_d = test_to_double(dout_l, ql);
+  scatter_rows(cot, dout_d, t->c->batch, width, cr);
+  fd_ctx f = {.c = t->c, .seg = t->seg, .q = test_to_double(q_l, ql),
+              .k = test_to_double(t->k, t->kvn), .v = test_to_double(t->v, t->kvn),
+              .cot = cot, .qn = t->qn, .cp = cr, .q_full = test_to_double(t->q, t->qn)};
+  check_grad("cp attention dq", dq_l, &f, f.q, ql, samples, rng);
+  check_grad("cp attention dk", dk_l, &f, f.k, t->kvn, samples, rng);
+  check_grad("cp attention dv", dv_l, &f, f.v, t->kvn, samples, rng);
+  free(cot), free(dout_d), free(f.q), free(f.k), free(f.v), free(f.q_full);
+}
+
+// Rank `rank` of cp: forward and backward on its local rows against the
+// unsharded results; its dk/dv added to the sums.
+static void check_cp_rank(cp_case *t, int64_t cp, int64_t rank, bool exact,
+                          int64_t fd_samples, test_rng *rng) {
+  srt_attention_config cr = *t->c;
+  cr.cp_size = cp;
+  cr.cp_rank = rank;
+  int64_t ql = t->qn / cp, ll = t->ln / cp, width = t->c->heads * t->c->head_dim;
+  float *q_l = kt_calloc(ql, 4), *dout_l = kt_calloc(ql, 4), *out_l = kt_calloc(ql, 4);
+  float *lse_l = kt_calloc(ll, 4), *dq_l = kt_calloc(ql, 4);
+  float *dk_l = kt_calloc(t->kvn, 4), *dv_l = kt_calloc(t->kvn, 4);
+  gather_rows(q_l, t->q, t->c->batch, width, &cr);
+  gather_rows(dout_l, t->dout, t->c->batch, width, &cr);
+  assert_null(srt_cpu_attention_forward(out_l, lse_l, q_l, t->k, t->v, t->seg, t->ws, &cr));
+  check_rows(out_l, t->out, t->c->batch, width, &cr, exact, "cp attention out");
+  check_rows(lse_l, t->lse, t->c->batch * t->c->heads, 1, &cr, exact, "cp attention lse");
+  assert_null(srt_cpu_attention_backward(dq_l, dk_l, dv_l, dout_l, q_l, t->k, t->v, out_l,
+                                         lse_l, t->seg, t->ws, &cr));
+  check_rows(dq_l, t->dq, t->c->batch, width, &cr, exact, "cp attention dq");
+  for (int64_t i = 0; i < t->kvn; i++) {
+    t->dk_sum[i] += dk_l[i];
+    t->dv_sum[i] += dv_l[i];
+  }
+  if (fd_samples > 0)
+    check_cp_fd(t, &cr, q_l, dout_l, dq_l, dk_l, dv_l, fd_samples, rng);
+  free(q_l), free(dout_l), free(out_l), free(lse_l), free(dq_l), free(dk_l), free(dv_l);
+}
+
+// Every rank of cp against the unsharded attention c: out, lse and dq rows
+// equal (bytes when `exact`: the chunk a multiple of the query block),
+// dk/dv summed over the ranks within 1e-5 of the unsharded ones (fp32 sums
+// in another order over <= S terms of O(1)); finite differences of each
+// rank's gradients at fd_samples inputs per tensor (0: none).
+static void check_cp(const srt_attention_config *c, const int64_t *seg, int64_t cp,
+                     bool exact, int64_t fd_samples, uint64_t seed) {
+  cp_case t = {.c = c, .seg = seg, .qn = c->batch * c->seq * c->heads * c->head_dim,
+               .kvn = c->batch * c->seq * c->kv_heads * c->head_dim,
+               .ln = c->batch * c->heads * c->seq};
+  test_rng rng = {seed};
+  t.q = kt_calloc(t.qn, 4), t.k = kt_calloc(t.kvn, 4), t.v = kt_calloc(t.kvn, 4);
+  t.dout = kt_calloc(t.qn, 4), t.out = kt_calloc(t.qn, 4), t.lse = kt_calloc(t.ln, 4);
+  t.dq = kt_calloc(t.qn, 4), t.dk = kt_calloc(t.kvn, 4), t.dv = kt_calloc(t.kvn, 4);
+  t.ws = kt_calloc(srt_cpu_attention_workspace_floats(c), 4);
+  t.dk_sum = kt_calloc(t.kvn, 8), t.dv_sum = kt_calloc(t.kvn, 8);
+  test_fill(t.q, t.qn, &rng, -1, 1);
+  test_fill(t.k, t.kvn, &rng, -1, 1);
+  test_fill(t.v, t.kvn, &rng, -1, 1);
+  test_fill(t.dout, t.qn, &rng, -1, 1);
+  assert_null(srt_cpu_attention_forward(t.out, t.lse, t.q, t.k, t.v, seg, t.ws, c));
+  assert_null(srt_cpu_attention_backward(t.dq, t.dk, t.dv, t.dout, t.q, t.k, t.v, t.out,
+                                         t.lse, seg, t.ws, c));
+  for (int64_t r = 0; r < cp; r++)
+    check_cp_rank(&t, cp, r, exact, fd_samples, &rng);
+  test_assert_close(t.dk, t.dk_sum, t.kvn, 1e-5, 0.0, "cp attention dk summed over ranks");
+  test_assert_close(t.dv, t.dv_sum, t.kvn, 1e-5, 0.0, "cp attention dv summed over ranks");
+  free(t.q), free(t.k), free(t.v), free(t.dout), free(t.out), free(t.lse), free(t.dq);
+  free(t.dk), free(t.dv), free(t.ws), free(t.dk_sum), free(t.dv_sum);
+}
+
+// cp 2 and 3 on small causal GQA attentions (chunks of 6 and 4 tokens),
+// plain and with a window of 5 and softcap crossing the chunks: every rank
+// against the unsharded rows, finite differences at 48 inputs per tensor
+// and rank.
+static void test_cp_causal_window_softcap(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 2, .seq = 24, .heads = 4, .kv_heads = 2,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f};
+  for (int64_t cp = 2; cp <= 3; cp++) {
+    check_cp(&c, NULL, cp, false, 48, 20 + (uint64_t)cp);
+    c.sliding_window = 5;
+    c.softcap = 2.0f;
+    c.scale = 1.0f; // |logits| up to ~3: softcap 2 is nonlinear
+    check_cp(&c, NULL, cp, false, 48, 22 + (uint64_t)cp);
+    c.sliding_window = 0, c.softcap = 0.0f, c.scale = 0.35355339f;
+  }
+}
+
+// Packed documents under cp: lengths 5, 9, 7 then 3 of padding in row 0
+// (boundaries inside chunks of 6 (cp 2) and 4 (cp 3), the 9 spanning
+// chunk boundaries, padding in the last chunk) and 12, 12 in row 1
+// (boundaries on a chunk boundary); causal, then non-causal (a query sees
+// its document's later keys, held by other ranks' chunks).
+static void test_cp_documents(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 2, .seq = 24, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f};
+  int64_t *seg = segments(2, 24, (const int64_t[][8]){{5, 9, 7, 0}, {12, 12, 0}});
+  for (int64_t cp = 2; cp <= 3; cp++) {
+    c.causal = true;
+    check_cp(&c, seg, cp, false, 48, 30 + (uint64_t)cp);
+    c.causal = false;
+    check_cp(&c, seg, cp, false, 48, 32 + (uint64_t)cp);
+  }
+  free(seg);
+}
+
+// Multi-block and multi-tile: chunks that are a multiple of the query block
+// give the unsharded bytes (seq 512, cp 2: chunks of 128, blocks of 64;
+// seq 1536, cp 3 with window 300, softcap and documents across the 512-key
+// tiles: chunks of 256, blocks of 128); chunks that are not (seq 600, cp 3:
+// 100 against 128) agree within 1e-6. 4 finite-difference samples per
+// tensor and rank at seq 512 and 600 (the float64 reference is S^2).
+static void test_cp_multi_block(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 1, .seq = 512, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f};
+  check_cp(&c, NULL, 2, true, 4, 40);
+  c.seq = 1536, c.sliding_window = 300, c.softcap = 3.0f;
+  int64_t *seg = segments(1, 1536, (const int64_t[][8]){{200, 700, 400, 200, 0}});
+  check_cp(&c, seg, 3, true, 0, 41);
+  free(seg);
+  c.seq = 600, c.sliding_window = 0, c.softcap = 0.0f;
+  check_cp(&c, NULL, 3, false, 4, 42);
+  // Chunks of 300: blocks of 128, 128 and 44 in each, the short one
+  // followed by the other chunk's first; documents across both chunk ends.
+  c.seq = 1200;
+  seg = segments(1, 1200, (const int64_t[][8]){{250, 400, 500, 0}});
+  check_cp(&c, seg, 2, false, 0, 43);
+  free(seg);
+}
+
+// cp_size 1 (rank 0) is the unsharded attention (cp_size 0): out, lse and
+// dq the same bytes, with documents, padding, window and softcap.
+static void test_cp_one_same_bytes(void **state) {
+  (void)state;
+  srt_attention_config c = {.batch = 1, .seq = 700, .heads = 2, .kv_heads = 1,
+                            .head_dim = 8, .causal = true, .scale = 0.35355339f,
+                            .sliding_window = 300, .softcap = 3.0f};
+  int64_t *seg = segments(1, 700, (const int64_t[][8]){{100, 500, 97, 0}});
+  check_cp(&c, seg, 1, true, 0, 50);
+  free(seg);
+}
+
 static void test_rejects_bad_config(void **state) {
   (void)state;
   float x = 0;
@@ -336,6 +564,21 @@ static void test_rejects_bad_config(void **state) {
   c.softcap = -1;
   s = srt_cpu_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, NULL, &x, &c);
   assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  srt_status_free(s);
+  // Context parallelism: 2 cp must divide seq (two chunks per rank), and
+  // cp_rank lie in [0, cp_size); the message names the values.
+  c.softcap = 0;
+  c.cp_size = 3; // 6 does not divide 4
+  s = srt_cpu_attention_forward(&x, &x, &x, &x, &x, NULL, &x, &c);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  assert_non_null(strstr(srt_status_message(s), "cp_size 3"));
+  assert_non_null(strstr(srt_status_message(s), "seq 4"));
+  srt_status_free(s);
+  c.cp_size = 2;
+  c.cp_rank = 2;
+  s = srt_cpu_attention_backward(&x, &x, &x, &x, &x, &x, &x, &x, &x, NULL, &x, &c);
+  assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
+  assert_non_null(strstr(srt_status_message(s), "cp_rank 2"));
   srt_status_free(s);
 }
 
@@ -351,6 +594,10 @@ int main(void) {
       cmocka_unit_test(test_documents_window_softcap),
       cmocka_unit_test(test_documents_across_key_tiles),
       cmocka_unit_test(test_one_document_same_bytes),
+      cmocka_unit_test(test_cp_causal_window_softcap),
+      cmocka_unit_test(test_cp_documents),
+      cmocka_unit_test(test_cp_multi_block),
+      cmocka_unit_test(test_cp_one_same_bytes),
       cmocka_unit_test(test_rejects_bad_config),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,7 +19,9 @@ enum { B = 2, S = 9, HD = 4 };
 static void reference(int64_t q, int64_t k, int64_t v, int64_t dy, int64_t H, int64_t KV,
                       float softcap, int64_t window, int64_t out, int64_t lse, int64_t dq,
                       int64_t dk, int64_t dv) {
-  srt_attention_config c = {B, S, H, KV, HD, true, 0.5f, window, softcap};
+  srt_attention_config c = {.batch = B, .seq = S, .heads = H, .kv_heads = KV,
+                            .head_dim = HD, .causal = true, .scale = 0.5f,
+                            .sliding_window = window, .softcap = softcap};
   int64_t ws = srt_cpu_attention_workspace_floats(&c);
   float *scratch = malloc((size_t)ws * 4);
   ASSERT_OK(srt_cpu_attention_forward(F(out), F(lse), F(q), F(k), F(v), NULL, scratch, &c));
