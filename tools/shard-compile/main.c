@@ -3,7 +3,7 @@
 //
 //   shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M] [--cp-size=C]
 //                 [--sequence-parallel] --batch B --seq S -o train
-//                 [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--keep-logits]
+//                 [--weights CKPT|DIR] [--emit=exe|obj|llvm|mlir] [--keep-logits]
 //                 [--backend=cpu|cuda]
 //
 // import -> nn-verify -> nn-autodiff -> nn-optimizer -> tp-plan ->
@@ -47,7 +47,7 @@ static void usage(FILE *out) {
           "USAGE: shard-compile CONFIG.json --tp-plan=NAME|FILE --tp-size=N [--dp-size=M]\n"
           "                     [--cp-size=C]\n"
           "                     [--sequence-parallel] [--dp-replicate] --batch B --seq S -o OUT\n"
-          "                     [--weights CKPT] [--emit=exe|obj|llvm|mlir] [--timing]\n"
+          "                     [--weights CKPT|DIR] [--emit=exe|obj|llvm|mlir] [--timing]\n"
           "                     [--keep-logits] [--backend=cpu|cuda]\n"
           "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
           "                     [--activation-checkpointing[=full|attention]]\n"
