@@ -41,6 +41,18 @@
                (needle), buf_);                                                \
   } while (0)
 
+/// Asserts that status `st` (consumed) has `code` and a message containing
+/// every string of the NULL-terminated `needles`.
+static inline void assert_refused(srt_status st, srt_code code, const char *const *needles) {
+  assert_non_null(st);
+  if (srt_status_code(st) != code)
+    fail_msg("expected %s, got: %s", srt_code_name(code), srt_status_message(st));
+  for (const char *const *n = needles; *n; ++n)
+    if (!strstr(srt_status_message(st), *n))
+      fail_msg("'%s' not in: %s", *n, srt_status_message(st));
+  srt_status_free(st);
+}
+
 /// splitmix64: a small, seedable generator so every rank can regenerate
 /// the same "global" data independently.
 static inline uint64_t test_rng_next(uint64_t *s) {

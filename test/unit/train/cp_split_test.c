@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "../runtime/runtime_test_util.h"
 #include "train_internal.h"
 
 enum {
@@ -305,12 +306,7 @@ static void test_wide_tokens(void **state) {
 
 // The refusal must be SRT_INVALID_ARGUMENT naming every string of `needles`.
 static void refused(srt_status st, const char *const *needles) {
-  assert_non_null(st);
-  assert_int_equal(srt_status_code(st), SRT_INVALID_ARGUMENT);
-  for (const char *const *n = needles; *n; ++n)
-    if (!strstr(srt_status_message(st), *n))
-      fail_msg("'%s' not in: %s", *n, srt_status_message(st));
-  srt_status_free(st);
+  assert_refused(st, SRT_INVALID_ARGUMENT, needles);
 }
 
 static void test_refusals(void **state) {
