@@ -136,8 +136,9 @@ static const train_flag kFlags[] = {
      "after the run, milliseconds per step by op kind (GEMM, attention,\n"
      "elementwise, loss, collectives, optimizer) and the step total"},
     {"--eval-data", "TOKENS", read_path, F(eval_data), 0, NULL, 0,
-     "held-out tokens: every --eval-every steps the mean loss and perplexity of\n"
-     "the program over their first --eval-batches batches, forward only"},
+     "held-out tokens: every --eval-every steps the loss (the mean over the scored\n"
+     "labels) and perplexity of the program over their first --eval-batches\n"
+     "batches, forward only"},
     {"--eval-every", "N", read_int, F(eval_every), 1, NULL, 0,
      "evaluate every N steps (default: only after the last)"},
     {"--eval-batches", "K", read_int, F(eval_batches), 1, "4", 0,
