@@ -364,6 +364,8 @@ MlirValue nn_build_attention(nn_builder *b, const char *module, MlirValue q,
   spec_float(&s, "scale", cfg->scale);
   spec_int(&s, "sliding_window", cfg->sliding_window);
   spec_float(&s, "softcap", cfg->softcap);
+  if (cfg->cp_size > 1) // absent at cp 1: graphs without cp print as before
+    spec_int(&s, "cp_size", cfg->cp_size);
   nn_shape qs;
   nn_shape_of(mlirValueGetType(q), &qs);
   int64_t lse_dims[3] = {qs.dims[0], cfg->num_heads, qs.dims[1]};

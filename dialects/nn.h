@@ -240,6 +240,8 @@ typedef struct nn_attention_config {
   double scale;
   int64_t sliding_window; // 0 = none
   double softcap;         // 0 = none
+  int64_t cp_size;        // > 1: the queries are one cp rank's chunks and
+                          // K/V are all-gathered over cp (0 or 1: none)
 } nn_attention_config;
 
 /// q [B, S, H * hd], k/v [B, S, KV * hd] -> the output, q's type (the op's

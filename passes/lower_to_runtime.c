@@ -323,7 +323,8 @@ static void arg_attention(lower_call *c) {
                 {true, 0, ATTR_F("scale", 0)},
                 {true, 0, ATTR_F("softcap", 0)},
                 {false, ATTR_I("nn.q_head_offset_axis", -1), 0},
-                {false, ATTR_I("nn.global_num_heads", heads), 0}};
+                {false, ATTR_I("nn.global_num_heads", heads), 0},
+                {false, ATTR_I("cp_size", 1), 0}};
 #define FIELD(type, name) _Generic((type)0, double: r->top.f64, default: r->top.i64),
   MlirType fields[] = {SRT_ATTENTION_CONFIG_FIELDS(FIELD)};
 #undef FIELD
@@ -644,6 +645,8 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     report_memory(&r, o[kOptAccumulate].i, o[kOptMemoryReport].s, o[kOptDeviceMemory].i);
   if (!r.errors) {
     nn_shape ids = shape(mlirBlockGetArgument(r.body, 0));
+    // A graph of one cp rank (tp-plan's check_cp): [batch x cp, seq / cp].
+    int64_t cp = nn_attr_int(module, "nn.cp_size", 1);
     MlirStringRef model = nn_attr_str(module, "nn.config_path");
     char model_path[1024];
     snprintf(model_path, sizeof model_path, "%.*s", (int)model.length, model.data);
@@ -652,9 +655,10 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .checkpoint_names = nn_attr_str(module, "nn.checkpoint_names"),
                          .tokenizer_json = nn_attr_str(module, "nn.tokenizer_json"),
                          .mesh = r.mesh,
-                         .batch = ids.dims[0] * r.mesh.size[0] * o[kOptAccumulate].i,
+                         .cp = cp,
+                         .batch = ids.dims[0] * r.mesh.size[0] * o[kOptAccumulate].i / cp,
                          .accum = (int)o[kOptAccumulate].i,
-                         .seq = ids.dims[1],
+                         .seq = ids.dims[1] * cp,
                          .vocab = r.plan.vocab,
                          .initializer_range = nn_attr_float(module, "nn.initializer_range", 0.02),
                          .flops_per_token = nn_attr_float(module, "nn.flops_per_token", 0),

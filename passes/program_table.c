@@ -128,7 +128,8 @@ static void param_info(aggregate *a, const tp_program_param *p, const char *name
 // global [batch, seq, vocab]: the batch over dp; the sequence (sequence
 // parallel) or the vocabulary over tp.
 static tp_placement logits_placement(const tp_program_desc *d, int axis) {
-  const int64_t global[3] = {d->batch, d->seq, d->vocab};
+  // The graph's view under cp: the rows cut into cp chunk rows.
+  const int64_t global[3] = {d->batch * d->cp, d->seq / d->cp, d->vocab};
   int dim = -1;
   for (int k = axis == 0 ? 0 : 1; d->keep_logits && d->logits.rank == 3 && k < (axis == 0 ? 1 : 3);
        ++k)
@@ -143,11 +144,13 @@ static void program(aggregate *a, const tp_program_desc *d) {
   set_ptr(a, kProgram_config_json, "config_json");
   set_ptr(a, kProgram_checkpoint_names, "checkpoint_names");
   set_ptr(a, kProgram_tokenizer_json, "tokenizer_json");
-  set_i64(a, kProgram_dp, d->mesh.size[0]);
+  int64_t dp = d->mesh.size[0] / d->cp;
+  set_i64(a, kProgram_dp, dp);
+  set_i64(a, kProgram_cp, d->cp);
   set_i64(a, kProgram_tp, d->mesh.size[1]);
   set_i64(a, kProgram_batch, d->batch);
   set_i64(a, kProgram_seq, d->seq);
-  set_i64(a, kProgram_local_batch, d->batch / d->mesh.size[0] / (d->accum > 0 ? d->accum : 1));
+  set_i64(a, kProgram_local_batch, d->batch / dp / (d->accum > 0 ? d->accum : 1));
   set_i32(a, kProgram_grad_accum_steps, d->accum > 0 ? d->accum : 1);
   set_i64(a, kProgram_vocab, d->vocab);
   set(a, lb_const_f64(a->b, d->initializer_range), 1, kProgram_initializer_range, 0, 0);

@@ -39,7 +39,8 @@ typedef struct tp_program_desc {
   MlirStringRef config_json;      // its text
   MlirStringRef checkpoint_names; // shardrt/checkpoint_names.h text ("" for none)
   MlirStringRef tokenizer_json;   // tokenizer.json compiled in ("" for none)
-  tp_mesh mesh;
+  tp_mesh mesh;              // axis 0: dp x cp
+  int64_t cp;                // context-parallel size (>= 1)
   int64_t batch, seq, vocab; // global (batch: of a whole step, every micro-batch)
   int accum;                 // micro-batches per step (gradient accumulation), >= 1
   double initializer_range;

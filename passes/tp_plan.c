@@ -573,15 +573,26 @@ static MlirOperation first_mamba2(MlirBlock body) {
 
 // Context parallelism (cp > 1) splits every row of the step into 2 x cp
 // chunks, rank r of cp holding chunks r and 2 x cp - 1 - r (Megatron-LM's
-// and torch's head-tail load balance for causal attention). The checks
-// that name the values come first; then cp > 1 is refused as a whole,
-// because the sequence sharding of the activations is not implemented.
+// and torch's head-tail load balance for causal attention). The graph is
+// imported as one rank's view (shard-import --cp-size: rows cut into cp
+// chunk rows, attention ops with cp_size, an unshifted loss), so here cp
+// must be the graph's, and the mesh's axis 0 becomes dp x cp: the step's
+// rows, FSDP shards and gradient reductions span both (torchtitan's
+// dp_shard_cp); only the attention tells cp apart.
 static bool check_cp(plan_run *r, MlirOperation func, int64_t cp) {
   if (cp < 1) {
     report(r, func, "the cp size must be positive, got cp=%lld", (long long)cp);
     return false;
   }
-  if (cp == 1)
+  MlirOperation module = module_of(func);
+  MlirAttribute a = mlirOperationIsNull(module)
+                        ? (MlirAttribute){NULL}
+                        : mlirOperationGetAttributeByName(
+                              module, mlirStringRefCreateFromCString("nn.cp_size"));
+  int64_t graph_cp = !mlirAttributeIsNull(a) && mlirAttributeIsAInteger(a)
+                         ? mlirIntegerAttrGetValueInt(a)
+                         : 1;
+  if (cp == 1 && graph_cp == 1)
     return true;
   MlirOperation mamba = first_mamba2(r->body);
   if (!mlirOperationIsNull(mamba)) {
@@ -589,30 +600,18 @@ static bool check_cp(plan_run *r, MlirOperation func, int64_t cp) {
            "context parallelism (cp=%lld) is refused for this model's Mamba2 mixers: they "
            "would switch from the sequence split to a head split by an all-to-all over cp, "
            "which is not implemented; use cp=1",
-           (long long)cp);
+           (long long)(cp > 1 ? cp : graph_cp));
     return false;
   }
-  // input_ids, block argument 0: [batch, seq].
-  int64_t seq = -1;
-  if (mlirBlockGetNumArguments(r->body)) {
-    MlirType ids = mlirValueGetType(mlirBlockGetArgument(r->body, 0));
-    if (mlirTypeIsARankedTensor(ids) && mlirShapedTypeGetRank(ids) == 2)
-      seq = mlirShapedTypeGetDimSize(ids, 1);
-  }
-  if (seq > 0 && seq % (2 * cp)) {
+  if (cp != graph_cp) {
     report(r, func,
-           "the sequence length %lld is not divisible by 2 x cp = %lld: context parallelism "
-           "splits each row into 2 x cp load-balanced chunks (rank r of cp holding chunks r "
-           "and 2 x cp - 1 - r)",
-           (long long)seq, (long long)(2 * cp));
+           "cp=%lld, but the graph was imported for cp=%lld (module attribute nn.cp_size): "
+           "context parallelism needs the graph of one cp rank, from shard-import "
+           "--cp-size %lld (shard-compile --cp-size does both)",
+           (long long)cp, (long long)graph_cp, (long long)cp);
     return false;
   }
-  report(r, func,
-         "context parallelism (cp=%lld) is not implemented yet: the runtime has the dp x cp x "
-         "tp mesh, but the step's activations are not sharded on the sequence over cp "
-         "(issue 42); use cp=1",
-         (long long)cp);
-  return false;
+  return true;
 }
 
 static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
@@ -621,7 +620,7 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
   r.body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   r.mesh = (tp_mesh){{o[kOptDp].i, o[kOptTp].i}};
   r.sp = o[kOptSp].b;
-  r.fsdp = r.mesh.size[0] > 1 && !o[kOptDpReplicate].b;
+  r.fsdp = r.mesh.size[0] * o[kOptCp].i > 1 && !o[kOptDpReplicate].b;
   if (r.mesh.size[0] < 1 || r.mesh.size[1] < 1) {
     report(&r, func, "tp and dp sizes must be positive, got tp=%lld dp=%lld",
            (long long)r.mesh.size[1], (long long)r.mesh.size[0]);
@@ -629,6 +628,7 @@ static MlirLogicalResult plan_func(MlirOperation func, const tp_option_value *o,
   }
   if (!check_cp(&r, func, o[kOptCp].i))
     return mlirLogicalResultFailure();
+  r.mesh.size[0] *= o[kOptCp].i; // axis 0 is dp x cp (check_cp)
   MlirAttribute attrs = mlirOperationGetAttributeByName(func, mlirStringRefCreateFromCString("arg_attrs"));
   for (intptr_t i = 0; !mlirAttributeIsNull(attrs) && i < mlirArrayAttrGetNumElements(attrs); ++i)
     if (!mlirAttributeIsNull(mlirDictionaryAttrGetElementByName(
@@ -724,7 +724,7 @@ static const tp_option_info kOptions[] = {
     [kOptDpReplicate] = {"dp-replicate", TP_OPTION_BOOL, "false",
                          "replicate parameters over dp (DDP) instead of FSDP's Shard(0)"},
     [kOptCp] = {"cp", TP_OPTION_INT, "1",
-                "context-parallel size (the sequence split over cp; only 1 is implemented)"},
+                "context-parallel size (the sequence split over cp; the graph must be imported for it)"},
 };
 
 const tp_pass_info tp_plan_pass = {

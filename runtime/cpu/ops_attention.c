@@ -10,12 +10,27 @@
 // The forward writes out and the log-sum-exp lse [B, H, S]; the backward
 // reads both (it does not run the forward again).
 //
+// Under context parallelism (config cp_size > 1) q, out, lse, dy and dq
+// are this cp rank's local rows (its two chunks of each sequence,
+// shardrt/cp.h) while k, v and the segment ids are all-gathered over the
+// cp group into the token order; the backward's dk and dv for the whole
+// sequence are reduce-scattered back to the local rows (Llama 3's
+// all-gather context parallelism: the masks stay on global indices, and
+// GQA sends only the KV heads). The backward gathers again rather than
+// keeping the forward's gathered K/V alive in between.
+//
 // Scratch (the context's op scratch, no allocation after the first step):
-// the kernel workspace; replicated KV adds a run's gathered lse [B, n, S],
-// q/out/dy/dq [B, S, n*hd] and k/v/dk/dv [B, S, hd].
+// the kernel workspace; under cp the gathered k, v, segment ids, and for
+// the backward their gradients, plus one staging buffer; replicated KV
+// adds a run's gathered lse [B, n, Sq], q/out/dy/dq [B, Sq, n*hd] and
+// k/v/dk/dv [B, S, hd].
+#include <stdbool.h>
 #include <string.h>
 
 #include "ops_internal.h"
+#include "shardrt/collectives.h"
+#include "shardrt/context.h"
+#include "shardrt/cp.h"
 #include "shardrt/kernels.h"
 
 // One run of local query heads [h0, h0 + count) reading KV head `kv`.
@@ -23,18 +38,101 @@ typedef struct head_run {
   int64_t h0, count, kv;
 } head_run;
 
+// The op's view of K/V: the whole sequence under cp (gathered), else the
+// buffers themselves.
+typedef struct kv_view {
+  int cp, cp_rank;
+  int64_t seq;          // keys per row: the config's seq x cp
+  const float *k, *v;   // [B, seq, KV * hd]
+  const int64_t *seg;   // [B, seq], or NULL
+  float *staging;       // [cp, B, local seq, KV * hd] for the moves (cp > 1)
+  float *free;          // scratch after the view's buffers
+} kv_view;
+
 // The kernel configuration of `c` with `heads` query and `kv` KV heads.
-static srt_attention_config kernel_config(const srt_op_attention_config *c, int64_t heads,
-                                          int64_t kv) {
+static srt_attention_config kernel_config(const srt_op_attention_config *c, const kv_view *w,
+                                          int64_t heads, int64_t kv) {
   return (srt_attention_config){.batch = c->batch,
-                                .seq = c->seq,
+                                .seq = w->seq,
                                 .heads = heads,
                                 .kv_heads = kv,
                                 .head_dim = c->head_dim,
                                 .causal = c->causal != 0,
                                 .scale = (float)c->scale,
                                 .sliding_window = c->sliding_window,
-                                .softcap = (float)c->softcap};
+                                .softcap = (float)c->softcap,
+                                .cp_size = w->cp,
+                                .cp_rank = w->cp_rank};
+}
+
+// Floats of scratch the view takes: under cp, the gathered k and v, the
+// segment ids (int64: 2 floats each), `grads` more K/V-sized buffers (the
+// backward's dk and dv) and the staging buffer.
+static int64_t view_floats(const srt_op_attention_config *c, int cp, int segments, int grads) {
+  if (cp <= 1)
+    return 0;
+  int64_t kv = c->batch * c->seq * cp * c->num_kv_heads * c->head_dim;
+  return (3 + grads) * kv + (segments ? 2 * c->batch * c->seq * cp : 0);
+}
+
+// All-gathers `local` [B, S/cp, token] over cp into `global` [B, S, token]
+// in token order, through `staging` (the cp ranks' rows in rank order).
+static srt_status gather_tokens(srt_group *g, const void *local, void *global, void *staging,
+                                srt_dtype dtype, int64_t rows, int64_t seq, int64_t token) {
+  int cp = srt_group_size(g);
+  const int64_t shape[3] = {1, rows * (seq / cp), token};
+  SRT_RETURN_IF_ERROR(srt_all_gather(g, local, staging, dtype, 3, shape, 0));
+  size_t bytes = (size_t)token * srt_dtype_size(dtype), part = (size_t)shape[1] * bytes;
+  const void *parts[SRT_MAX_CP];
+  for (int c = 0; c < cp; ++c)
+    parts[c] = (const unsigned char *)staging + (size_t)c * part;
+  return srt_cp_gather(parts, rows, seq, cp, bytes, global);
+}
+
+// The K/V view of this rank (the cp all-gathers happen here) in `scratch`.
+static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, int64_t k,
+                               int64_t v, int64_t segment_ids, int grads, float *scratch,
+                               kv_view *w) {
+  const int64_t *seg = segment_ids >= 0 ? ops_i64(e, segment_ids) : NULL;
+  *w = (kv_view){.cp = 1, .seq = c->seq, .k = ops_f32(e, k), .v = ops_f32(e, v), .seg = seg,
+                 .free = scratch};
+  if (c->cp_size <= 1)
+    return NULL;
+  srt_group *g = srt_context_group(e->ctx, SRT_GROUP_CP);
+  if (srt_group_size(g) != c->cp_size || c->cp_size > SRT_MAX_CP)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "attention: the step was compiled for cp %lld, but the cp group has %d "
+                     "ranks (at most %d)",
+                     (long long)c->cp_size, srt_group_size(g), SRT_MAX_CP);
+  int64_t row = c->num_kv_heads * c->head_dim, n = c->batch * c->seq * c->cp_size * row;
+  w->cp = (int)c->cp_size;
+  w->cp_rank = srt_group_rank(g);
+  w->seq = c->seq * c->cp_size;
+  float *kg = scratch, *vg = kg + n;
+  w->staging = vg + (1 + grads) * n;
+  int64_t *sg = seg ? (int64_t *)(void *)(w->staging + n) : NULL;
+  w->free = w->staging + n + (seg ? 2 * c->batch * w->seq : 0);
+  SRT_RETURN_IF_ERROR(gather_tokens(g, w->k, kg, w->staging, SRT_F32, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(gather_tokens(g, w->v, vg, w->staging, SRT_F32, c->batch, w->seq, row));
+  if (seg)
+    SRT_RETURN_IF_ERROR(gather_tokens(g, seg, sg, w->staging, SRT_I64, c->batch, w->seq, 1));
+  w->k = kg;
+  w->v = vg;
+  w->seg = sg;
+  return NULL;
+}
+
+// Reduce-scatters the whole sequence's `grad` [B, S, KV * hd] (this rank's
+// share of every key's gradient) over cp into the local rows `out`.
+static srt_status scatter_grad(srt_exec *e, const srt_op_attention_config *c, const kv_view *w,
+                               const float *grad, float *out) {
+  srt_group *g = srt_context_group(e->ctx, SRT_GROUP_CP);
+  int64_t row = c->num_kv_heads * c->head_dim, part = c->batch * c->seq * row;
+  size_t bytes = (size_t)row * sizeof(float);
+  for (int r = 0; r < w->cp; ++r)
+    SRT_RETURN_IF_ERROR(srt_cp_take(grad, c->batch, w->seq, w->cp, r, bytes, w->staging + r * part));
+  const int64_t shape[3] = {w->cp, c->batch * c->seq, row};
+  return srt_reduce_scatter(g, w->staging, out, SRT_F32, 3, shape, 0, SRT_REDUCE_SUM);
 }
 
 // The next run of local heads starting at h0 (replicated KV).
@@ -82,29 +180,68 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention", config, &heads));
   int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
-  int64_t B = c->batch, S = c->seq, rows = B * S, H = c->num_heads, hd = c->head_dim;
-  srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
-  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * S;
-  const int64_t *seg = segment_ids >= 0 ? ops_i64(e, segment_ids) : NULL;
+  int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
+  int64_t B = c->batch, Sq = c->seq, qrows = B * Sq, krows = qrows * cp, H = c->num_heads;
+  int64_t hd = c->head_dim, KV = c->num_kv_heads;
+  kv_view probe = {.cp = cp, .seq = Sq * cp};
+  srt_attention_config kc = kernel_config(c, &probe, H, KV);
+  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * Sq;
+  int64_t vf = view_floats(c, cp, segment_ids >= 0, 0);
+  int64_t qn = qrows * H * hd, kn = krows * hd;
+  bool replicated = c->q_head_offset_axis >= 0;
   float *scratch;
-  if (c->q_head_offset_axis < 0) {
-    SRT_RETURN_IF_ERROR(ops_scratch(e, ws, &scratch));
-    return srt_cpu_attention_forward(ops_f32(e, out), ops_f32(e, lse), ops_f32(e, q),
-                                     ops_f32(e, k), ops_f32(e, v), seg, scratch, &kc);
-  }
-  // Replicated KV: per run, gathered lse, q [rows, n*hd], out, k, v [rows, hd].
-  int64_t qn = rows * H * hd, kn = rows * hd;
-  SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 2 * qn + 2 * kn, &scratch));
-  float *ls = scratch + ws, *qs = ls + lse_n, *os = qs + qn, *ks = os + qn, *vs = ks + kn;
+  SRT_RETURN_IF_ERROR(
+      ops_scratch(e, ws + vf + (replicated ? lse_n + 2 * qn + 2 * kn : 0), &scratch));
+  kv_view w;
+  SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 0, scratch + ws, &w));
+  kc = kernel_config(c, &w, H, KV); // with this rank's cp index
+  if (!replicated)
+    return srt_cpu_attention_forward(ops_f32(e, out), ops_f32(e, lse), ops_f32(e, q), w.k, w.v,
+                                     w.seg, scratch, &kc);
+  // Replicated KV: per run, gathered lse, q [qrows, n*hd], out, k, v [krows, hd].
+  float *ls = w.free, *qs = ls + lse_n, *os = qs + qn, *ks = os + qn, *vs = ks + kn;
   for (int64_t h0 = 0; h0 < H;) {
     head_run run = next_run(c, first, group, h0);
-    move_heads(ops_f32(e, q), qs, rows, H, hd, run.h0, run.count, 0);
-    move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
-    move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
-    srt_attention_config rc = kernel_config(c, run.count, 1);
-    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, ls, qs, ks, vs, seg, scratch, &rc));
-    move_heads(ops_f32(e, out), os, rows, H, hd, run.h0, run.count, 1);
-    move_lse(ops_f32(e, lse), ls, B, H, S, run.h0, run.count, 1);
+    move_heads(ops_f32(e, q), qs, qrows, H, hd, run.h0, run.count, 0);
+    move_heads((float *)w.k, ks, krows, KV, hd, run.kv, 1, 0);
+    move_heads((float *)w.v, vs, krows, KV, hd, run.kv, 1, 0);
+    srt_attention_config rc = kernel_config(c, &w, run.count, 1);
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_forward(os, ls, qs, ks, vs, w.seg, scratch, &rc));
+    move_heads(ops_f32(e, out), os, qrows, H, hd, run.h0, run.count, 1);
+    move_lse(ops_f32(e, lse), ls, B, H, Sq, run.h0, run.count, 1);
+    h0 += run.count;
+  }
+  return NULL;
+}
+
+// Replicated KV's backward: per run of local heads sharing one KV head,
+// gathered lse, q, out, dy, dq [qrows, n*hd] and k, v, dk, dv [krows, hd];
+// KV heads no local query head reads get zero in dkw, dvw [krows, KV*hd].
+static srt_status replicated_grad(srt_exec *e, const srt_op_attention_config *c,
+                                  const srt_attention_heads *heads, const kv_view *w,
+                                  float *scratch, const int64_t io[6], float *dkw, float *dvw) {
+  int64_t B = c->batch, Sq = c->seq, qrows = B * Sq, krows = qrows * w->cp, H = c->num_heads;
+  int64_t hd = c->head_dim, KV = c->num_kv_heads, lse_n = B * H * Sq;
+  int64_t qn = qrows * H * hd, kn = krows * hd;
+  float *ls = w->free, *qs = ls + lse_n, *os = qs + qn, *dys = os + qn, *dqs = dys + qn,
+        *ks = dqs + qn, *vs = ks + kn, *dks = vs + kn, *dvs = dks + kn;
+  memset(dkw, 0, (size_t)(krows * KV * hd) * sizeof(float));
+  memset(dvw, 0, (size_t)(krows * KV * hd) * sizeof(float));
+  for (int64_t h0 = 0; h0 < H;) {
+    head_run run = next_run(c, heads->first_head, heads->group, h0);
+    move_heads(ops_f32(e, io[0]), qs, qrows, H, hd, run.h0, run.count, 0);
+    move_heads(ops_f32(e, io[1]), os, qrows, H, hd, run.h0, run.count, 0);
+    move_heads(ops_f32(e, io[2]), dys, qrows, H, hd, run.h0, run.count, 0);
+    move_lse(ops_f32(e, io[3]), ls, B, H, Sq, run.h0, run.count, 0);
+    move_heads((float *)w->k, ks, krows, KV, hd, run.kv, 1, 0);
+    move_heads((float *)w->v, vs, krows, KV, hd, run.kv, 1, 0);
+    srt_attention_config rc = kernel_config(c, w, run.count, 1);
+    SRT_RETURN_IF_ERROR(
+        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, ls, w->seg, scratch, &rc));
+    move_heads(ops_f32(e, io[4]), dqs, qrows, H, hd, run.h0, run.count, 1);
+    // Runs are maximal, so each KV head gets at most one run's gradient.
+    move_heads(dkw, dks, krows, KV, hd, run.kv, 1, 1);
+    move_heads(dvw, dvs, krows, KV, hd, run.kv, 1, 1);
     h0 += run.count;
   }
   return NULL;
@@ -116,45 +253,35 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
                                      const srt_op_attention_config *config) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
-  int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
-  int64_t B = c->batch, S = c->seq, rows = B * S, H = c->num_heads, hd = c->head_dim;
-  srt_attention_config kc = kernel_config(c, H, c->num_kv_heads);
-  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * S;
-  int64_t qn = rows * H * hd, kn = rows * hd;
-  const int64_t *seg = segment_ids >= 0 ? ops_i64(e, segment_ids) : NULL;
+  int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
+  int64_t B = c->batch, Sq = c->seq, qrows = B * Sq, krows = qrows * cp, H = c->num_heads;
+  int64_t hd = c->head_dim, KV = c->num_kv_heads;
+  kv_view probe = {.cp = cp, .seq = Sq * cp};
+  srt_attention_config kc = kernel_config(c, &probe, H, KV);
+  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * Sq;
+  int64_t vf = view_floats(c, cp, segment_ids >= 0, 2);
+  int64_t qn = qrows * H * hd, kn = krows * hd;
+  bool replicated = c->q_head_offset_axis >= 0;
   float *scratch;
-  if (c->q_head_offset_axis < 0) {
-    SRT_RETURN_IF_ERROR(ops_scratch(e, ws, &scratch));
-    return srt_cpu_attention_backward(ops_f32(e, dq), ops_f32(e, dk), ops_f32(e, dv),
-                                      ops_f32(e, dy), ops_f32(e, q), ops_f32(e, k),
-                                      ops_f32(e, v), ops_f32(e, out), ops_f32(e, lse), seg,
-                                      scratch, &kc);
-  }
-  // Replicated KV: gathered lse, q, out, dy, dq [rows, n*hd] and k, v, dk,
-  // dv [rows, hd] per run; KV heads no local query head reads get zero.
-  SRT_RETURN_IF_ERROR(ops_scratch(e, ws + lse_n + 4 * qn + 4 * kn, &scratch));
-  float *ls = scratch + ws, *qs = ls + lse_n, *os = qs + qn, *dys = os + qn, *dqs = dys + qn,
-        *ks = dqs + qn, *vs = ks + kn, *dks = vs + kn, *dvs = dks + kn;
-  int64_t kv_floats = rows * c->num_kv_heads * hd;
-  memset(ops_f32(e, dk), 0, (size_t)kv_floats * sizeof(float));
-  memset(ops_f32(e, dv), 0, (size_t)kv_floats * sizeof(float));
-  for (int64_t h0 = 0; h0 < H;) {
-    head_run run = next_run(c, first, group, h0);
-    move_heads(ops_f32(e, q), qs, rows, H, hd, run.h0, run.count, 0);
-    move_heads(ops_f32(e, out), os, rows, H, hd, run.h0, run.count, 0);
-    move_heads(ops_f32(e, dy), dys, rows, H, hd, run.h0, run.count, 0);
-    move_lse(ops_f32(e, lse), ls, B, H, S, run.h0, run.count, 0);
-    move_heads(ops_f32(e, k), ks, rows, c->num_kv_heads, hd, run.kv, 1, 0);
-    move_heads(ops_f32(e, v), vs, rows, c->num_kv_heads, hd, run.kv, 1, 0);
-    srt_attention_config rc = kernel_config(c, run.count, 1);
-    SRT_RETURN_IF_ERROR(
-        srt_cpu_attention_backward(dqs, dks, dvs, dys, qs, ks, vs, os, ls, seg, scratch, &rc));
-    move_heads(ops_f32(e, dq), dqs, rows, H, hd, run.h0, run.count, 1);
-    // Runs are maximal, so each KV head gets at most one run's gradient.
-    move_heads(ops_f32(e, dk), dks, rows, c->num_kv_heads, hd, run.kv, 1, 1);
-    move_heads(ops_f32(e, dv), dvs, rows, c->num_kv_heads, hd, run.kv, 1, 1);
-    h0 += run.count;
-  }
-  return NULL;
+  SRT_RETURN_IF_ERROR(
+      ops_scratch(e, ws + vf + (replicated ? lse_n + 4 * qn + 4 * kn : 0), &scratch));
+  kv_view w;
+  SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 2, scratch + ws, &w));
+  kc = kernel_config(c, &w, H, KV); // with this rank's cp index
+  // The whole sequence's dk, dv under cp (after the gathered k, v), else the outputs.
+  int64_t kv_n = krows * KV * hd;
+  float *dkw = cp > 1 ? (float *)w.v + kv_n : ops_f32(e, dk);
+  float *dvw = cp > 1 ? dkw + kv_n : ops_f32(e, dv);
+  if (!replicated)
+    SRT_RETURN_IF_ERROR(srt_cpu_attention_backward(ops_f32(e, dq), dkw, dvw, ops_f32(e, dy),
+                                                   ops_f32(e, q), w.k, w.v, ops_f32(e, out),
+                                                   ops_f32(e, lse), w.seg, scratch, &kc));
+  else
+    SRT_RETURN_IF_ERROR(replicated_grad(e, c, &heads, &w, scratch,
+                                        (const int64_t[6]){q, out, dy, lse, dq, 0}, dkw, dvw));
+  if (cp == 1)
+    return NULL;
+  SRT_RETURN_IF_ERROR(scatter_grad(e, c, &w, dkw, ops_f32(e, dk)));
+  return scatter_grad(e, c, &w, dvw, ops_f32(e, dv));
 }

@@ -17,7 +17,7 @@ static srt_status begin(srt_exec *e, const char *op, int64_t axis, int64_t dtype
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "%s: mesh axis %lld is not 0 (dp) or 1 (tp)", op,
                      (long long)axis);
-  *g = srt_context_group(e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP : SRT_GROUP_TP);
+  *g = srt_context_group(e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP_CP : SRT_GROUP_TP);
   return NULL;
 }
 

@@ -231,7 +231,7 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
 // for an id that never comes) over the group, every member joins. Called
 // only after every rank's local setup succeeded.
 static srt_status open_comms(srt_cuda_device *d) {
-  static const srt_group_kind kinds[SRT_MESH_NDIMS] = {SRT_GROUP_DP, SRT_GROUP_TP};
+  static const srt_group_kind kinds[SRT_MESH_NDIMS] = {SRT_GROUP_DP_CP, SRT_GROUP_TP};
   for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
     srt_group *g = srt_context_group(d->ctx, kinds[axis]);
     struct {

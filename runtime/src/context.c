@@ -97,6 +97,8 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   srt_mesh_coord(&ctx->mesh, world->rank, ctx->coord);
   int dpi = ctx->coord[SRT_MESH_DP], tpi = ctx->coord[SRT_MESH_TP];
   int cpi = srt_mesh_cp_index(&ctx->mesh, world->rank), tp = o->tp;
+  ctx->placement = srt_mesh_placement(&ctx->mesh);
+  ctx->coord[SRT_MESH_DP] = dpi * cp + cpi;
 
   // tp: same dp and cp index, ordered by tp index; dp: same cp and tp
   // index; cp: same dp and tp index; dp_cp (where the loss, the gradients
@@ -194,6 +196,8 @@ srt_status srt_context_create(const srt_context_options *options,
 }
 
 const srt_mesh *srt_context_mesh(const srt_context *ctx) { return &ctx->mesh; }
+
+const srt_mesh *srt_context_placement_mesh(const srt_context *ctx) { return &ctx->placement; }
 
 int srt_context_rank(const srt_context *ctx) {
   return ctx->groups[SRT_GROUP_WORLD].rank;

@@ -37,7 +37,8 @@ typedef struct srt_pending {
 
 struct srt_context {
   srt_mesh mesh;
-  int coord[SRT_MESH_NDIMS];
+  srt_mesh placement;         // srt_mesh_placement(&mesh)
+  int coord[SRT_MESH_NDIMS];  // on `placement`
   int owns_mpi;        // srt_context_create called MPI_Init
   srt_group groups[SRT_GROUP_COUNT];
   srt_arena arena;

@@ -85,7 +85,7 @@ srt_status srt_full_tensor(srt_context *ctx, const srt_tensor *t, void *full) {
   unsigned char *cur = work, *other = full;
   int64_t shape[SRT_MAX_RANK];
   memcpy(shape, t->local_shape, sizeof shape);
-  static const srt_group_kind kGroup[SRT_MESH_NDIMS] = {SRT_GROUP_DP, SRT_GROUP_TP};
+  static const srt_group_kind kGroup[SRT_MESH_NDIMS] = {SRT_GROUP_DP_CP, SRT_GROUP_TP};
   srt_status s = NULL;
   // dp first, then tp: the inverse of srt_local_shape's order (a dim both
   // axes shard is a dp slice of a tp shard).

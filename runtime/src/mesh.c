@@ -53,6 +53,10 @@ srt_status srt_mesh_init_cp(srt_mesh *mesh, int world_size, int dp, int cp, int 
 
 int srt_mesh_cp(const srt_mesh *mesh) { return mesh->cp > 1 ? mesh->cp : 1; }
 
+srt_mesh srt_mesh_placement(const srt_mesh *mesh) {
+  return (srt_mesh){{mesh->shape[SRT_MESH_DP] * srt_mesh_cp(mesh), mesh->shape[SRT_MESH_TP]}, 1};
+}
+
 int srt_mesh_size(const srt_mesh *mesh) {
   return mesh->shape[SRT_MESH_DP] * srt_mesh_cp(mesh) * mesh->shape[SRT_MESH_TP];
 }

@@ -12,12 +12,14 @@
 static srt_status scored_labels(const train_eval *ev, double *count) {
   const srt_program *p = ev->program;
   const int64_t *labels = (const int64_t *)(const void *)(ev->arena + p->labels_offset);
+  // Under cp the labels are already shifted (train_cp_split): every one counts.
+  int64_t seq = train_local_seq(p), first = p->cp > 1 ? 0 : 1;
   double n = 0;
   for (int64_t r = 0; r < p->local_batch; ++r)
-    for (int64_t s = 1; s < p->seq; ++s)
-      n += labels[r * p->seq + s] != -100;
+    for (int64_t s = first; s < seq; ++s)
+      n += labels[r * seq + s] != -100;
   *count = n;
-  return srt_all_reduce(srt_context_group(ev->exec->ctx, SRT_GROUP_DP), count, 1, SRT_F64,
+  return srt_all_reduce(srt_context_group(ev->exec->ctx, SRT_GROUP_DP_CP), count, 1, SRT_F64,
                         SRT_REDUCE_SUM);
 }
 
@@ -60,12 +62,17 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
   if (accumulate)
     memset(grad_accum, 0, (size_t)grad_floats(p) * sizeof *grad_accum);
   double total = 0, loss = 0;
+  // At cp > 1 batches are loaded whole into the stage, then split.
+  const srt_program *lp = ev->cp ? &ev->cp->view : p;
+  uint8_t *dst = ev->cp ? ev->cp->rows : ev->arena;
   for (int64_t m = 0; m < micros; ++m) {
     srt_status s = NULL;
     if (tokens)
-      s = train_load_batch(ctx, p, ev->arena, tokens, ev->plan, step, m);
+      s = train_load_batch(ctx, lp, dst, tokens, ev->plan, step, m);
     else if (batch_file && micros > 1) // a single batch stays loaded
-      s = train_load_batch_file(ctx, p, ev->arena, batch_file, m);
+      s = train_load_batch_file(ctx, lp, dst, batch_file, m);
+    if (!s && ev->cp && (tokens || micros > 1))
+      s = train_cp_stage_split(ev->cp, ctx, p, ev->arena);
     if (!s && (tokens || micros > 1)) // a device backend copies them over
       s = train_upload_batch(ev->backend, ev->exec->device, p, ev->arena);
     SRT_RETURN_IF_ERROR(agree(ctx, s));
@@ -79,7 +86,7 @@ srt_status train_run_step(const train_eval *ev, const srt_tokens *tokens,
       options.accum_total = (float)total;
       options.grad_accum = grad_accum;
     }
-    ev->exec->one_document = train_one_document_rows(p, ev->arena);
+    ev->exec->one_document = train_one_document_rows(lp, dst); // of whole rows
     SRT_RETURN_IF_ERROR(p->step(ev->exec, &options, result));
     loss += weight * (double)result->loss;
   }

@@ -31,7 +31,8 @@ static int write_outputs(train_run *r, int64_t step, const srt_step_result *res,
 static int evaluate(train_run *r, int64_t step, srt_step_options so, double *loss) {
   const train_options *o = &r->o;
   train_eval ev = {&r->exec, r->p, r->arena, r->backend,
-                   r->eval_plan.rows ? &r->eval_plan : NULL};
+                   r->eval_plan.rows ? &r->eval_plan : NULL,
+                   r->cp_stage.rows ? &r->cp_stage : NULL};
   if (train_any_failed(r->ctx, train_evaluate(&ev, r->eval_tokens, o->eval_batches, so, loss)))
     return 1;
   if (r->rank == 0 && isnan(*loss))

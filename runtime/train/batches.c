@@ -6,8 +6,9 @@
 #include "train_internal.h"
 
 int64_t train_first_row(srt_context *ctx, const srt_program *p, int64_t micro) {
+  // The dp index (placements' coordinate is dp x cp: srt_context_coord).
   int coord[SRT_MESH_NDIMS];
-  srt_context_coord(ctx, coord);
+  srt_mesh_coord(srt_context_mesh(ctx), srt_context_rank(ctx), coord);
   return (micro * p->dp + coord[SRT_MESH_DP]) * p->local_batch;
 }
 
@@ -66,7 +67,7 @@ int32_t train_one_document_rows(const srt_program *p, const uint8_t *arena) {
 
 srt_status train_upload_batch(const srt_backend *backend, void *device, const srt_program *p,
                               const uint8_t *arena) {
-  int64_t bytes = p->local_batch * p->seq * (int64_t)sizeof(int64_t);
+  int64_t bytes = p->local_batch * train_local_seq(p) * (int64_t)sizeof(int64_t);
   const int64_t inputs[4] = {p->input_ids_offset, p->labels_offset, p->position_ids_offset,
                              p->segment_ids_offset};
   for (int i = 0; i < 4; ++i)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "shardrt/checkpoint.h"
+#include "shardrt/dtensor.h"
 #include "shardrt/grad_norm.h"
 #include "shardrt/tensor.h"
 #include "train_internal.h"
@@ -29,9 +30,10 @@ static srt_tensor replicated(const char *name, float *data) {
 // The logits as a distributed tensor, checked against the program's table.
 static srt_status logits_view(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               srt_tensor *t) {
-  const int64_t global[3] = {p->batch, p->seq, p->vocab};
+  // Under cp the graph's view: each row cut into cp chunk rows.
+  const int64_t global[3] = {p->batch * p->cp, p->seq / p->cp, p->vocab};
   SRT_RETURN_IF_ERROR(srt_tensor_init(t, "logits", SRT_F32, 3, global, p->logits_placement,
-                                      srt_context_mesh(ctx)));
+                                      srt_context_placement_mesh(ctx)));
   for (int d = 0; d < 3; ++d)
     if (t->local_shape[d] != p->logits_local_shape[d])
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
@@ -46,6 +48,35 @@ static srt_status logits_view(srt_context *ctx, const srt_program *p, uint8_t *a
                      (long long)p->persistent_bytes, (long long)p->arena_bytes);
   t->data = arena + p->logits_offset;
   return NULL;
+}
+
+// Under cp: the logits gathered into `*whole` [batch, seq, vocab] in token
+// order, which *t (replicated) then views. The gathered rows are the dp x
+// cp ranks' chunk rows, dp-major ((d cp + c) local_batch + r), each rank's
+// two chunks per row (shardrt/cp.h).
+static srt_status cp_logits(srt_context *ctx, const srt_program *p, srt_tensor *t,
+                            float **whole) {
+  int64_t cp = p->cp, lb = p->local_batch, chunk_row = p->seq / cp * p->vocab;
+  size_t n = (size_t)(p->batch * p->seq * p->vocab);
+  float *gathered = malloc(n * sizeof(float));
+  *whole = malloc(n * sizeof(float));
+  srt_status s = gathered && *whole ? srt_full_tensor(ctx, t, gathered)
+                                    : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "dump: out of memory");
+  for (int64_t row = 0; row < p->batch && !s; ++row) {
+    const void *parts[SRT_MAX_CP];
+    for (int64_t c = 0; c < cp; ++c)
+      parts[c] = gathered + ((row / lb * cp + c) * lb + row % lb) * chunk_row;
+    s = srt_cp_gather(parts, 1, p->seq, (int)cp, (size_t)p->vocab * sizeof(float),
+                      *whole + row * p->seq * p->vocab);
+  }
+  free(gathered);
+  if (!s) {
+    const srt_placement r[SRT_MESH_NDIMS] = {srt_replicate(), srt_replicate()};
+    const int64_t shape[3] = {p->batch, p->seq, p->vocab};
+    s = srt_tensor_init(t, "logits", SRT_F32, 3, shape, r, srt_context_placement_mesh(ctx));
+    t->data = *whole;
+  }
+  return s;
 }
 
 srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, const char *path,
@@ -92,14 +123,18 @@ srt_status train_dump(srt_context *ctx, const srt_program *p, uint8_t *arena, co
   }
   for (int32_t i = 0; i < n && !s; ++i)
     views[k++] = train_param_view(&p->params[i], p->params[i].name, arena, p->params[i].offset);
+  float *whole = NULL; // the cp logits in token order
   if (!s && p->logits_kept)
     s = logits_view(ctx, p, arena, &views[k++]);
+  if (!s && p->logits_kept && p->cp > 1)
+    s = cp_logits(ctx, p, &views[k - 1], &whole);
   if (!s) {
     char step_s[32];
     snprintf(step_s, sizeof step_s, "%" PRId64, step);
     const char *meta[] = {"shardrt.step", step_s, "shardrt.model", p->model ? p->model : ""};
     s = srt_checkpoint_save_consolidated_meta(ctx, path, views, k, meta, 2);
   }
+  free(whole);
   for (int32_t i = 0; i < n; ++i)
     free(names[i]);
   free(names);

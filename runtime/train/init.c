@@ -105,7 +105,7 @@ static srt_status init_mamba2(float *w, const srt_program *p, const srt_param_in
 
 srt_status train_init_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               uint64_t seed) {
-  const srt_mesh *mesh = srt_context_mesh(ctx);
+  const srt_mesh *mesh = srt_context_placement_mesh(ctx);
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(ctx, coord);
   for (int32_t k = 0; k < p->num_params; ++k) {

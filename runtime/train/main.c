@@ -68,6 +68,7 @@ int train_start(train_run *r, int argc, char **argv) {
   r->backend = p->backend;
   srt_context_options co = srt_context_default_options();
   co.dp = (int)p->dp;
+  co.cp = (int)p->cp;
   co.tp = (int)p->tp;
   co.timeout_s = r->o.timeout_s;
   // On a device backend the host keeps only the persistent region (what it
@@ -77,8 +78,8 @@ int train_start(train_run *r, int argc, char **argv) {
   srt_status s = srt_context_create(&co, &r->ctx);
   if (s) { // the mesh check fails alike everywhere
     if (world_rank == 0)
-      fprintf(stderr, "train: program '%s' is partitioned for dp=%lld x tp=%lld: %s\n",
-              p->model ? p->model : "?", (long long)p->dp, (long long)p->tp,
+      fprintf(stderr, "train: program '%s' is partitioned for dp=%lld x cp=%lld x tp=%lld: %s\n",
+              p->model ? p->model : "?", (long long)p->dp, (long long)p->cp, (long long)p->tp,
               srt_status_message(s));
     srt_status_free(s);
     return 1;
@@ -110,7 +111,7 @@ static int count_skipped(train_run *r, int64_t step, bool skipped) {
 // library) while the others wait in NCCL, which no MPI call can interrupt.
 static int step_failed(train_run *r, srt_status s) {
   train_report(s, r->rank);
-  const srt_mesh *mesh = srt_context_mesh(r->ctx);
+  const srt_mesh *mesh = srt_context_placement_mesh(r->ctx);
   if (!r->backend->host && mesh->shape[0] * mesh->shape[1] > 1) {
     fprintf(stderr, "train: rank %d: aborting every rank (a device step failed)\n", r->rank);
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -130,7 +131,8 @@ int train_step(train_run *r, int64_t step) {
                          .norm_type = o->norm_type};
   srt_step_result res = {0};
   double scored = 0, t0 = now_seconds();
-  train_eval run = {&r->exec, r->p, r->arena, r->backend, r->plan.rows ? &r->plan : NULL};
+  train_eval run = {&r->exec, r->p, r->arena, r->backend, r->plan.rows ? &r->plan : NULL,
+                    r->cp_stage.rows ? &r->cp_stage : NULL};
   srt_status s = train_run_step(&run, r->tokens, o->batch_file, step, so, r->grad_accum, &res,
                                 &scored);
   double dt = now_seconds() - t0;
@@ -167,6 +169,7 @@ int train_teardown(train_run *r, int failed) {
   if (r->metrics)
     fclose(r->metrics);
   free(r->grad_accum);
+  train_cp_stage_free(&r->cp_stage);
   srt_tokens_close(r->tokens);
   srt_tokens_close(r->eval_tokens);
   train_pack_plan_free(&r->plan);

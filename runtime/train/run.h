@@ -35,6 +35,7 @@ typedef struct train_run {
   int save_lock, export_lock; ///< train_lock descriptors (-1: none)
   FILE *metrics;              ///< rank 0's --metrics, or NULL
   float *grad_accum;          ///< gradient accumulation (grad_accum_steps > 1), or NULL
+  train_cp_stage cp_stage;    ///< the whole rows of a cp > 1 step's batch (rows NULL: none)
   double flops_per_token;     ///< the model's, for MFU
   double peak;                ///< FLOP/s of every rank together (0: unknown)
   double run_seconds;         ///< seconds of the steps run so far

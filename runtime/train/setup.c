@@ -22,25 +22,26 @@ static srt_status check_inputs(const srt_program *p, const srt_backend *b) {
                              p->segment_ids_offset};
   static const char *const names[4] = {"input ids", "labels", "position ids", "segment ids"};
   int64_t in_lo = p->offload_bytes, in_hi = b->host ? p->arena_bytes : p->persistent_bytes;
+  int64_t bytes = p->local_batch * train_local_seq(p) * 8;
   for (int i = 0; i < 4; ++i)
     if ((i < 2 || inputs[i] != -1) &&
-        (inputs[i] < in_lo || inputs[i] + p->local_batch * p->seq * 8 > in_hi))
+        (inputs[i] < in_lo || inputs[i] + bytes > in_hi))
       return SRT_ERROR(SRT_INVALID_ARGUMENT,
                        "program: %s [%lld, %lld) lies outside [%lld, %lld), where the driver "
                        "can write them",
                        names[i], (long long)inputs[i],
-                       (long long)(inputs[i] + p->local_batch * p->seq * 8), (long long)in_lo,
+                       (long long)(inputs[i] + bytes), (long long)in_lo,
                        (long long)in_hi);
   // Each is written whole every step: two that overlap would clobber each
   // other (a hand-written table that left an offset 0 instead of -1).
   for (int i = 0; i < 4; ++i)
     for (int j = i + 1; j < 4; ++j)
       if (inputs[i] >= 0 && inputs[j] >= 0 &&
-          llabs(inputs[i] - inputs[j]) < p->local_batch * p->seq * 8)
+          llabs(inputs[i] - inputs[j]) < bytes)
         return SRT_ERROR(SRT_INVALID_ARGUMENT,
                          "program: %s at %lld and %s at %lld overlap (each is %lld bytes)",
                          names[i], (long long)inputs[i], names[j], (long long)inputs[j],
-                         (long long)(p->local_batch * p->seq * 8));
+                         (long long)bytes);
   return NULL;
 }
 
@@ -57,14 +58,16 @@ srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
   if (!mesh)
     return NULL;
   const srt_backend *b = p->backend;
-  if (p->batch <= 0 || p->seq <= 0 || p->grad_accum_steps < 1 ||
+  if (p->batch <= 0 || p->seq <= 0 || p->grad_accum_steps < 1 || p->cp < 1 ||
+      (p->cp > 1 && p->seq % (2 * p->cp)) ||
       p->local_batch * p->dp * p->grad_accum_steps != p->batch || p->vocab <= 0 ||
       p->arena_bytes <= 0 || p->persistent_bytes > p->arena_bytes || !p->step)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "program: inconsistent header (batch %lld, local batch %lld, dp %lld, "
-                     "micro-batches %d, seq %lld, vocab %lld, arena %lld bytes, persistent "
-                     "%lld bytes)",
+                     "cp %lld, micro-batches %d, seq %lld, vocab %lld, arena %lld bytes, "
+                     "persistent %lld bytes)",
                      (long long)p->batch, (long long)p->local_batch, (long long)p->dp,
+                     (long long)p->cp,
                      (int)p->grad_accum_steps,
                      (long long)p->seq, (long long)p->vocab, (long long)p->arena_bytes,
                      (long long)p->persistent_bytes);
@@ -139,11 +142,15 @@ static srt_status check_writable(const char *path, const char *flag) {
   return NULL;
 }
 
-// The program against the mesh; the program's input region.
+// The program against the mesh; the program's input region; the staging
+// of a context-parallel batch.
 static int setup_program(train_run *r) {
-  int failed = train_any_failed(r->ctx, train_check_program(r->p, srt_context_mesh(r->ctx)));
+  int failed = train_any_failed(
+      r->ctx, train_check_program(r->p, srt_context_placement_mesh(r->ctx)));
   if (!failed)
     failed = train_any_failed(r->ctx, train_input_open(r->p, &r->input));
+  if (!failed)
+    failed = train_any_failed(r->ctx, train_cp_stage_init(r->p, &r->cp_stage));
   return failed;
 }
 
@@ -234,9 +241,15 @@ static int setup_eval_data(train_run *r) {
 // then the weights: loaded or initialised.
 static int setup_weights(train_run *r) {
   const train_options *o = &r->o;
-  if (o->batch_file && r->p->grad_accum_steps == 1 &&
-      train_any_failed(r->ctx, train_load_batch_file(r->ctx, r->p, r->arena, o->batch_file, 0)))
-    return 1;
+  if (o->batch_file && r->p->grad_accum_steps == 1) {
+    const train_cp_stage *st = &r->cp_stage;
+    srt_status s = train_load_batch_file(r->ctx, st->rows ? &st->view : r->p,
+                                         st->rows ? st->rows : r->arena, o->batch_file, 0);
+    if (!s && st->rows)
+      s = train_cp_stage_split(st, r->ctx, r->p, r->arena);
+    if (train_any_failed(r->ctx, s))
+      return 1;
+  }
   srt_status s = o->load ? train_load(r->ctx, r->p, r->arena, o->load, &r->state, &r->input,
                                       r->prev_optim)
                          : train_init_weights(r->ctx, r->p, r->arena, o->seed);

@@ -300,7 +300,7 @@ static int32_t found_under(const srt_program *p, const train_input *in, int layo
 // the saves) or an error.
 static srt_status load_weights(srt_context *ctx, const srt_program *p, uint8_t *arena,
                                train_input *in) {
-  const srt_mesh *mesh = srt_context_mesh(ctx);
+  const srt_mesh *mesh = srt_context_placement_mesh(ctx);
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(ctx, coord);
   int32_t most = -1;
@@ -418,7 +418,7 @@ static srt_status check_optim_file(const char *path, const char *optim,
 srt_status train_load(srt_context *ctx, const srt_program *p, uint8_t *arena,
                       const char *path, train_state *state, train_input *in,
                       char *prev_optim) {
-  const srt_mesh *mesh = srt_context_mesh(ctx);
+  const srt_mesh *mesh = srt_context_placement_mesh(ctx);
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(ctx, coord);
   *state = (train_state){0};

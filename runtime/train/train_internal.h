@@ -12,6 +12,7 @@
 #include "shardrt/checkpoint.h"
 #include "shardrt/checkpoint_names.h"
 #include "shardrt/checkpoint_source.h"
+#include "shardrt/cp.h"
 #include "shardrt/context.h"
 #include "shardrt/backend.h"
 #include "shardrt/program.h"
@@ -255,48 +256,7 @@ typedef struct train_rows_view {
   const int64_t *ids, *labels, *positions, *segments;
 } train_rows_view;
 
-/// Checks a context-parallel split of rows of `seq` tokens over `cp` ranks
-/// for cp rank `c`. Errors: SRT_INVALID_ARGUMENT naming the values for
-/// cp < 1, c outside [0, cp), seq < 1, or (cp > 1) a seq that 2 x cp does
-/// not divide (the split needs 2 x cp equal chunks).
-srt_status train_cp_check(int64_t seq, int cp, int c);
-
-/// The global token index (in [0, seq)) of position `j` (in [0, seq/cp))
-/// of cp rank `c`'s local rows: a row's `seq` tokens are cut into 2 x cp
-/// equal chunks and rank c holds chunk c then chunk 2 x cp - 1 - c, so
-/// every rank holds one early and one late chunk and does the same causal
-/// attention work (the head-tail load balancer of Megatron-LM's
-/// get_batch_on_this_cp_rank and torch's context_parallel). At cp 1: j
-/// (the identity, any seq). The attention kernel's query indices; the
-/// arguments must pass train_cp_check.
-int64_t train_cp_global_token(int64_t seq, int cp, int c, int64_t j);
-
-/// The permutation that puts K/V all-gathered over cp back in token order:
-/// the gathered rows are the cp ranks' local rows in cp rank order, i.e.
-/// 2 x cp chunks (rank 0's two, rank 1's two, ...), and global chunk k
-/// (tokens [k seq/(2cp), (k+1) seq/(2cp))) is gathered chunk src[k]:
-/// 2k for k < cp (rank k's first chunk), 2 (2cp - 1 - k) + 1 otherwise
-/// (rank 2cp-1-k's second). `src` has 2 x cp entries; cp >= 1.
-void train_cp_kv_chunk_order(int cp, int64_t *src);
-
-/// Copies cp rank `c`'s tokens of `rows` rows of `seq` tokens of
-/// `token_bytes` bytes each (int64 ids: 8; a [rows, seq, hidden] float
-/// activation: 4 x hidden) from `global` [rows, seq, token_bytes] to
-/// `local` [rows, seq/cp, token_bytes]: local position j of a row is
-/// global token train_cp_global_token(seq, cp, c, j) of the same row.
-/// Errors: train_cp_check's; SRT_INVALID_ARGUMENT for rows < 0 or
-/// token_bytes 0.
-srt_status train_cp_take(const void *global, int64_t rows, int64_t seq, int cp, int c,
-                         size_t token_bytes, void *local);
-
-/// The inverse of train_cp_take over all ranks: `local[c]` holds cp rank
-/// c's [rows, seq/cp, token_bytes] tokens (c in [0, cp)); writes `global`
-/// [rows, seq, token_bytes] in token order (for dumps and checks of a
-/// cp-sharded step against the unsharded one). Errors: as train_cp_take.
-srt_status train_cp_gather(const void *const *local, int64_t rows, int64_t seq, int cp,
-                           size_t token_bytes, void *global);
-
-/// Writes cp rank `c`'s local batch [rows, seq/cp] (train_cp_take's token
+/// Writes cp rank `c`'s local batch [rows, seq/cp] (srt_cp_take's token
 /// order) from the global batch [rows, seq]: ids, positions and segments
 /// carried per token (rotary positions and document masks stay those of
 /// the token's place in its row and document, across chunk boundaries).
@@ -312,11 +272,36 @@ srt_status train_cp_gather(const void *const *local, int64_t rows, int64_t seq, 
 /// first token (train_pack_fill) becomes a -100 at the previous document's
 /// last token, so no scored label crosses a document boundary, as
 /// unsharded. local->positions (segments) is written where not NULL, from
-/// global->positions (segments). Errors: train_cp_take's;
+/// global->positions (segments). Errors: srt_cp_take's;
 /// SRT_INVALID_ARGUMENT for a local positions or segments without the
 /// global one.
 srt_status train_cp_split(const train_rows_view *global, int64_t rows, int64_t seq, int cp,
                           int c, const train_pack_rows *local);
+
+/// The tokens per row of the step's inputs: seq / cp (its cp rank's two
+/// chunks of each row), seq without context parallelism.
+int64_t train_local_seq(const srt_program *p);
+
+/// A context-parallel step's batch staged whole (runtime/train/cp_stage.c):
+/// `view` is the program as the batch loaders see it (cp 1, its inputs at
+/// offsets into `rows`, [local_batch, seq] each); `rows` is NULL without
+/// context parallelism.
+typedef struct train_cp_stage {
+  srt_program view;
+  uint8_t *rows;
+} train_cp_stage;
+
+/// Fills *st for `p`: at cp > 1 allocates `rows`. Errors:
+/// SRT_RESOURCE_EXHAUSTED when it cannot.
+srt_status train_cp_stage_init(const srt_program *p, train_cp_stage *st);
+
+/// Frees st->rows (NULL is fine).
+void train_cp_stage_free(train_cp_stage *st);
+
+/// Writes this cp rank's share (train_cp_split) of the staged batch into
+/// the step's inputs in `arena`. Errors: train_cp_split's.
+srt_status train_cp_stage_split(const train_cp_stage *st, srt_context *ctx,
+                                const srt_program *p, uint8_t *arena);
 
 /// What a step or an evaluation runs on.
 typedef struct train_eval {
@@ -325,6 +310,7 @@ typedef struct train_eval {
   uint8_t *arena;              ///< the host arena (batches are loaded there first)
   const srt_backend *backend;  ///< the backend the step runs on (the program's)
   const train_pack_plan *plan; ///< the packing of a version 2 token file, or NULL (windows)
+  const train_cp_stage *cp;    ///< where batches are loaded first at cp > 1, or NULL
 } train_eval;
 
 /// The mean over the scored labels of batches 1..`batches` of `tokens` (the

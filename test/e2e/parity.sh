@@ -52,6 +52,10 @@ VARIANTS=(
   "dp2tp2sp 4 --tp-size=2 --dp-size=2 --sequence-parallel"
   "dp4      4 --tp-size=1 --dp-size=4"
   "dp2tp2r  4 --tp-size=2 --dp-size=2 --dp-replicate"
+  "cp2      2 --tp-size=1 --cp-size=2"
+  "cp4      4 --tp-size=1 --cp-size=4"
+  "cp2tp2sp 4 --tp-size=2 --cp-size=2 --sequence-parallel"
+  "dp2cp2   4 --tp-size=1 --dp-size=2 --cp-size=2"
 )
 WANT=${PARITY_VARIANTS:-}
 

@@ -58,8 +58,11 @@ static void usage(FILE *out) {
           "(each parameter's dim 0; gathered before each use, gradients\n"
           "reduce-scattered); --dp-replicate keeps a whole copy on every dp rank\n"
           "instead (DDP). --cp-size C (context parallelism, a dp x cp x tp mesh launched\n"
-          "as mpirun -np DP*CP*TP) is refused above 1 for now: the sequence sharding of\n"
-          "the activations over cp is not implemented yet. --emit=mlir\n"
+          "as mpirun -np DP*CP*TP) cuts each sequence into 2 x C chunks, cp rank r\n"
+          "holding chunks r and 2C-1-r (2C must divide S); the attention all-gathers\n"
+          "K/V over cp and reduce-scatters their gradients, parameters shard over\n"
+          "dp x cp under FSDP, and loss and gradients reduce over dp x cp (cpu backend;\n"
+          "not with Mamba2 mixers). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
           "--weights checks a checkpoint's names, shapes and dtypes first.\n"
           "--keep-logits keeps the lm_head output to the end of the step (its memory\n"
@@ -85,8 +88,8 @@ static void usage(FILE *out) {
           "CPUOffloadPolicy; the GPU holds the bf16 weights and fp32 gradients\n"
           "(6 bytes per parameter instead of 18), and each step moves the gradients\n"
           "to the host and the bf16 weights back.\n"
-          "Run: mpirun -np DP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
-          "(a program of one rank, dp x tp = 1, needs no MPI: run OUT itself)\n");
+          "Run: mpirun -np DP*CP*TP OUT --data TOKENS --steps K --lr F --max-grad-norm F\n"
+          "(a program of one rank, dp x cp x tp = 1, needs no MPI: run OUT itself)\n");
 }
 
 // `--flag=V` or `--flag V` (advancing *i past V).
@@ -295,6 +298,18 @@ static int parse(int argc, char **argv, options *o) {
                     "the last micro-batch's only\n");
     return 1;
   }
+  if (o->cp > 1 && o->seq % (2 * o->cp)) {
+    fprintf(stderr, "shard-compile: --seq %" PRId64 " is not divisible by 2 x --cp-size = %" PRId64
+                    ": context parallelism cuts each sequence into 2 x cp load-balanced chunks "
+                    "(cp rank r holding chunks r and 2 x cp - 1 - r)\n",
+            o->seq, 2 * o->cp);
+    return 1;
+  }
+  if (o->cp > 1 && !strcmp(o->backend, "cuda")) {
+    fprintf(stderr, "shard-compile: --cp-size %" PRId64 ": context parallelism is not "
+                    "available on the cuda backend yet (use --backend=cpu)\n", o->cp);
+    return 1;
+  }
   if (o->micro_batch && !strcmp(o->backend, "cuda") && o->micro_batch * o->dp != o->batch) {
     fprintf(stderr, "shard-compile: --micro-batch: gradient accumulation is not available on "
                     "the cuda backend yet (use --backend=cpu)\n");
@@ -432,7 +447,7 @@ static int run(const options *o) {
   import_model model = {0};
   // The graph is one micro-batch of every rank (the whole batch without
   // accumulation).
-  import_options io = {.batch = o->batch / accumulate_steps(o), .seq = o->seq};
+  import_options io = {.batch = o->batch / accumulate_steps(o), .seq = o->seq, .cp = o->cp};
   bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);
   if (!ok)
     fprintf(stderr, "shard-compile: %s\n", err);
@@ -474,7 +489,7 @@ static int run(const options *o) {
     ok = ok && shard_emit(module, object, !strcmp(o->emit, "llvm"), err, sizeof err);
     if (ok && exe)
       ok = shard_link(object, output.target, o->output, !strcmp(o->backend, "cuda"),
-                      o->tp * o->dp == 1, err, sizeof err);
+                      o->tp * o->dp * o->cp == 1, err, sizeof err);
     if (have_dir) {
       unlink(object);
       rmdir(dir);

@@ -15,8 +15,11 @@ static void rotary(import_graph *g, const char *module, const char *key,
                .high_freq_factor = rope->high_freq_factor,
                .original_max_position_embeddings =
                    rope->original_max_position_embeddings};
-  nn_build_rotary_embedding(&g->b, module, &r, g->position_ids, g->opts->batch,
-                            g->opts->seq, g->element, cos, sin);
+  // The graph's rows (one cp rank's chunk rows under context parallelism).
+  nn_shape ids;
+  nn_shape_of(mlirValueGetType(g->position_ids), &ids);
+  nn_build_rotary_embedding(&g->b, module, &r, g->position_ids, ids.dims[0], ids.dims[1],
+                            g->element, cos, sin);
 }
 
 // The config key a rotary table comes from: 5.x rope_parameters, else the
@@ -59,7 +62,8 @@ MlirValue import_build_attention(import_graph *g, const char *base, MlirValue h,
   nn_attention_config ac = {.num_heads = c->heads, .num_kv_heads = c->kv_heads,
                             .head_dim = c->head_dim, .causal = true,
                             .scale = c->attn_scale, .sliding_window = window,
-                            .softcap = c->attn_softcap};
+                            .softcap = c->attn_softcap,
+                            .cp_size = g->opts->cp > 1 ? g->opts->cp : 1};
   MlirValue a = nn_build_attention(&g->b, base, q, k, v, g->segment_ids, &ac);
   return graph_linear(g, graph_name(m, "%s.o_proj", base), key,
                       IMPORT_PARAM_ATTENTION, a, c->hidden, q_out,

@@ -47,7 +47,13 @@ typedef struct import_param {
 int64_t import_param_numel(const import_param *p);
 
 typedef struct import_options {
-  int64_t batch, seq; // static shape of input_ids / labels, both >= 1
+  int64_t batch, seq; // the step's rows and sequence length, both >= 1
+  // Context parallelism (0 or 1: none). cp > 1 builds one dp x cp rank's
+  // view: each row cut into cp chunk rows, so the inputs are [batch x cp,
+  // seq / cp] (2 cp divides seq), the attention all-gathers K/V over cp
+  // (attribute cp_size), and the loss does not shift (the driver shifts
+  // the labels over the whole row: docs/runtime.md, "Context parallelism").
+  int64_t cp;
   bool bf16;          // parameter element type bf16 (else f32)
   bool logits;        // also return the logits [B, S, vocab]
 } import_options;

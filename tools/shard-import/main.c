@@ -32,6 +32,7 @@ typedef struct options {
   const char *weights;
   const char *output; // NULL: stdout unless --summary
   int64_t batch, seq; // 0 = not given
+  int64_t cp;         // --cp-size, 0 = not given (1)
   bool bf16, logits, summary, locations, verify, timing;
 } options;
 
@@ -44,6 +45,10 @@ static void print_help(void) {
       "  --batch B             Batch size of input_ids and labels (>= 1)\n"
       "  --seq S               Sequence length (>= 2: the loss is shifted)\n"
       "  --dtype f32|bf16      Parameter and activation element type (default f32)\n"
+      "  --cp-size N           Context parallelism: the graph of one rank of a cp\n"
+      "                        axis of N (rows cut into N chunk rows, [B x N, S / N];\n"
+      "                        the attention all-gathers K/V over cp; the loss\n"
+      "                        takes labels already shifted); 2 N must divide S\n"
       "  --logits              Also return the logits as a second result\n"
       "  --weights PATH        Check a .safetensors file, or a directory with\n"
       "                        model.safetensors or model.safetensors.index.json,\n"
@@ -91,7 +96,7 @@ static bool flag_arg(int argc, char **argv, int *i, const char *name,
 
 // 0: ok, 1: usage error (reported), -1: --help.
 static int parse_args(int argc, char **argv, options *o) {
-  static const char *const kFlags[] = {"--batch", "--seq", "--dtype", "--weights",
+  static const char *const kFlags[] = {"--batch", "--seq", "--cp-size", "--dtype", "--weights",
                                        "-o|--output", "--logits", "--summary",
                                        "--print-locations", "--no-verify", "--timing",
                                        NULL};
@@ -108,6 +113,8 @@ static int parse_args(int argc, char **argv, options *o) {
       ok = v && parse_size("--batch", v, &o->batch);
     else if (flag_arg(argc, argv, &i, "--seq", &v))
       ok = v && parse_size("--seq", v, &o->seq);
+    else if (flag_arg(argc, argv, &i, "--cp-size", &v))
+      ok = v && parse_size("--cp-size", v, &o->cp);
     else if (flag_arg(argc, argv, &i, "--dtype", &v)) {
       ok = v != NULL;
       if (v && strcmp(v, "f32") && strcmp(v, "bf16")) {
@@ -166,6 +173,12 @@ static int parse_args(int argc, char **argv, options *o) {
   if (o->seq < 2) {
     fprintf(stderr, "shard-import: --seq must be at least 2 (the loss compares "
                     "position i with label i + 1), got %" PRId64 "\n", o->seq);
+    return 1;
+  }
+  if (o->cp > 1 && o->seq % (2 * o->cp)) {
+    fprintf(stderr, "shard-import: --seq %" PRId64 " is not divisible by 2 x --cp-size = %" PRId64
+                    ": context parallelism cuts each row into 2 x cp load-balanced chunks\n",
+            o->seq, 2 * o->cp);
     return 1;
   }
   return 0;
@@ -251,7 +264,7 @@ int main(int argc, char **argv) {
   tool_diagnostics_attach(ctx, &diags);
   double t2 = tool_now_ms();
 
-  import_options io = {.batch = o.batch, .seq = o.seq, .bf16 = o.bf16,
+  import_options io = {.batch = o.batch, .seq = o.seq, .cp = o.cp, .bf16 = o.bf16,
                        .logits = o.logits};
   import_model model;
   bool ok = import_model_build(ctx, &cfg, &io, &model, err, sizeof err);

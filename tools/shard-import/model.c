@@ -102,6 +102,12 @@ static MlirModule make_module(import_graph *g, MlirBlock body, int nresults,
       mlirModuleGetOperation(module), str("nn.flops_per_token"),
       mlirFloatAttrDoubleGet(ctx, mlirF64TypeGet(ctx),
                              import_flops_per_token(g->cfg, g->model, g->opts->seq)));
+  // A graph built for context parallelism: tp-plan's cp must match it,
+  // lower-to-runtime puts it in the program table.
+  if (g->opts->cp > 1)
+    mlirOperationSetAttributeByName(
+        mlirModuleGetOperation(module), str("nn.cp_size"),
+        mlirIntegerAttrGet(mlirIntegerTypeGet(ctx, 64), g->opts->cp));
   return module;
 }
 
@@ -111,7 +117,8 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
   *out = (import_model){.tied_to = -1};
   import_graph g = {.cfg = cfg, .opts = opts, .ctx = ctx, .model = out};
   g.element = opts->bf16 ? mlirBF16TypeGet(ctx) : mlirF32TypeGet(ctx);
-  MlirType ids_type = nn_tensor_type(ctx, 2, (int64_t[]){opts->batch, opts->seq},
+  int64_t cp = opts->cp > 1 ? opts->cp : 1;
+  MlirType ids_type = nn_tensor_type(ctx, 2, (int64_t[]){opts->batch * cp, opts->seq / cp},
                                      mlirIntegerTypeGet(ctx, 64));
   MlirLocation top = graph_location(&g, "architectures");
   // input_ids, labels, position_ids, segment_ids: int64 [batch, seq] each.
@@ -157,7 +164,7 @@ bool import_model_build(MlirContext ctx, const import_config *cfg,
                           cfg->vocab, cfg->hidden, false);
   }
   graph_at(&g, "loss", "architectures");
-  MlirValue loss = nn_build_cross_entropy(&g.b, "loss", logits, labels, -100, true);
+  MlirValue loss = nn_build_cross_entropy(&g.b, "loss", logits, labels, -100, cp == 1);
 
   MlirValue results[2] = {loss, logits};
   int nresults = opts->logits ? 2 : 1;

@@ -95,13 +95,19 @@ srt_status srt_context_create(const srt_context_options *options,
 /// fine. Always releases everything; returns the first MPI error, if any.
 srt_status srt_context_destroy(srt_context *ctx);
 
-/// The mesh shape.
+/// The mesh shape: dp x cp x tp.
 const srt_mesh *srt_context_mesh(const srt_context *ctx);
+
+/// The mesh placements index (srt_mesh_placement): {{dp x cp, tp}}. What
+/// slices, gathers and checks of distributed tensors use.
+const srt_mesh *srt_context_placement_mesh(const srt_context *ctx);
 
 /// This rank's world rank (its rank in the communicator given at creation).
 int srt_context_rank(const srt_context *ctx);
 
-/// This rank's mesh coordinate: coord[SRT_MESH_DP], coord[SRT_MESH_TP].
+/// This rank's coordinate on the placement mesh: coord[SRT_MESH_DP] = dp
+/// index x cp + cp index (its rank in the dp_cp group), coord[SRT_MESH_TP].
+/// Without context parallelism, the dp and tp indices.
 void srt_context_coord(const srt_context *ctx, int coord[SRT_MESH_NDIMS]);
 
 /// The group `kind` (owned by ctx).

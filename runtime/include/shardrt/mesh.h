@@ -23,11 +23,15 @@ enum {
 
 /// The shape of the mesh: `shape[SRT_MESH_DP]` data-parallel replicas, each
 /// of `cp` context-parallel slices of `shape[SRT_MESH_TP]` tensor-parallel
-/// ranks. Context parallelism splits activations on the sequence, never a
-/// parameter: every parameter is replicated over cp, so placements (indexed
-/// by the SRT_MESH_NDIMS axes) do not name it. `cp` 0 reads as 1, so a
-/// `{{dp, tp}}` initialiser is a mesh without context parallelism. A plain
-/// value; copy freely.
+/// ranks. `cp` 0 reads as 1, so a `{{dp, tp}}` initialiser is a mesh without
+/// context parallelism. A plain value; copy freely.
+///
+/// Placements (indexed by the SRT_MESH_NDIMS axes) see dp and cp as one
+/// axis, axis 0 of size dp x cp (srt_mesh_placement): a compiled step's
+/// rows are its dp rank's rows cut into cp chunk rows, its parameters shard
+/// over dp x cp under FSDP (torchtitan's dp_shard_cp), and its loss and
+/// gradients reduce over dp x cp. Only the attention (which all-gathers K/V
+/// over cp) and the driver's batch split tell dp and cp apart.
 typedef struct srt_mesh {
   int shape[SRT_MESH_NDIMS];
   int cp;
@@ -47,6 +51,11 @@ srt_status srt_mesh_init(srt_mesh *mesh, int world_size, int dp, int tp);
 /// world_size != dp * cp * tp, or when cp * tp does not divide world_size
 /// with dp inferred) name the world size, dp, cp and tp.
 srt_status srt_mesh_init_cp(srt_mesh *mesh, int world_size, int dp, int cp, int tp);
+
+/// The mesh placements index: {{dp x cp, tp}} with cp 1. A rank's
+/// coordinate on it is {dp index x cp + cp index, tp index}, so it has the
+/// same world rank as on `mesh` (tp fastest, then cp, then dp).
+srt_mesh srt_mesh_placement(const srt_mesh *mesh);
 
 /// The context-parallel size (>= 1).
 int srt_mesh_cp(const srt_mesh *mesh);

@@ -45,7 +45,8 @@ typedef enum srt_op_dtype { SRT_OP_F32 = 0, SRT_OP_BF16 = 1 } srt_op_dtype;
   X(int64_t, batch) X(int64_t, seq) X(int64_t, num_heads) X(int64_t, num_kv_heads)       \
   X(int64_t, head_dim) X(int64_t, causal) X(int64_t, sliding_window) /* 0 = none */      \
   X(double, scale) X(double, softcap) /* 0 = none */                                    \
-  X(int64_t, q_head_offset_axis) X(int64_t, global_num_heads)
+  X(int64_t, q_head_offset_axis) X(int64_t, global_num_heads)                          \
+  X(int64_t, cp_size) /* > 1: K/V all-gathered over the cp group (see below) */
 
 typedef struct srt_op_attention_config {
 #define SRT_FIELD(type, name) type name;

@@ -18,7 +18,7 @@ typedef struct srt_context srt_context;
 
 /// Bumped whenever the layout of the structs below changes; the driver
 /// refuses a program built for another version.
-#define SRT_PROGRAM_ABI 11
+#define SRT_PROGRAM_ABI 12
 
 /// What generated code runs against: the context (mesh, groups) and this
 /// rank's arena. Every buffer of the program is at a static byte offset
@@ -136,6 +136,8 @@ typedef enum srt_param_init {
   F(STR, tokenizer_json)             /* tokenizer.json beside the config when compiled, */ \
                                      /* checked against vocab ("": none) */              \
   F(I64, dp) F(I64, tp)              /* mesh it was partitioned for */                   \
+  F(I64, cp)                         /* context parallelism (1: none); placements' */    \
+                                     /* axis 0 is dp x cp, inputs [local_batch, seq/cp] */ \
   F(I64, batch) F(I64, seq)          /* global batch and sequence length */              \
   F(I64, local_batch)                /* batch / dp / grad_accum_steps */                 \
   F(I32, grad_accum_steps)           /* micro-batches per step (1: one) */              \

@@ -17,7 +17,7 @@ srt_status srt_op_axis(const srt_exec *e, const char *op, int64_t axis, int64_t 
   int coord[SRT_MESH_NDIMS];
   srt_context_coord(e->ctx, coord);
   *index = coord[axis];
-  *size = srt_context_mesh(e->ctx)->shape[axis];
+  *size = srt_context_placement_mesh(e->ctx)->shape[axis];
   return NULL;
 }
 

@@ -153,7 +153,7 @@ static void test_layer_builds_and_verifies(void **state) {
                     (MlirValue[]){q, cos, sin}, 1, &head_dim);
   k = nn_build_like(&f->b, NN_OP_APPLY_ROTARY, "model.layers.0.self_attn", 3,
                     (MlirValue[]){k, cos, sin}, 1, &head_dim);
-  nn_attention_config cfg = {4, 2, 16, true, 0.25, 4, 50.0};
+  nn_attention_config cfg = {4, 2, 16, true, 0.25, 4, 50.0, 1};
   MlirValue a = nn_build_attention(&f->b, "model.layers.0.self_attn", q, k, k, (MlirValue){NULL},
                                    &cfg);
   // Result 1: the log-sum-exp [batch, num_heads, seq], f32.

@@ -56,7 +56,7 @@ static void check(int64_t H, int64_t KV, int replicated, float softcap, int64_t 
   take_heads(k, lk, KV, replicated ? 0 : idx * lkv, lkv);
   take_heads(v, lv, KV, replicated ? 0 : idx * lkv, lkv);
   srt_op_attention_config c = {B, S, lh, lkv, HD, 1, window, 0.5, softcap,
-                               replicated ? 1 : -1, H};
+                               replicated ? 1 : -1, H, 1};
   int64_t lout = arena_alloc(B * S * lh * HD * 4), ldq = arena_alloc(B * S * lh * HD * 4),
           ldk = arena_alloc(B * S * lkv * HD * 4), ldv = arena_alloc(B * S * lkv * HD * 4),
           llse = arena_alloc(B * lh * S * 4);
@@ -103,7 +103,7 @@ static void test_bad_config(void **state) {
   arena_reset();
   srt_exec e = test_exec();
   int64_t buf = arena_alloc(4096);
-  srt_op_attention_config c = {B, S, 3, 3, HD, 1, 0, 0.5, 0, 1, 7};
+  srt_op_attention_config c = {B, S, 3, 3, HD, 1, 0, 0.5, 0, 1, 7, 1};
   ASSERT_ERROR(srt_op_attention(&e, buf, buf, buf, -1, buf, buf, &c), SRT_INVALID_ARGUMENT,
                "replicated KV");
   c.batch = 0;

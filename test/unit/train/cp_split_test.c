@@ -121,7 +121,7 @@ static int64_t expected_token(int64_t seq, int cp, int c, int64_t j) {
 }
 
 // Every global token lands on exactly one rank, at the expected place,
-// with its own position and segment; train_cp_global_token agrees.
+// with its own position and segment; srt_cp_global_token agrees.
 static void check_tokens(const batch *b, const local *ranks, int64_t seq, int cp) {
   int64_t width = seq / cp, seen[MAX_TOKENS] = {0};
   for (int c = 0; c < cp; ++c)
@@ -131,7 +131,7 @@ static void check_tokens(const batch *b, const local *ranks, int64_t seq, int cp
         assert_true(t >= 0 && t < seq); // a token of this row
         ++seen[i];
         assert_int_equal(t, expected_token(seq, cp, c, j));
-        assert_int_equal(t, train_cp_global_token(seq, cp, c, j));
+        assert_int_equal(t, srt_cp_global_token(seq, cp, c, j));
         assert_int_equal(ranks[c].positions[l], b->positions[i]);
         assert_int_equal(ranks[c].segments[l], b->segments[i]);
       }
@@ -195,7 +195,7 @@ static void check_gather(const batch *b, const local *ranks, int64_t seq, int cp
   const int64_t *want[3] = {b->ids, b->positions, b->segments};
   int64_t back[MAX_TOKENS], n = ROWS * seq;
   for (int k = 0; k < 4; ++k) {
-    srt_status st = train_cp_gather(parts[k], ROWS, seq, cp, sizeof(int64_t), back);
+    srt_status st = srt_cp_gather(parts[k], ROWS, seq, cp, sizeof(int64_t), back);
     if (st)
       fail_msg("%s", srt_status_message(st));
     for (int64_t i = 0; i < n; ++i) {
@@ -206,10 +206,10 @@ static void check_gather(const batch *b, const local *ranks, int64_t seq, int cp
 }
 
 // K/V gathered in cp rank order (each rank's local row, rank after rank)
-// and reordered by train_cp_kv_chunk_order is the row in token order.
+// and reordered by srt_cp_kv_chunk_order is the row in token order.
 static void check_kv_order(const batch *b, const local *ranks, int64_t seq, int cp) {
   int64_t width = seq / cp, chunk = seq / (2 * cp), src[8];
-  train_cp_kv_chunk_order(cp, src);
+  srt_cp_kv_chunk_order(cp, src);
   for (int64_t r = 0; r < ROWS; ++r) {
     int64_t gathered[MAX_SEQ];
     for (int c = 0; c < cp; ++c)
@@ -283,7 +283,7 @@ static void test_by_hand(void **state) {
   // Gathered: rank 0's chunks (0, 3) then rank 1's (1, 2); global chunk k
   // is gathered chunk 0, 2, 3, 1.
   int64_t src[4];
-  train_cp_kv_chunk_order(2, src);
+  srt_cp_kv_chunk_order(2, src);
   assert_memory_equal(src, ((int64_t[]){0, 2, 3, 1}), sizeof src);
 }
 
@@ -294,13 +294,13 @@ static void test_wide_tokens(void **state) {
   for (int i = 0; i < R * S * H; ++i)
     x[i] = (float)i * 0.5f;
   for (int c = 0; c < CP; ++c) {
-    assert_null(train_cp_take(x, R, S, CP, c, H * sizeof(float), parts[c]));
+    assert_null(srt_cp_take(x, R, S, CP, c, H * sizeof(float), parts[c]));
     for (int64_t j = 0; j < S / CP; ++j) // rank c's token j is global token t, all H values
       assert_memory_equal(&parts[c][(S / CP + j) * H],
-                          &x[(S + train_cp_global_token(S, CP, c, j)) * H], H * sizeof(float));
+                          &x[(S + srt_cp_global_token(S, CP, c, j)) * H], H * sizeof(float));
   }
   const void *locals[CP] = {parts[0], parts[1], parts[2]};
-  assert_null(train_cp_gather(locals, R, S, CP, H * sizeof(float), back));
+  assert_null(srt_cp_gather(locals, R, S, CP, H * sizeof(float), back));
   assert_memory_equal(back, x, sizeof x);
 }
 
@@ -317,14 +317,14 @@ static void test_refusals(void **state) {
   refused(train_cp_split(&g, 1, 10, 3, 0, &l),
           (const char *[]){"seq 10", "2 x cp = 6", "cp 3", NULL});
   refused(train_cp_split(&g, 1, 6, 2, 1, &l), (const char *[]){"seq 6", "2 x cp = 4", NULL});
-  refused(train_cp_check(2, 2, 0), (const char *[]){"seq 2", "2 x cp = 4", NULL});
-  refused(train_cp_check(8, 2, 2), (const char *[]){"rank 2", "cp 2", NULL});
-  refused(train_cp_check(8, 2, -1), (const char *[]){"rank -1", NULL});
-  refused(train_cp_check(8, 0, 0), (const char *[]){"cp 0", NULL});
-  refused(train_cp_check(0, 1, 0), (const char *[]){"seq 0", NULL});
-  refused(train_cp_take(ids, -1, 8, 2, 0, 8, out), (const char *[]){"-1 rows", NULL});
-  refused(train_cp_take(ids, 1, 8, 2, 0, 0, out), (const char *[]){"0 bytes", NULL});
-  refused(train_cp_gather((const void *[]){ids, ids, ids}, 1, 9, 3, 8, out),
+  refused(srt_cp_check(2, 2, 0), (const char *[]){"seq 2", "2 x cp = 4", NULL});
+  refused(srt_cp_check(8, 2, 2), (const char *[]){"rank 2", "cp 2", NULL});
+  refused(srt_cp_check(8, 2, -1), (const char *[]){"rank -1", NULL});
+  refused(srt_cp_check(8, 0, 0), (const char *[]){"cp 0", NULL});
+  refused(srt_cp_check(0, 1, 0), (const char *[]){"seq 0", NULL});
+  refused(srt_cp_take(ids, -1, 8, 2, 0, 8, out), (const char *[]){"-1 rows", NULL});
+  refused(srt_cp_take(ids, 1, 8, 2, 0, 0, out), (const char *[]){"0 bytes", NULL});
+  refused(srt_cp_gather((const void *[]){ids, ids, ids}, 1, 9, 3, 8, out),
           (const char *[]){"seq 9", "cp 3", NULL});
   l.positions = pos_out; // asked for, but the batch has none
   refused(train_cp_split(&g, 1, 8, 2, 0, &l), (const char *[]){"positions", NULL});
