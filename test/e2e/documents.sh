@@ -16,7 +16,9 @@
 #     the boundary, 4.4528 vs 4.4582), so ignored ids would fail the test;
 #   - mesh parity on the packed batch: tp2, tp2+SP, dp2, activation
 #     checkpointing and micro-batches of 2 rows (each micro-batch reads its
-#     rows' documents) against tp1, losses and grad norms of every step and
+#     rows' documents), and context parallelism (cp2, cp4, cp2 x tp2 + SP,
+#     dp2 x cp2, cp2 with checkpointing, cp2 with micro-batches: documents
+#     cross the cp chunk boundaries) against tp1, losses and grad norms of every step and
 #     the saved parameters within RTOL (st_compare), as parity.sh.
 # Prints one "DOCUMENTS arch check ..." line per comparison.
 #
@@ -81,7 +83,11 @@ else
 fi
 for v in "tp2 2 --tp-size=2" "tp2sp 2 --tp-size=2 --sequence-parallel" \
          "dp2 2 --tp-size=1 --dp-size=2" "recompute 1 --tp-size=1 --activation-checkpointing" \
-         "micro2 1 --tp-size=1 --micro-batch 2"; do
+         "micro2 1 --tp-size=1 --micro-batch 2" "cp2 2 --tp-size=1 --cp-size=2" \
+         "cp4 4 --tp-size=1 --cp-size=4" "cp2tp2sp 4 --tp-size=2 --cp-size=2 --sequence-parallel" \
+         "dp2cp2 4 --tp-size=1 --dp-size=2 --cp-size=2" \
+         "cp2recompute 2 --tp-size=1 --cp-size=2 --activation-checkpointing" \
+         "cp2micro2 2 --tp-size=1 --cp-size=2 --micro-batch 2"; do
   read -r name np flags <<<"$v"
   # shellcheck disable=SC2086 # flags are words
   compile "$name" "$CONFIG" "$PLAN" $flags || { status=1; continue; }
