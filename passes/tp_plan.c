@@ -606,9 +606,9 @@ static bool check_cp(plan_run *r, MlirOperation func, int64_t cp) {
   if (cp != graph_cp) {
     report(r, func,
            "cp=%lld, but the graph was imported for cp=%lld (module attribute nn.cp_size): "
-           "context parallelism needs the graph of one cp rank, from shard-import "
-           "--cp-size %lld (shard-compile --cp-size does both)",
-           (long long)cp, (long long)graph_cp, (long long)cp);
+           "give cp=%lld, or import the graph with shard-import --cp-size %lld (context "
+           "parallelism partitions the graph of one cp rank; shard-compile --cp-size does both)",
+           (long long)cp, (long long)graph_cp, (long long)graph_cp, (long long)cp);
     return false;
   }
   return true;

@@ -31,7 +31,8 @@ static srt_tensor replicated(const char *name, float *data) {
 static srt_status logits_view(srt_context *ctx, const srt_program *p, uint8_t *arena,
                               srt_tensor *t) {
   // Under cp the graph's view: each row cut into cp chunk rows.
-  const int64_t global[3] = {p->batch * p->cp, p->seq / p->cp, p->vocab};
+  int64_t cp = p->cp > 1 ? p->cp : 1; // 0 in a hand-written table reads as 1
+  const int64_t global[3] = {p->batch * cp, p->seq / cp, p->vocab};
   SRT_RETURN_IF_ERROR(srt_tensor_init(t, "logits", SRT_F32, 3, global, p->logits_placement,
                                       srt_context_placement_mesh(ctx)));
   for (int d = 0; d < 3; ++d)

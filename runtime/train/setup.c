@@ -58,7 +58,7 @@ srt_status train_check_program(const srt_program *p, const srt_mesh *mesh) {
   if (!mesh)
     return NULL;
   const srt_backend *b = p->backend;
-  if (p->batch <= 0 || p->seq <= 0 || p->grad_accum_steps < 1 || p->cp < 1 ||
+  if (p->batch <= 0 || p->seq <= 0 || p->grad_accum_steps < 1 || p->cp < 0 ||
       (p->cp > 1 && p->seq % (2 * p->cp)) ||
       p->local_batch * p->dp * p->grad_accum_steps != p->batch || p->vocab <= 0 ||
       p->arena_bytes <= 0 || p->persistent_bytes > p->arena_bytes || !p->step)

@@ -136,7 +136,7 @@ typedef enum srt_param_init {
   F(STR, tokenizer_json)             /* tokenizer.json beside the config when compiled, */ \
                                      /* checked against vocab ("": none) */              \
   F(I64, dp) F(I64, tp)              /* mesh it was partitioned for */                   \
-  F(I64, cp)                         /* context parallelism (1: none); placements' */    \
+  F(I64, cp)                         /* context parallelism (0 or 1: none); placements' */ \
                                      /* axis 0 is dp x cp, inputs [local_batch, seq/cp] */ \
   F(I64, batch) F(I64, seq)          /* global batch and sequence length */              \
   F(I64, local_batch)                /* batch / dp / grad_accum_steps */                 \

@@ -25,7 +25,7 @@
 // CHECK: @param_name_1 = private constant [15 x i8] c"lm_head.weight\00"
 // CHECK: @model_path = private constant [10 x i8] c"tiny.json\00"
 // CHECK: @params = private constant {{.*}} { ptr @param_name_0, i32 0, i32 2, [8 x i64] [i64 16, i64 8, {{.*}}], [8 x i64] [i64 16, i64 8, {{.*}}], [2 x { i32, i32 }] zeroinitializer, i64 128, i64 640, i64 1152, i64 1664, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }, {{.*}} { ptr @param_name_1, i32 0, i32 2, {{.*}}, i64 2176, i64 2688, i64 3200, i64 3712, i64 -1, i64 -1, i32 0, [5 x i64] zeroinitializer }]
-// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i64 -1, i64 -1, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr @srt_cpu_backend }
+// CHECK: @shard_program = constant {{.*}} { i32 {{[0-9]+}}, ptr @model_path, ptr @config_json, ptr @checkpoint_names, ptr @tokenizer_json, i64 1, i64 1, i64 1, i64 2, i64 4, i64 2, i32 1, i64 16, double 2.000000e-02, double 1.234500e+03, i64 5312, i64 4224, i64 0, i64 0, i64 64, i64 -1, i64 -1, i32 2, ptr @params, ptr @shard_step, i32 0, i64 -1, [3 x i64] zeroinitializer, [2 x { i32, i32 }] zeroinitializer, ptr @srt_cpu_backend }
 // CHECK: @srt_cpu_backend = external constant [1 x i8]
 
 // One call per op, the exec first, then ops.def's arguments; every status
