@@ -164,7 +164,11 @@ void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_m
   nn_shape ids = {0};
   nn_shape_of(mlirValueGetType(mlirBlockGetArgument(body, 0)), &ids);
   m->backend = policy->mixed_precision ? "cuda" : "cpu";
-  m->dp = mesh->size[0];
+  // Axis 0 is dp x cp, and a rank's rows are cp chunk rows (tp-plan's check_cp).
+  m->cp_traffic = tp_cp_traffic_of(mlirOperationGetParentOperation(func), func,
+                                   policy->mixed_precision ? 2 : 4);
+  m->cp = m->cp_traffic.cp;
+  m->dp = mesh->size[0] / m->cp;
   m->tp = mesh->size[1];
   m->fsdp = false;
   for (int i = 0; i < plan->num_params; ++i)
@@ -172,7 +176,7 @@ void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_m
   m->micro_batch = ids.dims[0];
   m->accum = accum;
   m->batch = m->micro_batch * m->dp * accum;
-  m->seq = ids.dims[1];
+  m->seq = ids.dims[1] * m->cp;
   m->persistent = plan->persistent;
   m->cpu_offload = policy->offload;
   if (policy->offload) { // the prefix stays on the host; the host mirrors the

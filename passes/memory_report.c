@@ -27,6 +27,23 @@ char *tp_memory_report_json(const tp_memory_figures *f) {
       "at_module", f->peak_module, "gathered_params_max_bytes", (json_int_t)f->gathered_max,
       "workspace_bytes", (json_int_t)f->workspace, "total_bytes",
       (json_int_t)f->total);
+  json_t *mesh = o ? json_object_get(o, "mesh") : NULL;
+  if (mesh && json_object_set_new(mesh, "cp", json_integer(f->cp)) != 0) {
+    json_decref(o);
+    o = NULL;
+  }
+  const tp_cp_traffic *c = &f->cp_traffic;
+  if (o && c->cp > 1 &&
+      json_object_set_new(o, "cp_attention",
+                          json_pack("{s:I, s:I, s:I, s:I}", "layers", (json_int_t)c->backward_ops,
+                                    "kv_all_gather_bytes_per_layer",
+                                    (json_int_t)c->gather_per_layer,
+                                    "kv_grad_reduce_scatter_bytes_per_layer",
+                                    (json_int_t)c->grad_per_layer, "bytes_per_step",
+                                    (json_int_t)c->step)) != 0) {
+    json_decref(o);
+    o = NULL;
+  }
   if (o && json_object_set_new(o, "cpu_offload", json_boolean(f->cpu_offload)) != 0) {
     json_decref(o);
     o = NULL;
@@ -60,11 +77,15 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
   if (!size)
     return;
   buf[0] = 0;
+  char cp_axis[64] = "";
+  if (f->cp > 1)
+    snprintf(cp_axis, sizeof cp_axis, "cp=%lld x ", (long long)f->cp);
   int n = snprintf(buf, size,
-                   "memory per rank (%s backend, mesh dp=%lld x tp=%lld%s; a step of %lld "
+                   "memory per rank (%s backend, mesh dp=%lld x %stp=%lld%s; a step of %lld "
                    "sequences of %lld: %lld micro-batch%s of %lld per rank):\n",
-                   f->backend, (long long)f->dp, (long long)f->tp,
-                   f->dp > 1 ? (f->fsdp ? ", FSDP" : ", parameters replicated over dp") : "",
+                   f->backend, (long long)f->dp, cp_axis, (long long)f->tp,
+                   f->dp * f->cp > 1 ? (f->fsdp ? ", FSDP" : ", parameters replicated over dp")
+                                     : "",
                    (long long)f->batch,
                    (long long)f->seq, (long long)f->accum, f->accum == 1 ? "" : "es",
                    (long long)f->micro_batch);
@@ -91,6 +112,12 @@ void tp_memory_report_text(const tp_memory_figures *f, char *buf, size_t size) {
   }
   at = line(buf, size, at, "ops' scratch (largest known)", f->workspace, NULL);
   at = line(buf, size, at, "total", f->total, f->cpu_offload ? "(on the device)" : NULL);
+  if (f->cp > 1) { // received per rank and attention layer
+    at = line(buf, size, at, "cp: K/V all-gather", f->cp_traffic.gather_per_layer,
+              "per layer, forward and again in the backward");
+    at = line(buf, size, at, "cp: dK/dV reduce-scatter", f->cp_traffic.grad_per_layer,
+              "per layer, backward");
+  }
   if (!f->cpu_offload)
     return;
   at = line(buf, size, at, "host, pinned (--cpu-offload)", f->host_total, NULL);

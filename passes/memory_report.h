@@ -8,12 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cp_traffic.h"
 #include "mlir-c/IR.h"
 
 /// Bytes per rank (every rank runs the same program).
 typedef struct tp_memory_figures {
   const char *backend; // "cpu" or "cuda"
-  int64_t dp, tp, seq;
+  int64_t dp, cp, tp, seq; // seq: the whole sequence (a rank holds seq / cp of it)
   bool fsdp;           // parameters sharded over dp (else replicated over dp)
   int64_t batch;       // sequences of a whole step (every micro-batch, every dp rank)
   int64_t micro_batch; // sequences per rank per micro-batch (the compiled shapes')
@@ -40,6 +41,7 @@ typedef struct tp_memory_figures {
   /// Mamba2 kernels', counted for one thread), 0 where none is known.
   int64_t workspace;
   int64_t total; // persistent + temporaries + workspace
+  tp_cp_traffic cp_traffic; // the attention's K/V traffic over cp (cp > 1)
 } tp_memory_figures;
 
 /// The figures as a JSON object (malloc'ed, NUL-terminated; NULL when out of

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cp_traffic.h"
 #include "buffer_plan.h"
 #include "diagnostic.h"
 #include "memory_report.h"
@@ -240,12 +241,15 @@ static void print_param_groups(FILE *o, MlirOperation func) {
             groups[k].placements, groups[k].local, groups[k].count);
 }
 
-static void print_report(const report *rep, MlirStringRef name) {
+static void print_report(const report *rep, MlirStringRef name, int64_t cp) {
   FILE *o = stderr;
-  fprintf(o, "shard-report: @%.*s, per rank, mesh dp=%lld x tp=%lld (every rank runs "
-             "the same program; bytes per step)\n",
-          (int)name.length, name.data, (long long)rep->mesh.size[0],
-          (long long)rep->mesh.size[1]);
+  char cp_axis[96] = "";
+  if (cp > 1) // the grid's axis 0 is dp x cp (tp-plan's check_cp)
+    snprintf(cp_axis, sizeof cp_axis, " x cp=%lld", (long long)cp);
+  fprintf(o, "shard-report: @%.*s, per rank, mesh dp=%lld%s x tp=%lld (every rank runs "
+             "the same program; bytes per step%s)\n",
+          (int)name.length, name.data, (long long)(rep->mesh.size[0] / cp), cp_axis,
+          (long long)rep->mesh.size[1], cp > 1 ? "; axis dp below is dp x cp" : "");
   fprintf(o, "  %-16s %18lld bytes  (%lld elements in %lld tensors)\n", "parameters",
           rep->param_bytes, rep->param_elements, rep->params);
   fprintf(o, "  %-16s %18lld bytes  (input_ids, labels, position/segment ids)\n", "inputs",
@@ -265,6 +269,19 @@ static void print_report(const report *rep, MlirStringRef name) {
       total += rep->sent[k][axis];
     }
   fprintf(o, "  %-16s %4s %6s %18s %20.0f\n", "total", "", "", "", total);
+}
+
+// The attention's traffic over cp, which the collectives above do not show
+// (the attention op all-gathers and reduce-scatters within its call).
+static void print_cp_traffic(tp_cp_traffic t) {
+  if (t.cp <= 1)
+    return;
+  fprintf(stderr,
+          "  context parallel (cp=%lld): K/V all-gathered over cp, %lld bytes received per "
+          "rank per attention layer in the forward and again in the backward; dK/dV "
+          "reduce-scattered, %lld bytes; %lld attention layers, %lld bytes per step\n",
+          (long long)t.cp, (long long)t.gather_per_layer, (long long)t.grad_per_layer,
+          (long long)t.backward_ops, (long long)t.step);
 }
 
 enum { kOptBackend, kNumOptions };
@@ -359,7 +376,9 @@ static MlirLogicalResult run_shard_report(MlirOperation module, const tp_option_
     count_args(&rep, f);
     mlirOperationWalk(f, visit, &rep, MlirWalkPreOrder);
     MlirAttribute name = mlirOperationGetAttributeByName(f, mlirStringRefCreateFromCString("sym_name"));
-    print_report(&rep, mlirStringAttrGetValue(name));
+    tp_cp_traffic cp = tp_cp_traffic_of(module, f, cuda ? 2 : 4);
+    print_report(&rep, mlirStringAttrGetValue(name), cp.cp);
+    print_cp_traffic(cp);
     print_param_groups(stderr, f);
     ok = print_buffer_plan(f, &base.mesh, cuda) && ok;
   }
