@@ -35,7 +35,7 @@ step_ms() { awk '/^step/ && $2 !~ /^1\// {for (i = 2; i <= NF; ++i) if ($i == "m
 for r in $(seq 1 "$rounds"); do
   for m in "${meshes[@]}"; do
     read -r name _ <<<"$m"
-    "${mpirun[@]}" -np 2 "$work/$name" --data "$work/data.tok" --steps "$steps" --lr 1e-3 \
+    "${mpirun[@]}" -np 2 "$work/$name" --data "$work/data.tok" --steps "$steps" --lr 1e-3 --max-grad-norm 1 \
       >"$work/$name.$r.log" 2>&1
     step_ms "$work/$name.$r.log" >>"$work/$name.ms"
   done

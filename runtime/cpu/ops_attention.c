@@ -173,6 +173,24 @@ static void move_heads(float *full, float *part, int64_t rows, int64_t heads, in
   }
 }
 
+// The op's scratch: the kernel workspace (*ws floats) first, then the K/V
+// view's buffers (`grads` 0 in the forward, 2 in the backward), then
+// replicated KV's per-run copies: the lse, 2 + grads q-sized and as many
+// K/V-head-sized buffers.
+static srt_status op_scratch(srt_exec *e, const srt_op_attention_config *c, int64_t segment_ids,
+                             int grads, float **scratch, int64_t *ws) {
+  int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
+  kv_view probe = {.cp = cp, .seq = c->seq * cp};
+  srt_attention_config kc = kernel_config(c, &probe, c->num_heads, c->num_kv_heads);
+  *ws = srt_cpu_attention_workspace_floats(&kc);
+  int64_t qrows = c->batch * c->seq, copies = 2 + grads;
+  int64_t runs = c->q_head_offset_axis < 0
+                     ? 0
+                     : c->batch * c->num_heads * c->seq +
+                           copies * (qrows * c->num_heads + qrows * cp) * c->head_dim;
+  return ops_scratch(e, *ws + view_floats(c, cp, segment_ids >= 0, grads) + runs, scratch);
+}
+
 srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
                                 int64_t segment_ids, int64_t out, int64_t lse,
                                 const srt_op_attention_config *config) {
@@ -182,19 +200,14 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
   const srt_op_attention_config *c = config;
   int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
   int64_t B = c->batch, Sq = c->seq, qrows = B * Sq, krows = qrows * cp, H = c->num_heads;
-  int64_t hd = c->head_dim, KV = c->num_kv_heads;
-  kv_view probe = {.cp = cp, .seq = Sq * cp};
-  srt_attention_config kc = kernel_config(c, &probe, H, KV);
-  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * Sq;
-  int64_t vf = view_floats(c, cp, segment_ids >= 0, 0);
-  int64_t qn = qrows * H * hd, kn = krows * hd;
+  int64_t hd = c->head_dim, KV = c->num_kv_heads, lse_n = B * H * Sq;
+  int64_t qn = qrows * H * hd, kn = krows * hd, ws;
   bool replicated = c->q_head_offset_axis >= 0;
   float *scratch;
-  SRT_RETURN_IF_ERROR(
-      ops_scratch(e, ws + vf + (replicated ? lse_n + 2 * qn + 2 * kn : 0), &scratch));
+  SRT_RETURN_IF_ERROR(op_scratch(e, c, segment_ids, 0, &scratch, &ws));
   kv_view w;
   SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 0, scratch + ws, &w));
-  kc = kernel_config(c, &w, H, KV); // with this rank's cp index
+  srt_attention_config kc = kernel_config(c, &w, H, KV);
   if (!replicated)
     return srt_cpu_attention_forward(ops_f32(e, out), ops_f32(e, lse), ops_f32(e, q), w.k, w.v,
                                      w.seg, scratch, &kc);
@@ -255,20 +268,13 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
   const srt_op_attention_config *c = config;
   int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
-  int64_t B = c->batch, Sq = c->seq, qrows = B * Sq, krows = qrows * cp, H = c->num_heads;
-  int64_t hd = c->head_dim, KV = c->num_kv_heads;
-  kv_view probe = {.cp = cp, .seq = Sq * cp};
-  srt_attention_config kc = kernel_config(c, &probe, H, KV);
-  int64_t ws = srt_cpu_attention_workspace_floats(&kc), lse_n = B * H * Sq;
-  int64_t vf = view_floats(c, cp, segment_ids >= 0, 2);
-  int64_t qn = qrows * H * hd, kn = krows * hd;
+  int64_t krows = c->batch * c->seq * cp, KV = c->num_kv_heads, hd = c->head_dim, ws;
   bool replicated = c->q_head_offset_axis >= 0;
   float *scratch;
-  SRT_RETURN_IF_ERROR(
-      ops_scratch(e, ws + vf + (replicated ? lse_n + 4 * qn + 4 * kn : 0), &scratch));
+  SRT_RETURN_IF_ERROR(op_scratch(e, c, segment_ids, 2, &scratch, &ws));
   kv_view w;
   SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 2, scratch + ws, &w));
-  kc = kernel_config(c, &w, H, KV); // with this rank's cp index
+  srt_attention_config kc = kernel_config(c, &w, c->num_heads, KV);
   // The whole sequence's dk, dv under cp (after the gathered k, v), else the outputs.
   int64_t kv_n = krows * KV * hd;
   float *dkw = cp > 1 ? (float *)w.v + kv_n : ops_f32(e, dk);

@@ -362,7 +362,7 @@ const char *train_usage(void) {
       text, sizeof text,
       "usage: [mpirun -np N] ./train (--data TOKENS | --batch-file FILE) --steps K --lr F\n"
       "         --max-grad-norm F [FLAG VALUE | FLAG=VALUE | SWITCH]...\n"
-      "  N must be the program's dp x tp (a program of one rank runs without mpirun).\n");
+      "  N must be the program's dp x cp x tp (a program of one rank runs without mpirun).\n");
   for (int k = 0; k < kNumFlags && n < sizeof text; ++k) {
     const train_flag *f = &kFlags[k];
     n += (size_t)snprintf(text + n, sizeof text - n, "  %s%s%s%s%s%s\n    ", f->name,
