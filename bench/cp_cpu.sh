@@ -31,7 +31,7 @@ printf 'host: %s, %d cores; batch 2 x seq %d, %d steps per run, %d rounds\n' \
   "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)" "$(nproc)" "$seq" "$steps" "$rounds"
 # ms per step of a driver log: the steps after the first, averaged.
 step_ms() { awk '/^step/ && $2 !~ /^1\// {for (i = 2; i <= NF; ++i) if ($i == "ms") {s += $(i-1); n++}}
-                 END {if (n) printf "%.1f", s / n; else print "nan"}' "$1"; }
+                 END {if (n) printf "%.1f\n", s / n; else print "nan"}' "$1"; }
 for r in $(seq 1 "$rounds"); do
   for m in "${meshes[@]}"; do
     read -r name _ <<<"$m"

@@ -427,5 +427,7 @@ MlirValue nn_build_mamba2_mixer(nn_builder *b, const char *module, MlirValue x,
   spec_int(&s, "chunk_size", cfg->chunk_size);
   spec_float(&s, "eps", cfg->eps);
   spec_float(&s, "dt_min", cfg->dt_min);
+  if (cfg->cp_size > 1) // absent at cp 1: graphs without cp print as before
+    spec_int(&s, "cp_size", cfg->cp_size);
   return finish1(&s, mlirValueGetType(x));
 }

@@ -277,6 +277,7 @@ typedef struct nn_mamba2_config {
   int64_t chunk_size;  // chunk_size
   double eps;          // layer_norm_epsilon (gated RMSNorm)
   double dt_min;       // time_step_min: dt's lower clamp (transformers' time_step_limit[0])
+  int64_t cp_size;     // > 1: one cp rank's chunk rows; the op gathers the sequence
 } nn_mamba2_config;
 
 /// The mixer's parameters; shapes as documented on nn.mamba2_mixer.

@@ -578,7 +578,7 @@ static MlirOperation first_mamba2(MlirBlock body) {
 // chunk rows, attention ops with cp_size, an unshifted loss), so here cp
 // must be the graph's, and the mesh's axis 0 becomes dp x cp: the step's
 // rows, FSDP shards and gradient reductions span both (torchtitan's
-// dp_shard_cp); only the attention tells cp apart.
+// dp_shard_cp); only the attention and the Mamba2 mixer tell cp apart.
 static bool check_cp(plan_run *r, MlirOperation func, int64_t cp) {
   if (cp < 1) {
     report(r, func, "the cp size must be positive, got cp=%lld", (long long)cp);
@@ -594,21 +594,27 @@ static bool check_cp(plan_run *r, MlirOperation func, int64_t cp) {
                          : 1;
   if (cp == 1 && graph_cp == 1)
     return true;
-  MlirOperation mamba = first_mamba2(r->body);
-  if (!mlirOperationIsNull(mamba)) {
-    report(r, mamba,
-           "context parallelism (cp=%lld) is refused for this model's Mamba2 mixers: they "
-           "would switch from the sequence split to a head split by an all-to-all over cp, "
-           "which is not implemented; use cp=1",
-           (long long)(cp > 1 ? cp : graph_cp));
-    return false;
-  }
   if (cp != graph_cp) {
     report(r, func,
            "cp=%lld, but the graph was imported for cp=%lld (module attribute nn.cp_size): "
            "give cp=%lld, or import the graph with shard-import --cp-size %lld (context "
            "parallelism partitions the graph of one cp rank; shard-compile --cp-size does both)",
            (long long)cp, (long long)graph_cp, (long long)graph_cp, (long long)cp);
+    return false;
+  }
+  // A Mamba2 mixer under cp runs 1/cp of its (tp-local) heads with their
+  // B/C groups over the whole sequence (runtime/cpu/ops_mamba2.c).
+  MlirOperation mamba = first_mamba2(r->body);
+  if (mlirOperationIsNull(mamba))
+    return true;
+  int64_t tp = r->mesh.size[1], heads = nn_attr_int(mamba, "num_heads", 0),
+          groups = nn_attr_int(mamba, "n_groups", 0);
+  if (heads % (tp * cp) || groups % (tp * cp)) {
+    report(r, mamba,
+           "context parallelism (cp=%lld) splits the Mamba2 mixer's heads and B/C groups over "
+           "tp x cp = %lld ranks (each runs its share over the whole sequence), but "
+           "mamba_num_heads %lld and n_groups %lld are not both divisible by it",
+           (long long)cp, (long long)(tp * cp), (long long)heads, (long long)groups);
     return false;
   }
   return true;

@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "ops_internal.h"
-#include "shardrt/collectives.h"
 #include "shardrt/context.h"
 #include "shardrt/cp.h"
 #include "shardrt/kernels.h"
@@ -75,20 +74,6 @@ static int64_t view_floats(const srt_op_attention_config *c, int cp, int segment
   return (3 + grads) * kv + (segments ? 2 * c->batch * c->seq * cp : 0);
 }
 
-// All-gathers `local` [B, S/cp, token] over cp into `global` [B, S, token]
-// in token order, through `staging` (the cp ranks' rows in rank order).
-static srt_status gather_tokens(srt_group *g, const void *local, void *global, void *staging,
-                                srt_dtype dtype, int64_t rows, int64_t seq, int64_t token) {
-  int cp = srt_group_size(g);
-  const int64_t shape[3] = {1, rows * (seq / cp), token};
-  SRT_RETURN_IF_ERROR(srt_all_gather(g, local, staging, dtype, 3, shape, 0));
-  size_t bytes = (size_t)token * srt_dtype_size(dtype), part = (size_t)shape[1] * bytes;
-  const void *parts[SRT_MAX_CP];
-  for (int c = 0; c < cp; ++c)
-    parts[c] = (const unsigned char *)staging + (size_t)c * part;
-  return srt_cp_gather(parts, rows, seq, cp, bytes, global);
-}
-
 // The K/V view of this rank (the cp all-gathers happen here) in `scratch`.
 static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, int64_t k,
                                int64_t v, int64_t segment_ids, int grads, float *scratch,
@@ -112,10 +97,10 @@ static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, in
   w->staging = vg + (1 + grads) * n;
   int64_t *sg = seg ? (int64_t *)(void *)(w->staging + n) : NULL;
   w->free = w->staging + n + (seg ? 2 * c->batch * w->seq : 0);
-  SRT_RETURN_IF_ERROR(gather_tokens(g, w->k, kg, w->staging, SRT_F32, c->batch, w->seq, row));
-  SRT_RETURN_IF_ERROR(gather_tokens(g, w->v, vg, w->staging, SRT_F32, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, w->k, kg, w->staging, SRT_F32, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, w->v, vg, w->staging, SRT_F32, c->batch, w->seq, row));
   if (seg)
-    SRT_RETURN_IF_ERROR(gather_tokens(g, seg, sg, w->staging, SRT_I64, c->batch, w->seq, 1));
+    SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, seg, sg, w->staging, SRT_I64, c->batch, w->seq, 1));
   w->k = kg;
   w->v = vg;
   w->seg = sg;
@@ -126,13 +111,8 @@ static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, in
 // share of every key's gradient) over cp into the local rows `out`.
 static srt_status scatter_grad(srt_exec *e, const srt_op_attention_config *c, const kv_view *w,
                                const float *grad, float *out) {
-  srt_group *g = srt_context_group(e->ctx, SRT_GROUP_CP);
-  int64_t row = c->num_kv_heads * c->head_dim, part = c->batch * c->seq * row;
-  size_t bytes = (size_t)row * sizeof(float);
-  for (int r = 0; r < w->cp; ++r)
-    SRT_RETURN_IF_ERROR(srt_cp_take(grad, c->batch, w->seq, w->cp, r, bytes, w->staging + r * part));
-  const int64_t shape[3] = {w->cp, c->batch * c->seq, row};
-  return srt_reduce_scatter(g, w->staging, out, SRT_F32, 3, shape, 0, SRT_REDUCE_SUM);
+  return ops_cp_reduce_scatter(srt_context_group(e->ctx, SRT_GROUP_CP), grad, out, w->staging,
+                               c->batch, w->seq, c->num_kv_heads * c->head_dim);
 }
 
 // The next run of local heads starting at h0 (replicated KV).

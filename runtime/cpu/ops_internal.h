@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "shardrt/backend.h"
+#include "shardrt/context.h"
 #include "shardrt/cpu.h"
 #include "shardrt/kernels.h"
 
@@ -46,5 +47,19 @@ static inline srt_status ops_f32_only(srt_exec *e, const char *op, int64_t dtype
                      op, (long long)dtype);
   return NULL;
 }
+
+/// Context parallelism (shardrt/cp.h): all-gathers every cp rank's
+/// `local` [rows, seq / cp, token] over the cp group `g` into `global`
+/// [rows, seq, token] in token order, through `staging` (as large as
+/// `global`: the ranks' rows in rank order). Errors: the collective's.
+srt_status ops_cp_all_gather(srt_group *g, const void *local, void *global, void *staging,
+                             srt_dtype dtype, int64_t rows, int64_t seq, int64_t token);
+
+/// The inverse for a partial sum: `global` [rows, seq, token] floats, this
+/// rank's contribution to every token, is summed over the cp group `g` and
+/// this rank's tokens left in `local` [rows, seq / cp, token], through
+/// `staging` (as large as `global`). Errors: the collective's.
+srt_status ops_cp_reduce_scatter(srt_group *g, const float *global, float *local,
+                                 float *staging, int64_t rows, int64_t seq, int64_t token);
 
 #endif // SHARDRT_CPU_OPS_INTERNAL_H

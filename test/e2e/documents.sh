@@ -89,8 +89,6 @@ for v in "tp2 2 --tp-size=2" "tp2sp 2 --tp-size=2 --sequence-parallel" \
          "cp2recompute 2 --tp-size=1 --cp-size=2 --activation-checkpointing" \
          "cp2micro2 2 --tp-size=1 --cp-size=2 --micro-batch 2"; do
   read -r name np flags <<<"$v"
-  # NemotronH's Mamba2 mixers refuse context parallelism (tp-plan's test).
-  [[ "$PLAN" = nemotron_h && "$name" = *cp* ]] && continue
   # shellcheck disable=SC2086 # flags are words
   compile "$name" "$CONFIG" "$PLAN" $flags || { status=1; continue; }
   run "$np" "$W/$name" --batch-file "$W/packed.safetensors" "${TRAIN[@]}" \

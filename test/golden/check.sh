@@ -6,8 +6,8 @@
 # some -100), step.env (plan, batch, seq, AdamW and clipping settings) and
 # expected.safetensors (what transformers computed for one step). For each
 # mesh -- tp1, tp2, tp2 + sequence parallel, for a batch of documents
-# dp2 and dp2 x tp2 + SP too, and but for NemotronH the context-parallel
-# cp2, cp4, cp2 x tp2 + SP and dp2 x cp2 -- this compiles the config with
+# dp2 and dp2 x tp2 + SP too, and the context-parallel cp2, cp4,
+# cp2 x tp2 + SP and dp2 x cp2 -- this compiles the config with
 # --keep-logits, runs ONE step from the golden weights on the golden batch
 # with the golden hyper-parameters (--load, --batch-file), writes the
 # driver's --dump and compares it with golden_compare, whose tolerances are:
@@ -58,10 +58,11 @@ VARIANTS=(
   "dp2      2 --tp-size=1 --dp-size=2"
   "dp2tp2sp 4 --tp-size=2 --dp-size=2 --sequence-parallel"
 )
-# Context parallelism (not for NemotronH's Mamba2 mixers, refused): each
-# sequence in 2 x cp chunks over the ranks, K/V all-gathered; the loss is
-# still transformers' mean over the whole batch's kept labels.
-[ "$PLAN" != nemotron_h ] && VARIANTS+=(
+# Context parallelism: each sequence in 2 x cp chunks over the ranks, K/V
+# all-gathered (NemotronH's Mamba2 mixers: the sequence gathered, the heads
+# split); the loss is still transformers' mean over the whole batch's kept
+# labels.
+VARIANTS+=(
   "cp2      2 --tp-size=1 --cp-size=2"
   "cp4      4 --tp-size=1 --cp-size=4"
   "cp2tp2sp 4 --tp-size=2 --cp-size=2 --sequence-parallel"

@@ -44,7 +44,8 @@ static MlirValue mamba(import_graph *g, const char *base, MlirValue h) {
                          .n_groups = c->n_groups, .state_size = c->ssm_state,
                          .conv_kernel = c->conv_kernel,
                          .chunk_size = c->chunk_size, .eps = c->mamba_eps,
-                         .dt_min = c->mamba_dt_min};
+                         .dt_min = c->mamba_dt_min,
+                         .cp_size = g->opts->cp > 1 ? g->opts->cp : 1};
   // segment_ids: the mixer restarts at each packed document.
   return nn_build_mamba2_mixer(&g->b, base, h, g->segment_ids, &p, &mc);
 }

@@ -241,13 +241,13 @@ static void test_mamba2_segment_ids(void **state) {
     poison(y, MB * MS * MHID);
     ASSERT_OK(srt_op_mamba2_mixer(&e, x, wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6],
                                   wt[7], s, MB, MS, MHID, MH, MP, MG, MN, MK, MCH, 1e-5, 0.0,
-                                  y));
+                                  1, y));
     assert_close(F(y), F(ref), MB * MS * MHID, 0, "mamba2 op vs kernel");
     mamba2_kernel_grads(ref, gk, dout, x, sp, &w, &c);
     poison(dx, MB * MS * MHID);
     ASSERT_OK(srt_op_mamba2_mixer_grad(&e, x, wt[0], wt[1], wt[2], wt[3], wt[4], wt[5], wt[6],
                                        wt[7], s, MB, MS, MHID, MH, MP, MG, MN, MK, MCH, 1e-5,
-                                       0.0, dout, dx, g[0], g[1], g[2], g[3], g[4], g[5], g[6],
+                                       0.0, 1, dout, dx, g[0], g[1], g[2], g[3], g[4], g[5], g[6],
                                        g[7]));
     assert_close(F(dx), F(ref), MB * MS * MHID, 0, "mamba2 grad op dx vs kernel");
     for (int i = 0; i < 8; ++i)
