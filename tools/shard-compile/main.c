@@ -61,8 +61,8 @@ static void usage(FILE *out) {
           "as mpirun -np DP*CP*TP) cuts each sequence into 2 x C chunks, cp rank r\n"
           "holding chunks r and 2C-1-r (2C must divide S); the attention all-gathers\n"
           "K/V over cp and reduce-scatters their gradients, parameters shard over\n"
-          "dp x cp under FSDP, and loss and gradients reduce over dp x cp (cpu backend;\n"
-          "not with Mamba2 mixers). --emit=mlir\n"
+          "dp x cp under FSDP, and loss and gradients reduce over dp x cp (not with\n"
+          "Mamba2 mixers). --emit=mlir\n"
           "prints the partitioned training step, llvm its LLVM IR, obj the object.\n"
           "--weights checks a checkpoint's names, shapes and dtypes first.\n"
           "--keep-logits keeps the lm_head output to the end of the step (its memory\n"
@@ -303,11 +303,6 @@ static int parse(int argc, char **argv, options *o) {
                     ": context parallelism cuts each sequence into 2 x cp load-balanced chunks "
                     "(cp rank r holding chunks r and 2 x cp - 1 - r)\n",
             o->seq, 2 * o->cp);
-    return 1;
-  }
-  if (o->cp > 1 && !strcmp(o->backend, "cuda")) {
-    fprintf(stderr, "shard-compile: --cp-size %" PRId64 ": context parallelism is not "
-                    "available on the cuda backend yet (use --backend=cpu)\n", o->cp);
     return 1;
   }
   if (o->micro_batch && !strcmp(o->backend, "cuda") && o->micro_batch * o->dp != o->batch) {
