@@ -1,8 +1,9 @@
 // The CUDA backend's per-rank state: opening the GPU (device, streams,
 // cuBLASLt and cuDNN handles, the device arena, the parameter table of the
 // multi-tensor kernels), one NCCL communicator per mesh axis (and one over
-// cp under context parallelism), and freeing them. The backend object that owns a device's lifetime (and that of what
-// hangs off it: the cuDNN plans, the offload copies) is backend.c's.
+// cp under context parallelism), and freeing them. The backend object that
+// owns a device's lifetime (and that of what hangs off it: the cuDNN plans,
+// the offload copies) is backend.c's.
 #include "device.h"
 
 #include <stdio.h>

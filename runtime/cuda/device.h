@@ -106,8 +106,9 @@ typedef struct srt_cuda_device {
 /// parameter slots, then, once every rank agreed that its local part
 /// worked, one NCCL communicator per mesh axis and (cp > 1) one over cp.
 /// Errors: no device, out of device or pinned memory, a
-/// CUDA/cuBLASLt/cuDNN/NCCL failure, another rank's failure; nothing is left allocated then. The caller frees `*out`
-/// with srt_cuda_device_free after waiting for its streams.
+/// CUDA/cuBLASLt/cuDNN/NCCL failure, another rank's failure; nothing is
+/// left allocated then. The caller frees `*out` with srt_cuda_device_free
+/// after waiting for its streams.
 srt_status srt_cuda_device_open(srt_context *ctx, const srt_program *p, srt_cuda_device **out);
 
 /// Frees everything of `d` that device.c made (communicators, handles,
