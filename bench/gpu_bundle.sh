@@ -2,8 +2,8 @@
 # Builds the GPU bundle: one folder, at most 64 MiB, to carry to a machine
 # with an NVIDIA GPU but no compiler, MLIR, MPI, OpenBLAS or package
 # registry (the device tool's machine). It holds, gzip'ed in payload.tar.gz:
-#   bin/       the GPU tests (kernels_test, ops_test), cuda_devices, gemm_peak,
-#              st_compare
+#   bin/       the GPU tests (kernels_test, ops_test, cp_layout_test),
+#              cuda_devices, gemm_peak, st_compare
 #   programs/  training executables compiled here for --backend=cuda, tp 1:
 #              the four tiny parity models (two also with --cpu-offload)
 #              and the benchmark shapes (Qwen2.5-0.5B 8 x 2048, Llama-3.2-1B
@@ -36,7 +36,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,programs,ref,data,configs,lib}
 
-for exe in kernels_test ops_test cuda_devices gemm_peak st_compare; do
+for exe in kernels_test ops_test cp_layout_test cuda_devices gemm_peak st_compare; do
   strip -o "$stage/bin/$exe" "$bin/$exe"
 done
 

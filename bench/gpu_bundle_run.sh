@@ -5,7 +5,7 @@
 # cuDNN and NCCL libraries, and for the eager baseline). Unpacks, then:
 #   1. the GPU tests: kernels_test (our kernels against the CPU's on
 #      bf16-rounded inputs), ops_test (ops and the NCCL collectives at world
-#      size 1), and the 5-step training parity of the four tiny models
+#      size 1), cp_layout_test (the cp attention's token moves), and the 5-step training parity of the four tiny models
 #      against the cpu logs made when the bundle was built, plus a resume,
 #      and --cpu-offload against the on-device AdamW (bit-identical);
 #   2. the bf16 GEMM peak and a device-to-device copy (gemm_peak);
@@ -50,7 +50,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 status=0
 
 echo "== GPU tests =="
-for t in kernels_test ops_test; do
+for t in kernels_test ops_test cp_layout_test; do
   if bin/$t >"$t.log" 2>&1; then echo "PASS $t"; else tail -20 "$t.log"; echo "FAIL $t"; status=1; fi
 done
 steps_of() { awk '/^step /{split($2, k, "/"); print k[1], $5, $8}' "$1"; }

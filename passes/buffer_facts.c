@@ -1,7 +1,8 @@
 // The op table's buffer columns (shardrt/ops.def: NN_BUFFER, NN_NO_CUDA)
 // as the buffer plan reads them: each result's element type under mixed
-// precision, whether a result may share its operand's buffer, and the cpu
-// kernels' scratch formulas (shardrt/op_facts.h, backend-neutral).
+// precision, whether a result may share its operand's buffer, the cpu
+// kernels' scratch formulas and the attention's context-parallel scratch
+// on either backend (shardrt/op_facts.h, backend-neutral).
 #include <string.h>
 
 #include "buffer_plan_internal.h"
@@ -104,12 +105,34 @@ tp_in_place tp_buffer_in_place(MlirOperation op) {
   return k < NN_OP_COUNT && kFacts[k].dtypes ? kFacts[k].in_place : TP_IN_PLACE_NONE;
 }
 
-int64_t tp_buffer_workspace(MlirBlock body) {
+// The attention's scratch under context parallelism (its cp_size > 1): the
+// whole sequence's K/V gathered over cp (srt_attention_cp_scratch_bytes,
+// from k's local shape [B, S/cp, KV * hd]); 0 for other ops and at cp 1.
+static int64_t attention_cp_bytes(MlirOperation op, bool cuda) {
+  nn_op_kind k = nn_op_kind_of(op);
+  if (k != NN_OP_ATTENTION && k != NN_OP_ATTENTION_GRAD)
+    return 0;
+  int64_t cp = nn_attr_int(op, "cp_size", 1);
+  nn_shape kv = {0};
+  nn_shape_of(mlirValueGetType(mlirOperationGetOperand(op, 1)), &kv);
+  if (cp <= 1 || kv.rank != 3)
+    return 0;
+  bool backward = k == NN_OP_ATTENTION_GRAD;
+  bool segments = mlirOperationGetNumOperands(op) > (backward ? 6 : 3);
+  return srt_attention_cp_scratch_bytes(kv.dims[0], kv.dims[1], cp, kv.dims[2], segments,
+                                        backward, cuda);
+}
+
+int64_t tp_buffer_workspace(MlirBlock body, const tp_buffer_policy *policy) {
   int64_t most = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     nn_op_kind k = nn_op_kind_of(op);
-    int64_t bytes = k < NN_OP_COUNT && kFacts[k].workspace ? kFacts[k].workspace(op) : 0;
+    int64_t bytes = policy->count_workspace && k < NN_OP_COUNT && kFacts[k].workspace
+                        ? kFacts[k].workspace(op)
+                        : 0;
+    int64_t cp = attention_cp_bytes(op, policy->mixed_precision);
+    bytes = cp > bytes ? cp : bytes;
     most = bytes > most ? bytes : most;
   }
   return most;

@@ -189,6 +189,6 @@ void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_m
     m->host_total = plan->persistent;
   }
   m->temporaries = plan->arena - plan->persistent;
-  m->workspace = (policy->count_workspace ? tp_buffer_workspace(body) : 0) + staging;
+  m->workspace = tp_buffer_workspace(body, policy) + staging;
   m->total = m->persistent + m->temporaries + m->workspace;
 }

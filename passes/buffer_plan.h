@@ -42,7 +42,8 @@ typedef struct tp_buffer_policy {
   /// The logits (the lm_head linear's [B, S, V] result) live to the end of
   /// the step; refused with mixed precision or Partial logits.
   bool keep_logits;
-  /// The ops' own scratch is counted (the cpu kernels' formulas).
+  /// The ops' own scratch is counted (the cpu kernels' formulas; the
+  /// attention's context-parallel K/V gather is counted either way).
   bool count_workspace;
   const char *pass; // names the errors (tp_verror)
 } tp_buffer_policy;

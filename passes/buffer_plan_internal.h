@@ -62,7 +62,10 @@ int tp_buffer_result_dtype(tp_buffer_build *b, MlirOperation op, intptr_t i);
 tp_in_place tp_buffer_in_place(MlirOperation op);
 
 /// The largest scratch, in bytes, that one op of the step allocates at run
-/// time by the cpu kernels' formulas (NN_BUFFER workspace); 0 if none.
-int64_t tp_buffer_workspace(MlirBlock body);
+/// time by the cpu kernels' formulas (NN_BUFFER workspace; only with
+/// policy->count_workspace) and, on either backend (policy->mixed_precision:
+/// cuda), the attention's K/V gathered under context parallelism
+/// (srt_attention_cp_scratch_bytes); 0 if none.
+int64_t tp_buffer_workspace(MlirBlock body, const tp_buffer_policy *policy);
 
 #endif // SHARD_PASSES_BUFFER_BUILD_H

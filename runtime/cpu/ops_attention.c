@@ -31,6 +31,7 @@
 #include "shardrt/context.h"
 #include "shardrt/cp.h"
 #include "shardrt/kernels.h"
+#include "shardrt/op_facts.h"
 
 // One run of local query heads [h0, h0 + count) reading KV head `kv`.
 typedef struct head_run {
@@ -65,13 +66,12 @@ static srt_attention_config kernel_config(const srt_op_attention_config *c, cons
 }
 
 // Floats of scratch the view takes: under cp, the gathered k and v, the
-// segment ids (int64: 2 floats each), `grads` more K/V-sized buffers (the
-// backward's dk and dv) and the staging buffer.
+// segment ids (int64: 2 floats each), `grads` (0 or 2) more K/V-sized
+// buffers (the backward's dk and dv) and the staging buffer, as the
+// compiler's memory report counts them (srt_attention_cp_scratch_bytes).
 static int64_t view_floats(const srt_op_attention_config *c, int cp, int segments, int grads) {
-  if (cp <= 1)
-    return 0;
-  int64_t kv = c->batch * c->seq * cp * c->num_kv_heads * c->head_dim;
-  return (3 + grads) * kv + (segments ? 2 * c->batch * c->seq * cp : 0);
+  return srt_attention_cp_scratch_bytes(c->batch, c->seq, cp, c->num_kv_heads * c->head_dim,
+                                        segments != 0, grads != 0, false) / 4;
 }
 
 // The K/V view of this rank (the cp all-gathers happen here) in `scratch`.

@@ -1,8 +1,9 @@
 // The CUDA backend's per-rank state: opening the GPU (device, streams,
 // cuBLASLt and cuDNN handles, the device arena, the parameter table of the
-// multi-tensor kernels), one NCCL communicator per mesh axis, and freeing
-// them. The backend object that owns a device's lifetime (and that of what
-// hangs off it: the cuDNN plans, the offload copies) is backend.c's.
+// multi-tensor kernels), one NCCL communicator per mesh axis (and one over
+// cp under context parallelism), and freeing them. The backend object that
+// owns a device's lifetime (and that of what hangs off it: the cuDNN plans,
+// the offload copies) is backend.c's.
 #include "device.h"
 
 #include <stdio.h>
@@ -226,38 +227,46 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
   return build_slots(d, p);
 }
 
-// One communicator per mesh axis: the group's rank 0 makes the unique id,
-// MPI broadcasts it (with whether making it worked, so that no member waits
-// for an id that never comes) over the group, every member joins. Called
-// only after every rank's local setup succeeded.
+// Communicator `i` (device.h: SRT_CUDA_COMM_*) over group `g`: the group's
+// rank 0 makes the unique id, MPI broadcasts it (with whether making it
+// worked, so that no member waits for an id that never comes) over the
+// group, every member joins.
+static srt_status open_comm(srt_cuda_device *d, int i, srt_group *g) {
+  struct {
+    ncclUniqueId id;
+    int32_t result;
+  } root;
+  memset(&root, 0, sizeof root);
+  if (srt_group_rank(g) == 0)
+    root.result = (int32_t)ncclGetUniqueId(&root.id);
+  SRT_RETURN_IF_ERROR(srt_broadcast(g, &root, (int64_t)sizeof root, SRT_U8, 0));
+  if (root.result != ncclSuccess)
+    return SRT_ERROR(SRT_UNAVAILABLE, "ncclGetUniqueId failed on rank 0 of communicator %d "
+                     "(0: dp x cp, 1: tp, 2: cp): %s",
+                     i, ncclGetErrorString((ncclResult_t)root.result));
+  SRT_NCCL_CHECK(ncclCommInitRank(&d->comms[i], srt_group_size(g), root.id, srt_group_rank(g)));
+  d->has_comms[i] = true;
+  return NULL;
+}
+
+// One communicator per mesh axis, and with context parallelism one over
+// the cp group. Called only after every rank's local setup succeeded.
 static srt_status open_comms(srt_cuda_device *d) {
   static const srt_group_kind kinds[SRT_MESH_NDIMS] = {SRT_GROUP_DP_CP, SRT_GROUP_TP};
-  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
-    srt_group *g = srt_context_group(d->ctx, kinds[axis]);
-    struct {
-      ncclUniqueId id;
-      int32_t result;
-    } root;
-    memset(&root, 0, sizeof root);
-    if (srt_group_rank(g) == 0)
-      root.result = (int32_t)ncclGetUniqueId(&root.id);
-    SRT_RETURN_IF_ERROR(srt_broadcast(g, &root, (int64_t)sizeof root, SRT_U8, 0));
-    if (root.result != ncclSuccess)
-      return SRT_ERROR(SRT_UNAVAILABLE, "ncclGetUniqueId failed on rank 0 of mesh axis %d: %s",
-                       axis, ncclGetErrorString((ncclResult_t)root.result));
-    SRT_NCCL_CHECK(
-        ncclCommInitRank(&d->comms[axis], srt_group_size(g), root.id, srt_group_rank(g)));
-    d->has_comms[axis] = true;
-  }
+  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
+    SRT_RETURN_IF_ERROR(open_comm(d, axis, srt_context_group(d->ctx, kinds[axis])));
+  if (srt_mesh_cp(srt_context_mesh(d->ctx)) > 1)
+    SRT_RETURN_IF_ERROR(
+        open_comm(d, SRT_CUDA_COMM_CP, srt_context_group(d->ctx, SRT_GROUP_CP)));
   return NULL;
 }
 
 void srt_cuda_device_free(srt_cuda_device *d) {
   if (!d)
     return;
-  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
-    if (d->has_comms[axis])
-      ncclCommDestroy(d->comms[axis]);
+  for (int i = 0; i < SRT_CUDA_NUM_COMMS; ++i)
+    if (d->has_comms[i])
+      ncclCommDestroy(d->comms[i]);
   for (int i = 0; i < d->num_plans; ++i) {
     cublasLtMatmulDescDestroy(d->plans[i].desc);
     cublasLtMatrixLayoutDestroy(d->plans[i].a);

@@ -25,6 +25,11 @@ typedef struct srt_cuda_gemm_plan {
 
 enum { SRT_CUDA_GEMM_PLANS = 64 };
 
+/// The communicators of a device: one per mesh axis (indexed by the axis),
+/// then the cp group's (only with cp > 1; the placements' axis 0 is dp x
+/// cp, so no graph collective runs over cp alone).
+enum { SRT_CUDA_COMM_CP = SRT_MESH_NDIMS, SRT_CUDA_NUM_COMMS };
+
 typedef struct srt_cuda_device {
   srt_context *ctx;
   int ordinal; // cudaSetDevice index
@@ -52,12 +57,14 @@ typedef struct srt_cuda_device {
   size_t lt_workspace_bytes;
   srt_cuda_gemm_plan plans[SRT_CUDA_GEMM_PLANS];
   int num_plans;
-  /// One communicator per mesh axis (0 = dp, 1 = tp), created once.
-  ncclComm_t comms[SRT_MESH_NDIMS];
-  bool has_comms[SRT_MESH_NDIMS];
-  /// The op that enqueued the last collective on each axis (for a
+  /// One communicator per mesh axis (0 = dp x cp, 1 = tp), then, with
+  /// context parallelism (cp > 1), one over the cp group
+  /// (SRT_CUDA_COMM_CP: the attention's K/V all-gather), created once.
+  ncclComm_t comms[SRT_CUDA_NUM_COMMS];
+  bool has_comms[SRT_CUDA_NUM_COMMS];
+  /// The op that enqueued the last collective on each communicator (for a
   /// deadline's message); NULL before the first.
-  const char *last_collective[SRT_MESH_NDIMS];
+  const char *last_collective[SRT_CUDA_NUM_COMMS];
   /// The arena as the program's offsets see it: offset k is arena + k.
   /// Without offload that is the allocation `alloc`; with --cpu-offload the
   /// host-only prefix [0, offload) is not allocated on the device, and
@@ -97,10 +104,11 @@ typedef struct srt_cuda_device {
 /// Opens this rank's GPU for program `p` on `ctx`: device, streams, handles,
 /// the arena (p->arena_bytes less the host-only offload prefix, zeroed), the
 /// parameter slots, then, once every rank agreed that its local part
-/// worked, one NCCL communicator per mesh axis. Errors: no device, out of
-/// device or pinned memory, a CUDA/cuBLASLt/cuDNN/NCCL failure, another
-/// rank's failure; nothing is left allocated then. The caller frees `*out`
-/// with srt_cuda_device_free after waiting for its streams.
+/// worked, one NCCL communicator per mesh axis and (cp > 1) one over cp.
+/// Errors: no device, out of device or pinned memory, a
+/// CUDA/cuBLASLt/cuDNN/NCCL failure, another rank's failure; nothing is
+/// left allocated then. The caller frees `*out` with srt_cuda_device_free
+/// after waiting for its streams.
 srt_status srt_cuda_device_open(srt_context *ctx, const srt_program *p, srt_cuda_device **out);
 
 /// Frees everything of `d` that device.c made (communicators, handles,

@@ -21,27 +21,27 @@ static double now_s(void) {
 // Aborts every communicator (they cannot be used after a timeout or an
 // asynchronous error) and marks them gone, so close does not destroy them.
 static void abort_comms(srt_cuda_device *d) {
-  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis)
-    if (d->has_comms[axis]) {
-      ncclCommAbort(d->comms[axis]);
-      d->has_comms[axis] = false;
-      d->comms[axis] = NULL;
+  for (int i = 0; i < SRT_CUDA_NUM_COMMS; ++i)
+    if (d->has_comms[i]) {
+      ncclCommAbort(d->comms[i]);
+      d->has_comms[i] = false;
+      d->comms[i] = NULL;
     }
 }
 
 // The first asynchronous NCCL error of any communicator, as a status.
 static srt_status async_error(srt_cuda_device *d, const char *what) {
-  static const char *const axes[SRT_MESH_NDIMS] = {"dp", "tp"};
-  for (int axis = 0; axis < SRT_MESH_NDIMS; ++axis) {
+  static const char *const axes[SRT_CUDA_NUM_COMMS] = {"dp", "tp", "cp"};
+  for (int i = 0; i < SRT_CUDA_NUM_COMMS; ++i) {
     ncclResult_t r = ncclSuccess;
-    if (!d->has_comms[axis] || ncclCommGetAsyncError(d->comms[axis], &r) != ncclSuccess ||
+    if (!d->has_comms[i] || ncclCommGetAsyncError(d->comms[i], &r) != ncclSuccess ||
         r == ncclSuccess || r == ncclInProgress)
       continue;
-    const char *op = d->last_collective[axis];
+    const char *op = d->last_collective[i];
     srt_status s = SRT_ERROR(SRT_UNAVAILABLE,
                              "cuda backend: NCCL failed on mesh axis %s at step %lld during "
                              "%s (last collective there: %s): %s",
-                             axes[axis], (long long)srt_context_step(d->ctx), what,
+                             axes[i], (long long)srt_context_step(d->ctx), what,
                              op ? op : "none", ncclGetErrorString(r));
     abort_comms(d);
     return s;
@@ -51,13 +51,15 @@ static srt_status async_error(srt_cuda_device *d, const char *what) {
 
 static srt_status timed_out(srt_cuda_device *d, const char *what, double waited) {
   const char *dp = d->last_collective[0], *tp = d->last_collective[1];
+  const char *cp = d->last_collective[SRT_CUDA_COMM_CP];
   srt_status s = SRT_ERROR(
       SRT_DEADLINE_EXCEEDED,
       "cuda backend: %s at step %lld did not complete within the %g s collective timeout "
-      "(waited %.1f s; last collectives enqueued: dp %s, tp %s): a peer rank stalled or "
+      "(waited %.1f s; last collectives enqueued: dp %s, tp %s%s%s): a peer rank stalled or "
       "died; the NCCL communicators were aborted",
       what, (long long)srt_context_step(d->ctx), srt_context_timeout(d->ctx), waited,
-      dp ? dp : "none", tp ? tp : "none");
+      dp ? dp : "none", tp ? tp : "none", d->has_comms[SRT_CUDA_COMM_CP] ? ", cp " : "",
+      d->has_comms[SRT_CUDA_COMM_CP] ? (cp ? cp : "none") : "");
   abort_comms(d);
   return s;
 }

@@ -13,6 +13,13 @@
 # and evaluations bit for bit (losses, grad norms, eval losses, and every
 # weight and moment saved after them, st_compare --rtol 0), and its own
 # resume.
+# Then context parallelism where there are 2 GPUs (NCCL takes one GPU per
+# rank): the cuda program compiled with --cp-size=2 (the attention
+# all-gathers K/V over cp, reduce-scatters dK/dV) on 2 ranks, its 5 steps
+# against the same cpu tp1 run within LOSS_RTOL / NORM_RTOL; and for llama
+# the packed documents of packed_batch (document boundaries crossing the cp
+# chunks: the segment ids are gathered too), cuda cp2 against cpu tp1 on
+# the same batch file. With one GPU these say they are skipped.
 # Without a CUDA device: prints "SKIP: no CUDA device" and exits 77.
 #
 # usage: cuda_parity.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR DEVICES_PROBE
@@ -58,6 +65,38 @@ offload() {
     || { echo "FAIL: $arch --cpu-offload: resumed steps 4-5 differ"; return 1; }
   echo "CUDA-OFFLOAD $arch: 5 steps and 3 evaluations, weights and moments bit-identical to the cuda run; resume ok"
 }
+# within LABEL CANDIDATE_LOG REFERENCE_LOG: every step's loss within
+# LOSS_RTOL and grad norm within NORM_RTOL of the reference's; prints the
+# line, returns 1 when not.
+within() {
+  local n loss norm ok
+  read -r n loss norm < <(max_rel "$2" "$3") || { echo "FAIL: $1: step lines differ"; return 1; }
+  ok=$(awk -v l="$loss" -v g="$norm" -v lt="$LOSS_RTOL" -v gt="$NORM_RTOL" \
+         'BEGIN { print (l <= lt && g <= gt) ? "ok" : "FAIL" }')
+  echo "CUDA-PARITY $1: $n steps, max rel loss $loss (tol $LOSS_RTOL), grad norm $norm (tol $NORM_RTOL): $ok"
+  [ "$ok" = ok ]
+}
+# context_parallel ARCH CONFIG: the cuda cp2 program on 2 ranks against the
+# cpu tp1 run ($W/ARCH.cpu.log); for llama also on packed documents.
+context_parallel() {
+  local arch=$1 config=$2 p=$W/$1.cuda.cp2
+  if [ "$count" -lt 2 ]; then
+    echo "CUDA-PARITY $arch cp2: skipped (needs 2 GPUs, found $count)"; return 0
+  fi
+  compile "$arch.cuda.cp2" "$config" "$arch" --tp-size=1 --cp-size=2 --backend=cuda || return 1
+  run 2 "$p" "${TRAIN[@]}" --steps 5 >"$p.log" 2>&1 \
+    || { cat "$p.log"; echo "FAIL: $arch cuda cp2 run"; return 1; }
+  within "$arch cp2 (cuda, 2 ranks) vs cpu tp1" "$p.log" "$W/$arch.cpu.log" || return 1
+  [ "$arch" = llama ] || return 0
+  "$BIN/packed_batch" 256 "$W/packed.safetensors" "$W/solo.safetensors" \
+    "$W/joined.safetensors" "$W/cycled.safetensors" "$W/docs.tokens" >/dev/null \
+    || { echo "FAIL: packed_batch"; return 1; }
+  local docs=(--batch-file "$W/packed.safetensors" --steps 3 --lr 1e-2 --max-grad-norm 1.0 --seed 11)
+  run 1 "$W/$arch.cpu" "${docs[@]}" >"$W/$arch.cpu.docs.log" 2>&1 \
+    && run 2 "$p" "${docs[@]}" >"$p.docs.log" 2>&1 \
+    || { cat "$W/$arch.cpu.docs.log" "$p.docs.log"; echo "FAIL: $arch packed documents runs"; return 1; }
+  within "$arch cp2 (cuda) vs cpu tp1, packed documents" "$p.docs.log" "$W/$arch.cpu.docs.log"
+}
 for arch in qwen2 qwen3 llama gemma3; do
   config=$CONFIGS/tiny-$arch.json
   compile "$arch.cpu" "$config" "$arch" --tp-size=1 || { status=1; continue; }
@@ -82,5 +121,6 @@ for arch in qwen2 qwen3 llama gemma3; do
   echo "CUDA-RESUME $arch: steps 4-5 after --load, max rel loss $loss, grad norm $norm: $ok"
   [ "$ok" = ok ] || status=1
   offload "$arch" "$config" || status=1
+  context_parallel "$arch" "$config" || status=1
 done
 exit $status

@@ -305,11 +305,6 @@ static int parse(int argc, char **argv, options *o) {
             o->seq, 2 * o->cp);
     return 1;
   }
-  if (o->cp > 1 && !strcmp(o->backend, "cuda")) {
-    fprintf(stderr, "shard-compile: --cp-size %" PRId64 ": context parallelism is not "
-                    "available on the cuda backend yet (use --backend=cpu)\n", o->cp);
-    return 1;
-  }
   if (o->micro_batch && !strcmp(o->backend, "cuda") && o->micro_batch * o->dp != o->batch) {
     fprintf(stderr, "shard-compile: --micro-batch: gradient accumulation is not available on "
                     "the cuda backend yet (use --backend=cpu)\n");

@@ -1,6 +1,7 @@
 // Backend-neutral facts of the runtime ops (shardrt/ops.h) that a compiler
 // needs without linking or including a backend's kernels: the sizes of a
-// Mamba2 mixer and the scratch formulas of the cpu kernels (header-only, so
+// Mamba2 mixer, the scratch formulas of the cpu kernels and the attention's
+// context-parallel scratch (header-only, so
 // that the compiler's memory report counts what the kernels will allocate). shardrt/kernels.h
 // includes it; passes/ include this one instead.
 #ifndef SHARDRT_OP_FACTS_H
@@ -75,6 +76,33 @@ static inline double srt_mamba2_workspace_parts(const srt_mamba2_config *c, bool
   for (int i = 0; i < SRT_MAMBA2_WORKSPACE_PARTS; ++i)
     total += count[i] = parts[i];
   return total;
+}
+
+/// Bytes of scratch the attention op (forward, or `backward`) takes under
+/// context parallelism (cp > 1; 0 otherwise) for the whole sequence's K/V,
+/// all-gathered over cp (shardrt/ops.h's srt_op_attention_config): batch
+/// rows of seq = local_seq x cp tokens, kv_row = KV heads x head_dim
+/// elements per token. The cpu backend (fp32, runtime/cpu/ops_attention.c):
+/// the gathered k and v, one staging buffer, the backward's dk and dv, all
+/// [batch, seq, kv_row], and the gathered segment ids (int64 [batch, seq]).
+/// The cuda backend (bf16, runtime/cuda/ops_attention.c): the gathered k
+/// and v, one staging buffer (at least the ids' size with segments; the
+/// backward's token-order dk after the gathers), the backward's dv, and the
+/// segment ids, each part then rounded up to 256 bytes. Neither counts the
+/// kernels' own workspace. Header-only: the compiler's memory report counts
+/// it.
+static inline int64_t srt_attention_cp_scratch_bytes(int64_t batch, int64_t local_seq,
+                                                     int64_t cp, int64_t kv_row,
+                                                     bool segments, bool backward,
+                                                     bool cuda) {
+  if (cp <= 1)
+    return 0;
+  int64_t tokens = batch * local_seq * cp, ids = segments ? 8 * tokens : 0;
+  if (!cuda)
+    return (3 + (backward ? 2 : 0)) * 4 * tokens * kv_row + ids;
+  int64_t kv = (2 * tokens * kv_row + 255) / 256 * 256;
+  int64_t staging = ids > kv ? (ids + 255) / 256 * 256 : kv;
+  return (2 + (backward ? 1 : 0)) * kv + staging + (ids + 255) / 256 * 256;
 }
 
 #ifdef __cplusplus
