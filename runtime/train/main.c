@@ -9,6 +9,8 @@
 // computed.
 // Errors are printed once, naming the rank when only some ranks failed, and
 // every rank exits with status 1 (no rank is left waiting in a collective).
+// SIGTERM, SIGINT, SIGHUP and SIGUSR1 stop the run at a step boundary that
+// every rank agrees on, after saving it (preempt.c): exit status 75.
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -94,8 +94,9 @@ bool train_is_save_point(const train_options *o, int64_t step);
 int train_save_outputs(train_run *r, int64_t step);
 
 /// Installs the stop-request handler for SIGTERM, SIGINT, SIGHUP and
-/// SIGUSR1 (preempt.c): it records the first; a second more than a second
-/// later ends the process at once with status 128 + its number.
+/// SIGUSR1 (preempt.c), except for one ignored at the start (nohup): it
+/// records the first; another a second or more later, before the stop is
+/// saved, ends the process at once with status 128 + its number.
 void train_catch_signals(void);
 
 /// The step boundary after step `done` (the loaded step before the first):

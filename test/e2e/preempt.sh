@@ -33,7 +33,7 @@ TRAIN=(--data "$W/tokens.tok" --lr 1e-2 --max-grad-norm 1 --seed 5)
 "$BIN/shard-tokens" --windows "$TEXT" -o "$W/tokens.tok" >/dev/null || fail "shard-tokens"
 compile q "$CONFIGS/tiny-qwen2.json" qwen2 --tp-size=2 || fail "compile"
 JOB= HOLDERS= MPIX=()
-trap '[ -n "$JOB" ] && kill -KILL $(pgrep -P "$JOB") "$JOB" 2>/dev/null; [ -z "$HOLDERS" ] || kill $HOLDERS' EXIT
+trap '[ -n "$JOB" ] && kill -KILL $(pgrep -P "$JOB") "$JOB" 2>/dev/null; [ -z "$HOLDERS" ] || kill $HOLDERS 2>/dev/null' EXIT
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b - a}'; }
 
@@ -79,9 +79,9 @@ hold() {
   fail "hold: no lock on $1"
 }
 
-# The straight run: 6000 steps, every step logged.
+# The straight run: 8000 steps, every step logged.
 mkdir -p "$W/straight"
-run 2 "$W/q" "${TRAIN[@]}" --steps 6000 >"$W/straight/log" 2>&1 \
+run 2 "$W/q" "${TRAIN[@]}" --steps 8000 >"$W/straight/log" 2>&1 \
   || { tail "$W/straight/log"; fail "straight run"; }
 steps "$W/straight/log" >"$W/straight.steps"
 
@@ -99,7 +99,7 @@ resume_matches() {
 one_rank() { # NAME SIGNAL RANK
   local d=$W/$1; mkdir -p "$d"
   start "$d" --steps 100000 --save "$d/ck.safetensors" --save-every 1000
-  sleep 0.$((RANDOM % 8 + 2))
+  sleep 0.$((RANDOM % 5 + 1))
   kill -"$2" "$(rank_pid "$d" "$3")"; local t0; t0=$(now)
   finish "$d" "$t0"
   [ "$(cat "$d"/status.0 "$d"/status.1 | tr '\n' ' ')" = "75 75 " ] \
@@ -125,7 +125,7 @@ to_mpirun() { # NAME SIGNAL MPIRUN-FLAGS...
   MPIX=("$@")
   start "$d" --steps 100000 --save "$d/ck.safetensors" --save-every 1000 --log-every 1000
   MPIX=()
-  sleep 0.$((RANDOM % 8 + 2))
+  sleep 0.$((RANDOM % 5 + 1))
   kill -"$sig" "$JOB"; local t0; t0=$(now)
   finish "$d" "$t0"
   local s; s=$(stopped_step "$d/log") || exit 1
