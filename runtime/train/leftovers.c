@@ -14,7 +14,6 @@
 //                  previous one; nothing can load it.
 // The optimizer file of the --load checkpoint always stays. --export's
 // staging folder "<DIR>.partial" goes too (train_export_drop_staging).
-#define _DEFAULT_SOURCE // flock, DT_*
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -74,6 +74,9 @@ static void print_stop(const train_run *r, int signo, int64_t done, bool ran, in
   else if (o->save && ran)
     snprintf(where, sizeof where, "checkpoint saved to '%s' (step %lld)", target,
              (long long)done);
+  else if (o->export_dir && ran)
+    snprintf(where, sizeof where, "exported to '%s' (step %lld)", o->export_dir,
+             (long long)done);
   else if (o->save || o->export_dir)
     snprintf(where, sizeof where, "no step ran since the start: nothing new to save");
   else
