@@ -171,5 +171,6 @@ int train_setup_leftovers(train_run *r) {
   if (rm.n)
     printf("train: removed %d leftover%s of a killed run (%.3g MB): %s\n", rm.n,
            rm.n == 1 ? "" : "s", rm.bytes / 1e6, rm.names);
+  fflush(stdout);
   return 0;
 }

@@ -200,6 +200,7 @@ int main(int argc, char **argv) {
     srt_status_free(stacks);
     return 1;
   }
+  train_block_signals(); // MPI's threads must not take a stop signal
   MPI_Init(&argc, &argv);
   train_catch_signals(); // after MPI_Init: a stop request is agreed on over MPI
   train_run r = {.p = &shard_program, .save_lock = -1, .export_lock = -1};

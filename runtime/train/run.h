@@ -93,10 +93,18 @@ bool train_is_save_point(const train_options *o, int64_t step);
 /// failed (rank 0 said why). Collective.
 int train_save_outputs(train_run *r, int64_t step);
 
-/// Installs the stop-request handler for SIGTERM, SIGINT, SIGHUP and
-/// SIGUSR1 (preempt.c), except for one ignored at the start (nohup): it
-/// records the first; another a second or more later, before the stop is
-/// saved, ends the process at once with status 128 + its number.
+/// Blocks SIGTERM, SIGINT, SIGHUP and SIGUSR1 in the calling thread, before
+/// MPI_Init: every thread started later inherits the mask, so no system
+/// call of any thread is interrupted by them (train_catch_signals takes
+/// them in a thread of its own).
+void train_block_signals(void);
+
+/// Starts the thread that takes the stop signals blocked by
+/// train_block_signals (preempt.c; one ignored at the start, as nohup's
+/// SIGHUP, stays ignored): it records the first; another a second or more
+/// later, before the stop is saved, ends the process at once with status
+/// 128 + its number. Without the thread the signals take their default
+/// action.
 void train_catch_signals(void);
 
 /// The step boundary after step `done` (the loaded step before the first):

@@ -6,7 +6,8 @@
 #      holds that step, and resuming from it prints the same loss and grad
 #      norm (9 digits, bit-identical as printed) for the next 5 steps as an
 #      uninterrupted run; its steps before the stop equal the straight run's;
-#   2. SIGUSR1 to rank 0 alone (every rank exits 75, stopped at one step);
+#   2. SIGUSR1 to rank 0, SIGHUP to rank 1, SIGINT to rank 0, each alone
+#      (likewise);
 #   3. SIGUSR1 and SIGTERM to mpirun itself (Open MPI forwards SIGUSR1;
 #      SIGTERM reaches every rank too, with odls_base_sigkill_timeout seconds
 #      before its SIGKILL);
@@ -95,7 +96,8 @@ resume_matches() {
     || fail "$1: the steps after $3 differ from the straight run's"
 }
 
-# 1-2. A signal to one rank.
+# 1-2. A signal to one rank (pending, never interrupting a step: the
+# sleeps are random).
 one_rank() { # NAME SIGNAL RANK
   local d=$W/$1; mkdir -p "$d"
   start "$d" --steps 100000 --save "$d/ck.safetensors" --save-every 1000
@@ -114,6 +116,8 @@ one_rank() { # NAME SIGNAL RANK
 }
 one_rank sigterm_rank1 TERM 1
 one_rank sigusr1_rank0 USR1 0
+one_rank sighup_rank1 HUP 1
+one_rank sigint_rank0 INT 0
 
 # 3. A signal to mpirun. Open MPI 4 forwards SIGUSR1 as is. On SIGTERM it
 # sends SIGTERM to the ranks, stops relaying their output (a rank printing
