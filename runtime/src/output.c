@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 srt_status srt_output_kind_of(const char *what, const char *path, srt_output_kind *kind) {
@@ -179,6 +180,8 @@ srt_status srt_write_file(const char *what, const char *path, const void *data, 
   SRT_RETURN_IF_ERROR(srt_output_stage(what, path, &device, &dest, &tmp));
   srt_status s = NULL;
   FILE *f = fopen(tmp, "wb"); // our own temporary (or the device): truncated
+  if (f && !device) // held while written: a live writer's temporary is left alone
+    (void)flock(fileno(f), LOCK_EX | LOCK_NB);
   if (!f) {
     s = SRT_ERROR(SRT_IO, "%s '%s': cannot create '%s': %s", what, path, tmp, strerror(errno));
     if (!device)

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 struct srt_safetensors_writer {
@@ -173,6 +174,10 @@ srt_status srt_safetensors_writer_begin(const char *path,
   for (int i = 0; i < 8; ++i) // little-endian u64
     len8[i] = (unsigned char)((uint64_t)padded >> (8 * i));
   w->f = fopen(w->tmp, "wb");
+  // Held until the file is closed: a run that clears a killed run's
+  // temporaries at its start leaves a locked one alone (train/leftovers.c).
+  if (w->f && !w->device)
+    (void)flock(fileno(w->f), LOCK_EX | LOCK_NB);
   if (!w->f) {
     s = io_error("creating", w->tmp, errno);
   } else if (fwrite(len8, 1, 8, w->f) != 8 || fwrite(header, 1, hlen, w->f) != hlen ||

@@ -13,7 +13,7 @@ static int write_outputs(train_run *r, int64_t step, const srt_step_result *res,
   const train_options *o = &r->o;
   char done[PATH_MAX + 64];
   int failed = 0;
-  if (o->dump && step == o->steps) {
+  if (o->dump && res && step == o->steps) {
     snprintf(done, sizeof done, "dumped step %lld to '%s'", (long long)step, o->dump);
     failed |= train_collective_outcome(train_dump(r->ctx, r->p, r->arena, o->dump, res, o, step),
                                        r->rank, done);
@@ -73,10 +73,27 @@ static int save(train_run *r, int64_t step) {
   return bad;
 }
 
+bool train_is_save_point(const train_options *o, int64_t step) {
+  return (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
+}
+
+int train_save_outputs(train_run *r, int64_t step) {
+  const train_options *o = &r->o;
+  if (!o->save && !o->export_dir)
+    return 0;
+  if (train_any_failed(r->ctx, r->backend->to_host(r->device, r->p, r->arena, 0,
+                                                   r->p->persistent_bytes)))
+    return 1;
+  int failed = write_outputs(r, step, NULL, true);
+  if (o->save)
+    failed |= save(r, step);
+  return failed;
+}
+
 int train_after_step(train_run *r, int64_t step, const srt_step_result *res,
                      const train_step_metrics *m, srt_step_options so) {
   const train_options *o = &r->o;
-  bool save_point = (o->save_every > 0 && step % o->save_every == 0) || step == o->steps;
+  bool save_point = train_is_save_point(o, step);
   // The host copy of the persistent region is read by dumps and saves.
   bool to_host = (o->dump && step == o->steps) || ((o->save || o->export_dir) && save_point);
   if (to_host &&

@@ -76,6 +76,16 @@ static void remove_export(const char *dir) {
   rmdir(dir);
 }
 
+bool train_export_drop_staging(const char *dir) {
+  char partial[PATH_LEN];
+  struct stat st;
+  if (snprintf(partial, sizeof partial, "%s.partial", dir) >= (int)sizeof partial ||
+      lstat(partial, &st) != 0 || !S_ISDIR(st.st_mode))
+    return false;
+  remove_export(partial);
+  return lstat(partial, &st) != 0;
+}
+
 // What `dir` is: 0 absent, 1 an empty directory, 2 an earlier export (or,
 // with staging, a crashed export's staging folder), -1 anything else (its
 // description in what[]). Symbolic links are refused, never followed; a

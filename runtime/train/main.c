@@ -9,6 +9,8 @@
 // computed.
 // Errors are printed once, naming the rank when only some ranks failed, and
 // every rank exits with status 1 (no rank is left waiting in a collective).
+// SIGTERM, SIGINT, SIGHUP and SIGUSR1 stop the run at a step boundary that
+// every rank agrees on, after saving it (preempt.c): exit status 75.
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,7 +188,7 @@ int train_teardown(train_run *r, int failed) {
   train_unlock(r->save_lock);
   train_unlock(r->export_lock);
   MPI_Finalize();
-  return failed || d ? 1 : 0;
+  return failed || d ? 1 : r->stop_signal ? TRAIN_EXIT_PREEMPTED : 0;
 }
 
 int main(int argc, char **argv) {
@@ -201,7 +203,9 @@ int main(int argc, char **argv) {
     srt_status_free(stacks);
     return 1;
   }
+  train_block_signals(); // MPI's threads must not take a stop signal
   MPI_Init(&argc, &argv);
+  train_catch_signals(); // after MPI_Init: a stop request is agreed on over MPI
   train_run r = {.p = &shard_program, .save_lock = -1, .export_lock = -1};
   int code = train_start(&r, argc, argv);
   if (code >= 0) {
@@ -209,7 +213,11 @@ int main(int argc, char **argv) {
     return code;
   }
   int failed = train_setup(&r);
-  for (int64_t step = r.state.step + 1; !failed && step <= r.o.steps; ++step)
+  for (int64_t step = r.state.step + 1; !failed && step <= r.o.steps; ++step) {
+    failed = train_preempted(&r, step - 1);
+    if (failed || r.stop_signal)
+      break;
     failed = train_step(&r, step);
+  }
   return train_teardown(&r, failed);
 }

@@ -105,7 +105,9 @@ static const train_flag kFlags[] = {
      "a Hugging Face model file or folder (weights; a fresh optimizer)"},
     {"--save", "CKPT", read_path, F(save), 0, NULL, 0,
      "where the checkpoint goes (atomically) after the last step and every\n"
-     "--save-every steps, with its optimizer file beside it"},
+     "--save-every steps, with its optimizer file beside it; SIGTERM, SIGINT,\n"
+     "SIGHUP or SIGUSR1 save the step finished last and exit 75 (see\n"
+     "docs/multi-node.md)"},
     {"--save-every", "N", read_int, F(save_every), 0, "0", 0,
      "save (and export) every N steps; 0: only after the last"},
     {"--keep-last", "K", read_int, F(keep_last), 1, NULL, 0,

@@ -46,7 +46,14 @@ typedef struct train_run {
   srt_profile profile;        ///< --profile's figures
   bool warm_up_left_out;      ///< --profile leaves out the first step
   int64_t first_profiled;     ///< the step --profile starts with
+  int stop_signal;            ///< the signal the ranks agreed to stop at (0: none)
 } train_run;
+
+/// The exit status of a run stopped by SIGTERM, SIGINT, SIGHUP or SIGUSR1
+/// after saving (train_preempted): sysexits.h's EX_TEMPFAIL ("try again
+/// later": resume from the checkpoint), apart from 0 (done), 1 (an error)
+/// and 128 + N (killed by signal N, or a second signal: no save).
+#define TRAIN_EXIT_PREEMPTED 75
 
 /// Parses the options, makes the ranks agree on them and creates the
 /// context and the threads. Returns -1 to go on, else the exit status
@@ -62,6 +69,12 @@ srt_status train_check_program(const srt_program *p, const srt_mesh *mesh);
 /// Everything before step 1: each setup step in order until one fails.
 int train_setup(train_run *r);
 
+/// Removes what a killed run left of this run's --save (temporaries,
+/// optimizer files no weights file names) and --export ("<DIR>.partial"),
+/// on rank 0 only and only under the path's lock (leftovers.c); rank 0
+/// says what it removed. A file it cannot remove stays. Returns 0.
+int train_setup_leftovers(train_run *r);
+
 /// Runs step `step` and its after-step work; logs its line (rank 0).
 int train_step(train_run *r, int64_t step);
 
@@ -72,6 +85,36 @@ int train_step(train_run *r, int64_t step);
 /// cost the run its checkpoint.
 int train_after_step(train_run *r, int64_t step, const srt_step_result *res,
                      const train_step_metrics *m, srt_step_options so);
+
+/// Whether `step` is a save point: a multiple of --save-every, or the last.
+bool train_is_save_point(const train_options *o, int64_t step);
+
+/// Writes step `step`'s --export and --save as at a save point (the host
+/// copy fetched first); nothing without either. Returns 1 when a write
+/// failed (rank 0 said why). Collective.
+int train_save_outputs(train_run *r, int64_t step);
+
+/// Blocks SIGTERM, SIGINT, SIGHUP and SIGUSR1 in the calling thread, before
+/// MPI_Init: every thread started later inherits the mask, so no system
+/// call of any thread is interrupted by them (train_catch_signals takes
+/// them in a thread of its own).
+void train_block_signals(void);
+
+/// Starts the thread that takes the stop signals blocked by
+/// train_block_signals (preempt.c; one ignored at the start, as nohup's
+/// SIGHUP, stays ignored): it records the first; another a second or more
+/// later, before the stop is saved, ends the process at once with status
+/// 128 + its number. Without the thread the signals take their default
+/// action.
+void train_catch_signals(void);
+
+/// The step boundary after step `done` (the loaded step before the first):
+/// the ranks agree (an all-reduce, under --timeout) whether any got a stop
+/// request. If so, sets r->stop_signal, saves step `done` unless it was a
+/// save point or no step ran (train_save_outputs), and rank 0 says which
+/// signal, step and checkpoint. Returns 1 when the agreement or the save
+/// failed, else 0. Collective.
+int train_preempted(train_run *r, int64_t done);
 
 /// Prints the run's summary and profile (when not `failed`), releases
 /// everything and finalises MPI. Returns the exit status.

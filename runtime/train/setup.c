@@ -468,7 +468,7 @@ int train_setup(train_run *r) {
   static int (*const kSteps[])(train_run *) = {
       setup_program, setup_device,  setup_data,     setup_eval_data, setup_weights,
       setup_data_windows, setup_outputs, setup_to_device, setup_banner, setup_schedule,
-      setup_mfu,     setup_locks,   setup_steps};
+      setup_mfu,     setup_locks,   train_setup_leftovers, setup_steps};
   for (size_t i = 0; i < sizeof kSteps / sizeof *kSteps; ++i)
     if (kSteps[i](r))
       return 1;

@@ -690,6 +690,12 @@ srt_status train_first_non_finite(srt_context *ctx, const srt_program *p,
 /// naming DIR and what it is.
 srt_status train_export_check(srt_context *ctx, const char *dir);
 
+/// Removes "<dir>.partial", the staging folder of an export that was
+/// killed (its export files, then the folder; one holding anything else
+/// stays). Only for the holder of --export's lock (train_lock): no live run
+/// exports there. Returns true when such a folder was there and is gone.
+bool train_export_drop_staging(const char *dir);
+
 /// Writes the Hugging Face model directory `o->export_dir` after step
 /// `state->step`: the weights (the input's layout, its carried tensors, in
 /// o->export_dtype or the input's dtype, else the config's, else F32) as

@@ -94,7 +94,7 @@ srt_status srt_output_stage(const char *what, const char *path, bool *device, ch
 
 /// Writes `len` bytes of `data` to `path` as its kind says (a new or regular
 /// file, or a link to one: a unique "<file>.tmp.XXXXXX" beside srt_output_destination's
-/// file, fsync, rename over it; a character device: in place; "-" or the
+/// file, flock(2)ed while written, fsync, rename over it; a character device: in place; "-" or the
 /// file standard output is open on: standard output, flushed), so a crash
 /// never leaves half a file. `what` names the output in messages.
 /// Errors: those of srt_output_stage; SRT_IO naming `what`, the file and

@@ -27,7 +27,9 @@ typedef struct srt_safetensors_entry {
 typedef struct srt_safetensors_writer srt_safetensors_writer;
 
 /// Creates a unique temporary "<path>.tmp.XXXXXX" (two writers of one path
-/// never share it; one a crash left behind is not reused) and writes the
+/// never share it; one a crash left behind is not reused; an flock(2) on
+/// it is held until the writer ends, which tells a live writer's temporary
+/// from a dead one's) and writes the
 /// header: the JSON object with `__metadata__` (from
 /// `metadata`, alternating keys and values, `n_metadata` pairs; may be
 /// NULL) and every entry's dtype, shape and data_offsets, in entry order
