@@ -1,11 +1,56 @@
 // The driver's console: errors printed once (naming the rank when only
-// some ranks failed), the outcome of collective writes, the threads line
-// and --profile's table.
+// some ranks failed), the outcome of collective writes, the last complete
+// checkpoint when a collective times out, the threads line and --profile's
+// table.
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "shardrt/collectives.h"
 #include "shardrt/kernels.h"
 #include "run.h"
+
+// The last checkpoint this run completed (saved, or loaded to resume):
+// what a job ended by a lost peer resumes from.
+static char last_checkpoint[PATH_MAX];
+static long long last_checkpoint_step = -1;
+
+void train_note_checkpoint(const char *path, int64_t step) {
+  snprintf(last_checkpoint, sizeof last_checkpoint, "%s", path);
+  last_checkpoint_step = (long long)step;
+}
+
+// Seconds a rank waits for MPI_Abort to end it. A rank cut off from its
+// launcher (its host's link down) is never killed by it: measured on the
+// namespace hosts (e2e/host_faults), such ranks still ran 30 s after their
+// deadline. Then it ends itself, with the status MPI_Abort would give.
+enum { kAbortGraceS = 5 };
+
+static void abort_unheard(int sig) {
+  (void)sig;
+  static const char msg[] = "train: the launcher did not end this rank within 5 s of its "
+                            "abort (cut off from it?): exiting\n";
+  ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)n;
+  _exit(1);
+}
+
+// Ends the whole job after a collective timed out on `world_rank`.
+static void end_job(int world_rank) {
+  if (last_checkpoint_step >= 0)
+    fprintf(stderr, "train: rank %d: the last complete checkpoint is '%s' (step %lld)\n",
+            world_rank, last_checkpoint, last_checkpoint_step);
+  else
+    fprintf(stderr, "train: rank %d: no complete checkpoint of this run (none saved or "
+            "loaded yet)\n", world_rank);
+  fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", world_rank);
+  fflush(stderr);
+  signal(SIGALRM, abort_unheard);
+  alarm(kAbortGraceS);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
 
 // Prints `s` as "train: ..." (with the rank when given; -1: the message
 // is the job's, printed by rank 0 alone) and frees it.
@@ -21,9 +66,7 @@ void train_report(srt_status s, int rank) {
     int world_rank = rank; // -1 above: the line that ends the job still names its rank
     if (world_rank < 0)
       MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", world_rank);
-    fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    end_job(world_rank);
   }
   srt_status_free(s);
 }

@@ -78,8 +78,15 @@ int train_teardown(train_run *r, int failed);
 
 /// Prints `s` as "train: ..." (with the rank when >= 0; -1: the message is
 /// the job's, printed by rank 0 alone) and frees it; a collective past its
-/// deadline ends the whole job (MPI_Abort, status 1).
+/// deadline names the last complete checkpoint and ends the whole job
+/// (MPI_Abort, status 1; a rank the launcher does not end within 5 s ends
+/// itself, status 1).
 void train_report(srt_status s, int rank);
+
+/// Records `path` (saved, or loaded to resume, at `step`) as the run's last
+/// complete checkpoint, which train_report names when a collective times
+/// out. Every rank calls it alike.
+void train_note_checkpoint(const char *path, int64_t step);
 
 /// Makes the ranks agree on a step that may fail on some of them only:
 /// returns 1 when any rank failed, after each failing rank printed its
