@@ -28,8 +28,8 @@ hosts_usable() {
 # hosts_make SLOTS...: one host per argument, h0, h1, ... (namespaces
 # $HP-h0 ...), each with that many slots; writes $W/hostfile (addresses,
 # slots) and $W/agent.sh (the rsh agent). Exits the test (status 1) when a
-# step fails. Each host gives up a TCP connection after 5 retransmissions
-# (net.ipv4.tcp_retries2, ~13 s; Linux's default 15 is ~15 min): with
+# step fails. Each host gives up a TCP connection after 4 retransmissions
+# (net.ipv4.tcp_retries2, ~6 s; Linux's default 15 is ~15 min): with
 # mpirun's keepalive (hosts_mpirun) that bounds how long mpirun waits for a
 # daemon it can no longer reach.
 hosts_make() {
@@ -45,7 +45,7 @@ hosts_make() {
     ip link add "${HP}h${i}" netns "$HP-h$i" type veth peer name "${HP}s${i}" netns "$HP-sw" \
       || fail "veth for h$i"
     slots=${1}; shift
-    ip netns exec "$HP-h$i" sysctl -qw net.ipv4.tcp_retries2=5 || fail "sysctl in h$i"
+    ip netns exec "$HP-h$i" sysctl -qw net.ipv4.tcp_retries2=4 || fail "sysctl in h$i"
     ip -n "$HP-h$i" link set lo up && ip -n "$HP-h$i" link set "${HP}h${i}" up \
       && ip -n "$HP-h$i" addr add "$HOSTS_NET.$((i + 1))/24" dev "${HP}h${i}" \
       && ip -n "$HP-sw" link set "${HP}s${i}" master br0 up || fail "link of h$i"
@@ -73,7 +73,7 @@ hosts_agent() {
 # hosts_mpirun NP ARGS...: mpirun in h0's namespace over the hostfile: the
 # daemons over the veth addresses, TCP between hosts, shared memory (vader)
 # within one (HOSTS_BTL overrides the transports). The daemons' connections
-# probe an idle peer after 10 s (then 3 probes 1 s apart), later than the
+# probe an idle peer after 15 s (then 3 probes 1 s apart), later than the
 # tests' collective deadline (--timeout 8), so a lost host is first reported
 # by the ranks; without it mpirun waits for a cut-off daemon for minutes.
 hosts_mpirun() {
@@ -81,7 +81,7 @@ hosts_mpirun() {
   ip netns exec "$HP-h0" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$HP-h0" \
     "$MPI" --allow-run-as-root --oversubscribe -np "$np" \
     --hostfile "$W/hostfile" --mca plm_rsh_agent "$W/agent.sh" \
-    --mca oob_tcp_if_include "$HOSTS_NET.0/24" --mca oob_tcp_keepalive_time 10 \
+    --mca oob_tcp_if_include "$HOSTS_NET.0/24" --mca oob_tcp_keepalive_time 15 \
     --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
     --mca btl "${HOSTS_BTL:-tcp,self,vader}" \
     --mca btl_tcp_if_include "$HOSTS_NET.0/24" "$@"
