@@ -22,6 +22,11 @@ hosts_usable() {
     echo "SKIP: 'ip netns add' refused here (no CAP_SYS_ADMIN, e.g. an unprivileged container): $err"
     return 1
   fi
+  if ! err=$(ip -n "${HP}probe" link add name pa type veth peer name pb 2>&1); then
+    ip netns del "${HP}probe"
+    echo "SKIP: no veth links here: $err"
+    return 1
+  fi
   ip netns del "${HP}probe"
 }
 
@@ -45,7 +50,8 @@ hosts_make() {
     ip link add "${HP}h${i}" netns "$HP-h$i" type veth peer name "${HP}s${i}" netns "$HP-sw" \
       || fail "veth for h$i"
     slots=${1}; shift
-    ip netns exec "$HP-h$i" sysctl -qw net.ipv4.tcp_retries2=4 || fail "sysctl in h$i"
+    ip netns exec "$HP-h$i" sh -c 'echo 4 >/proc/sys/net/ipv4/tcp_retries2' \
+      || fail "tcp_retries2 in h$i"
     ip -n "$HP-h$i" link set lo up && ip -n "$HP-h$i" link set "${HP}h${i}" up \
       && ip -n "$HP-h$i" addr add "$HOSTS_NET.$((i + 1))/24" dev "${HP}h${i}" \
       && ip -n "$HP-sw" link set "${HP}s${i}" master br0 up || fail "link of h$i"
@@ -67,6 +73,8 @@ hosts_agent() {
   for ((i = 0; i < HOSTS_N; i++)); do echo "  $HOSTS_NET.$((i + 1))) ns=$HP-h$i ;;"; done
   echo '  *) echo "agent: unknown host $1" >&2; exit 255 ;;'
   echo 'esac'
+  # exec all the way down: mpirun's child is the daemon itself, so a killed
+  # host is a daemon lost (hosts_mpirun's --noprefix keeps COMMAND one command).
   echo 'shift; exec ip netns exec "$ns" unshare --uts sh -c "hostname $ns && exec $*"'
 }
 
@@ -76,10 +84,12 @@ hosts_agent() {
 # probe an idle peer after 15 s (then 3 probes 1 s apart), later than the
 # tests' collective deadline (--timeout 8), so a lost host is first reported
 # by the ranks; without it mpirun waits for a cut-off daemon for minutes.
+# --noprefix: mpirun named by its full path would otherwise put "PATH=...;
+# export PATH; ..." before the daemon's command.
 hosts_mpirun() {
   local np=$1; shift
   ip netns exec "$HP-h0" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$HP-h0" \
-    "$MPI" --allow-run-as-root --oversubscribe -np "$np" \
+    "$MPI" --allow-run-as-root --oversubscribe --noprefix -np "$np" \
     --hostfile "$W/hostfile" --mca plm_rsh_agent "$W/agent.sh" \
     --mca oob_tcp_if_include "$HOSTS_NET.0/24" --mca oob_tcp_keepalive_time 15 \
     --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \
