@@ -33,8 +33,9 @@ hosts_usable() {
 # hosts_make SLOTS...: one host per argument, h0, h1, ... (namespaces
 # $HP-h0 ...), each with that many slots; writes $W/hostfile (addresses,
 # slots) and $W/agent.sh (the rsh agent). Exits the test (status 1) when a
-# step fails. Each host gives up a TCP connection after 4 retransmissions
-# (net.ipv4.tcp_retries2, ~6 s; Linux's default 15 is ~15 min): with
+# step fails. Each host gives up a TCP connection after 5 retransmissions
+# (net.ipv4.tcp_retries2, ~13 s, longer than the tests' --timeout 8 and its
+# 2 s of grace; Linux's default 15 is ~15 min): with
 # mpirun's keepalive (hosts_mpirun) that bounds how long mpirun waits for a
 # daemon it can no longer reach.
 hosts_make() {
@@ -50,7 +51,7 @@ hosts_make() {
     ip link add "${HP}h${i}" netns "$HP-h$i" type veth peer name "${HP}s${i}" netns "$HP-sw" \
       || fail "veth for h$i"
     slots=${1}; shift
-    ip netns exec "$HP-h$i" sh -c 'echo 4 >/proc/sys/net/ipv4/tcp_retries2' \
+    ip netns exec "$HP-h$i" sh -c 'echo 5 >/proc/sys/net/ipv4/tcp_retries2' \
       || fail "tcp_retries2 in h$i"
     ip -n "$HP-h$i" link set lo up && ip -n "$HP-h$i" link set "${HP}h${i}" up \
       && ip -n "$HP-h$i" addr add "$HOSTS_NET.$((i + 1))/24" dev "${HP}h${i}" \
