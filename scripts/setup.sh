@@ -14,6 +14,7 @@ PACKAGES=(
   libxml2-utils                                            # xmllint: the shard-plot test checks its SVG
   zlib1g-dev                                               # CRC-32 of checkpoint tensors
   libcmocka-dev                                            # C unit tests
+  iproute2                                                 # ip netns: the test hosts of e2e/hosts, e2e/host_faults
   clang libclang-rt-14-dev libomp-14-dev                   # libFuzzer targets (test/fuzz)
 )
 

@@ -59,6 +59,8 @@ static int save(train_run *r, int64_t step) {
   int bad = train_collective_outcome(
       train_save(r->ctx, r->p, r->arena, target, &r->state, &r->input, r->prev_optim), r->rank,
       done);
+  if (!bad)
+    train_note_checkpoint(target, step);
   int foreign = 0;
   if (!bad && o->keep_last > 0 && r->rank == 0 &&
       train_rotate(o->save, o->keep_last, o->load, step, r->state.run_id, &foreign))

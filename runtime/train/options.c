@@ -128,8 +128,9 @@ static const train_flag kFlags[] = {
      "stop)"},
     {"--timeout", "SECONDS", read_timeout, F(timeout_s), 0, "600", 0,
      "a collective that has not completed after SECONDS (a rank stalled or died)\n"
-     "ends the whole job with exit 1, naming the collective, the step and the\n"
-     "ranks that never arrived (0: wait forever)"},
+     "ends the whole job with exit 1, naming the collective, the step, the\n"
+     "ranks that never arrived and the last complete checkpoint (0: wait\n"
+     "forever)"},
     {"--threads", "N", read_threads, F(threads), 1, NULL, 0,
      "threads of the cpu kernels per rank (default: OMP_NUM_THREADS if set, else\n"
      "the node's cores / the ranks on the node, at most the cores the rank is\n"

@@ -122,8 +122,14 @@ int train_teardown(train_run *r, int failed);
 
 /// Prints `s` as "train: ..." (with the rank when >= 0; -1: the message is
 /// the job's, printed by rank 0 alone) and frees it; a collective past its
-/// deadline ends the whole job (MPI_Abort, status 1).
+/// deadline names the last complete checkpoint and ends the whole job
+/// (MPI_Abort, status 1).
 void train_report(srt_status s, int rank);
+
+/// Records `path` (saved, or loaded to resume, at `step`) as the run's last
+/// complete checkpoint, which train_report names when a collective times
+/// out. Every rank calls it alike.
+void train_note_checkpoint(const char *path, int64_t step);
 
 /// Makes the ranks agree on a step that may fail on some of them only:
 /// returns 1 when any rank failed, after each failing rank printed its
@@ -131,7 +137,8 @@ void train_report(srt_status s, int rank);
 int train_any_failed(srt_context *ctx, srt_status s);
 
 /// The outcome of a collective write (every rank holds rank 0's): rank 0
-/// reports the error, or prints `done`. Returns 1 on error.
+/// reports the error, or prints `done`; a collective past its deadline is
+/// reported by every rank that saw it (ending the job). Returns 1 on error.
 int train_collective_outcome(srt_status s, int rank, const char *done);
 
 /// Rank 0's line on the kernels' threads (and the cpu's GEMM library).

@@ -253,7 +253,11 @@ static int setup_weights(train_run *r) {
   srt_status s = o->load ? train_load(r->ctx, r->p, r->arena, o->load, &r->state, &r->input,
                                       r->prev_optim)
                          : train_init_weights(r->ctx, r->p, r->arena, o->seed);
-  return train_any_failed(r->ctx, s);
+  if (train_any_failed(r->ctx, s))
+    return 1;
+  if (o->load && r->state.step > 0) // a resume: until the first save, the checkpoint to go back to
+    train_note_checkpoint(o->load, r->state.step);
+  return 0;
 }
 
 // Step k reads the k-th window of batch x seq tokens: a resume by a

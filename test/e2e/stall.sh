@@ -2,7 +2,8 @@
 # A stalled rank (SIGSTOP) ends the whole job within the collective deadline
 # (issue 13, "Done when"): `train --timeout 10` on 2 ranks, one stopped
 # mid-run; the job must end within 30 s with exit 1, the other rank naming
-# the collective, the step and the rank that never arrived, and it must
+# the collective, the step and the rank that never arrived (and that no
+# checkpoint of the run is complete: it saves none), and it must
 # wait without spinning a core (its CPU time over the wait is checked).
 # usage: stall.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR
 set -u
@@ -38,6 +39,8 @@ elapsed=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b - a}')
 awk -v e="$elapsed" 'BEGIN{exit !(e < 30)}' || fail "the job took $elapsed s to end (limit 30)"
 grep -q "did not complete in 1[0-9] s at step [0-9]*: world rank(s) [01] never arrived" "$W/run.log" \
   || fail "no message naming the collective, the step and the missing rank"
+grep -q "no complete checkpoint of this run (none saved or loaded yet)" "$W/run.log" \
+  || fail "no word on the last complete checkpoint (this run saved none)"
 cpu=$(awk -v a="$cpu0" -v b="$cpu1" -v t="$ticks" 'BEGIN{printf "%.2f", (b - a) / t}')
 awk -v c="$cpu" 'BEGIN{exit !(c < 4)}' || fail "the waiting rank used $cpu s of CPU in 8 s of waiting"
 echo "ok: a stopped rank ended the job in $elapsed s with exit $rc; the waiting rank used $cpu s of CPU in 8 s"
