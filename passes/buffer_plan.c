@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "buffer_plan_internal.h"
 #include "diagnostic.h"
@@ -94,8 +95,12 @@ static MlirValue find_logits(MlirBlock body) {
 // holds whole, in fp32.
 static bool check_keep_logits(tp_buffer_build *b) {
   if (b->policy->mixed_precision) {
-    tp_buffer_fail(b, "keep-logits is only available on the cpu backend (the cuda backend "
-                      "keeps logits in bf16 on the device)");
+    if (!strcmp(b->policy->backend, "cuda"))
+      tp_buffer_fail(b, "keep-logits is only available on the cpu backend (the cuda backend "
+                        "keeps logits in bf16 on the device)");
+    else
+      tp_buffer_fail(b, "keep-logits needs fp32 logits: compile with param-dtype f32 (the "
+                        "bf16 step keeps its logits in bf16)");
     return false;
   }
   MlirValue logits = find_logits(b->body);
@@ -163,7 +168,7 @@ void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_m
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   nn_shape ids = {0};
   nn_shape_of(mlirValueGetType(mlirBlockGetArgument(body, 0)), &ids);
-  m->backend = policy->mixed_precision ? "cuda" : "cpu";
+  m->backend = policy->backend;
   m->dp = mesh->size[0];
   m->tp = mesh->size[1];
   m->fsdp = false;
