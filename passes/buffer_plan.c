@@ -162,6 +162,41 @@ void tp_buffer_plan_free(tp_buffer_plan *plan) {
   free(plan->params);
 }
 
+// 4 bytes per element of each bf16 value of `vals` (n of them), each
+// copy 64-byte aligned.
+static int64_t fp32_copies(const tp_buffer_plan *plan, MlirValue (*at)(MlirOperation, intptr_t),
+                           MlirOperation op, intptr_t n) {
+  int64_t bytes = 0;
+  for (intptr_t i = 0; i < n; ++i) {
+    MlirValue v = at(op, i);
+    int64_t offset;
+    int dtype = TP_BUF_F32;
+    nn_shape s = {0};
+    if (!tp_buffer_of(plan, v, &offset, &dtype) || dtype != TP_BUF_BF16 ||
+        !nn_shape_of(mlirValueGetType(v), &s))
+      continue;
+    int64_t count = 1;
+    for (int d = 0; d < s.rank; ++d)
+      count *= s.dims[d];
+    bytes += 4 * count + 64;
+  }
+  return bytes;
+}
+
+// The bf16 cpu backend's staging: the most bytes of fp32 copies one op's
+// bf16 operands and results take.
+static int64_t bf16_staging(const tp_buffer_plan *plan, MlirBlock body) {
+  int64_t most = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    int64_t bytes =
+        fp32_copies(plan, mlirOperationGetOperand, op, mlirOperationGetNumOperands(op)) +
+        fp32_copies(plan, mlirOperationGetResult, op, mlirOperationGetNumResults(op));
+    most = bytes > most ? bytes : most;
+  }
+  return most;
+}
+
 void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_mesh *mesh,
                             const tp_buffer_policy *policy, int64_t accum, int64_t staging) {
   tp_memory_figures *m = &plan->mem;
@@ -190,6 +225,7 @@ void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_m
     m->host_total = plan->persistent;
   }
   m->temporaries = plan->arena - plan->persistent;
-  m->workspace = (policy->count_workspace ? tp_buffer_workspace(body) : 0) + staging;
+  m->workspace = (policy->count_workspace ? tp_buffer_workspace(body) : 0) +
+                  (policy->count_bf16_staging ? bf16_staging(plan, body) : 0) + staging;
   m->total = m->persistent + m->temporaries + m->workspace;
 }

@@ -47,6 +47,10 @@ typedef struct tp_buffer_policy {
   bool keep_logits;
   /// The ops' own scratch is counted (the cpu kernels' formulas).
   bool count_workspace;
+  /// The bf16 cpu backend's staging is counted in the scratch: the fp32
+  /// copies of the largest op's bf16 operands and results
+  /// (runtime/cpu/bf16_stage.h).
+  bool count_bf16_staging;
   const char *pass; // names the errors (tp_verror)
 } tp_buffer_policy;
 

@@ -638,6 +638,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                                  .offload = o[kOptCpuOffload].b,
                                  .keep_logits = o[kOptKeepLogits].b,
                                  .count_workspace = !r.cuda,
+                                 .count_bf16_staging = bf16 && !r.cuda,
                                  .pass = "lower-to-runtime"};
   if (r.policy.offload && !r.cuda) {
     lr_fail(&r, "cpu-offload keeps the fp32 master weights and AdamW moments in host memory "
