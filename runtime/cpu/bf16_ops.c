@@ -7,7 +7,12 @@
 // fp32 (bf16_stage.h), runs the cpu backend's fp32 entry point on them and
 // rounds its bf16 results to nearest even: every op computes and
 // accumulates in fp32 exactly as the fp32 backend, and rounds once per
-// bf16 result, where the cuda kernels round. Collectives of bf16 buffers
+// bf16 result, where the cuda kernels round. The linears' GEMMs read their
+// bf16 operands directly where oneDNN has a bf16 matmul for the CPU (its
+// avx512_core_bf16 or AMX kernels, fp32 accumulation: the same products up
+// to the order of the fp32 sums) and take the staged fp32 path otherwise:
+// a CPU without bf16 instructions runs the exact, slower path rather than
+// being refused. Collectives of bf16 buffers
 // move and sum fp32 copies (a bf16 sum rounds once, after the whole
 // reduction); non-blocking ones complete at once (their wait then finds a
 // free slot). The optimizer steps the fp32 master weights and refreshes
@@ -48,27 +53,63 @@ static srt_status bf16_embedding_grad(srt_exec *e, int64_t ids, int64_t dy,
                                 vocab_axis, scale, padding_idx));
 }
 
+// The bf16 buffer at arena offset `at`.
+static const uint16_t *bf16_buffer(srt_exec *e, int64_t at) {
+  return (const uint16_t *)(const void *)(e->arena + at);
+}
+
+// y = x w^T (+ b): oneDNN's bf16 matmul into the fp32 staging of y (from
+// the bias, beta 1, as the fp32 kernel), else the fp32 kernel on staged x
+// and w; y rounded once.
 static srt_status bf16_linear(srt_exec *e, int64_t x, int64_t w, int64_t b,
                               int64_t y, int64_t n, int64_t in, int64_t out) {
   STAGE(linear);
-  int64_t X = STAGE_IN(x, n * in), W = STAGE_IN(w, out * in),
-          B = STAGE_IN(b, out), Y = STAGE_OUT(y, n * out);
+  int64_t B = STAGE_IN(b, out), Y = STAGE_OUT(y, n * out);
+  bool used = false;
+  if (!st.error) {
+    for (int64_t t = 0; b >= 0 && t < n; ++t)
+      memcpy(ops_f32(e, Y) + t * out, ops_f32(e, B),
+             (size_t)out * sizeof(float));
+    srt_status s = srt_cpu_gemm_bf16(
+        &used, false, true, n, out, in, bf16_buffer(e, x), in,
+        bf16_buffer(e, w), in, b >= 0 ? 1.0f : 0.0f, ops_f32(e, Y), out);
+    if (s || used)
+      RUN(s);
+  }
+  int64_t X = STAGE_IN(x, n * in), W = STAGE_IN(w, out * in);
   RUN(srt_cpu_op_linear(e, X, W, B, Y, n, in, out));
 }
 
+// dx = dy w, as bf16_linear.
 static srt_status bf16_linear_grad_input(srt_exec *e, int64_t dy, int64_t w,
                                          int64_t dx, int64_t n, int64_t in,
                                          int64_t out) {
   STAGE(linear_grad_input);
-  int64_t DY = STAGE_IN(dy, n * out), W = STAGE_IN(w, out * in),
-          DX = STAGE_OUT(dx, n * in);
+  int64_t DX = STAGE_OUT(dx, n * in);
+  bool used = false;
+  if (!st.error) {
+    srt_status s =
+        srt_cpu_gemm_bf16(&used, false, false, n, in, out, bf16_buffer(e, dy),
+                          out, bf16_buffer(e, w), in, 0.0f, ops_f32(e, DX), in);
+    if (s || used)
+      RUN(s);
+  }
+  int64_t DY = STAGE_IN(dy, n * out), W = STAGE_IN(w, out * in);
   RUN(srt_cpu_op_linear_grad_input(e, DY, W, DX, n, in, out));
 }
 
-// dw is fp32 (the parameter gradient, as cuBLASLt writes it on cuda).
+// dw = dy^T x written in fp32 (the parameter gradient, as cuBLASLt writes
+// it on cuda): oneDNN's bf16 matmul straight into dw, else the fp32 kernel
+// on staged dy and x.
 static srt_status bf16_linear_grad_weight(srt_exec *e, int64_t dy, int64_t x,
                                           int64_t dw, int64_t n, int64_t in,
                                           int64_t out) {
+  bool used = false;
+  SRT_RETURN_IF_ERROR(
+      srt_cpu_gemm_bf16(&used, true, false, out, in, n, bf16_buffer(e, dy), out,
+                        bf16_buffer(e, x), in, 0.0f, ops_f32(e, dw), in));
+  if (used)
+    return NULL;
   STAGE(linear_grad_weight);
   int64_t DY = STAGE_IN(dy, n * out), X = STAGE_IN(x, n * in);
   RUN(srt_cpu_op_linear_grad_weight(e, DY, X, dw, n, in, out));

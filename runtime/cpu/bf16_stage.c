@@ -4,20 +4,20 @@
 #include <string.h>
 
 #include "shardrt/status.h"
+#include "vmath.h"
 
-// Chunks below this many elements run on one thread.
-enum { kChunk = 1 << 15 };
-
-void srt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > kChunk)
+SRT_CPU_CLONES
+static void widen_chunk(float *dst, const uint16_t *src, int64_t n) {
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u = (uint32_t)src[i] << 16;
     memcpy(&dst[i], &u, sizeof u);
   }
 }
 
-void srt_bf16_round(uint16_t *dst, const float *src, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > kChunk)
+SRT_CPU_CLONES
+static void round_chunk(uint16_t *dst, const float *src, int64_t n) {
+#pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
     memcpy(&u, &src[i], sizeof u);
@@ -26,6 +26,18 @@ void srt_bf16_round(uint16_t *dst, const float *src, int64_t n) {
     dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u
                                                         : rounded);
   }
+}
+
+void srt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    widen_chunk(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
+}
+
+void srt_bf16_round(uint16_t *dst, const float *src, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    round_chunk(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
 }
 
 srt_bf16_stage srt_bf16_stage_begin(srt_exec *e, const char *op) {
