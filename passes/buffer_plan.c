@@ -162,36 +162,38 @@ void tp_buffer_plan_free(tp_buffer_plan *plan) {
   free(plan->params);
 }
 
-// 4 bytes per element of each bf16 value of `vals` (n of them), each
-// copy 64-byte aligned.
-static int64_t fp32_copies(const tp_buffer_plan *plan, MlirValue (*at)(MlirOperation, intptr_t),
-                           MlirOperation op, intptr_t n) {
-  int64_t bytes = 0;
-  for (intptr_t i = 0; i < n; ++i) {
-    MlirValue v = at(op, i);
-    int64_t offset;
-    int dtype = TP_BUF_F32;
-    nn_shape s = {0};
-    if (!tp_buffer_of(plan, v, &offset, &dtype) || dtype != TP_BUF_BF16 ||
-        !nn_shape_of(mlirValueGetType(v), &s))
-      continue;
-    int64_t count = 1;
-    for (int d = 0; d < s.rank; ++d)
-      count *= s.dims[d];
-    bytes += 4 * count + 64;
-  }
-  return bytes;
+// The bytes of the fp32 copy of `v` when its buffer is bf16 (64-byte
+// aligned), else 0; its offset in *offset.
+static int64_t fp32_copy(const tp_buffer_plan *plan, MlirValue v, int64_t *offset) {
+  int dtype = TP_BUF_F32;
+  nn_shape s = {0};
+  if (!tp_buffer_of(plan, v, offset, &dtype) || dtype != TP_BUF_BF16 ||
+      !nn_shape_of(mlirValueGetType(v), &s))
+    return 0;
+  int64_t count = 1;
+  for (int d = 0; d < s.rank; ++d)
+    count *= s.dims[d];
+  return 4 * count + 64;
 }
 
-// The bf16 cpu backend's staging: the most bytes of fp32 copies one op's
-// bf16 operands and results take.
+// The bf16 cpu backend's staging (runtime/cpu/bf16_stage.h): the most
+// bytes of fp32 copies one op's bf16 operands and results take, a result
+// in place of an operand sharing its copy.
 static int64_t bf16_staging(const tp_buffer_plan *plan, MlirBlock body) {
   int64_t most = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
-    int64_t bytes =
-        fp32_copies(plan, mlirOperationGetOperand, op, mlirOperationGetNumOperands(op)) +
-        fp32_copies(plan, mlirOperationGetResult, op, mlirOperationGetNumResults(op));
+    int64_t bytes = 0, at, in_at;
+    intptr_t ins = mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < ins; ++i)
+      bytes += fp32_copy(plan, mlirOperationGetOperand(op, i), &at);
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      int64_t copy = fp32_copy(plan, mlirOperationGetResult(op, r), &at);
+      for (intptr_t i = 0; i < ins && copy; ++i)
+        if (fp32_copy(plan, mlirOperationGetOperand(op, i), &in_at) == copy && in_at == at)
+          copy = 0; // in place: the operand's copy
+      bytes += copy;
+    }
     most = bytes > most ? bytes : most;
   }
   return most;

@@ -64,6 +64,18 @@ static int64_t take(srt_bf16_stage *s, int64_t n) {
   return at;
 }
 
+// Appends a staged buffer to `list` (of *count, SRT_BF16_STAGE_MAX at most).
+static void note(srt_bf16_stage *s, srt_bf16_staged *list, int *count,
+                 srt_bf16_staged b) {
+  if (*count == SRT_BF16_STAGE_MAX) {
+    if (!s->error)
+      s->error = SRT_ERROR(SRT_INTERNAL, "%s: more than %d staged buffers",
+                           s->op, SRT_BF16_STAGE_MAX);
+    return;
+  }
+  list[(*count)++] = b;
+}
+
 int64_t srt_bf16_stage_in(srt_bf16_stage *s, int64_t at, int64_t n) {
   if (at < 0)
     return at;
@@ -72,20 +84,20 @@ int64_t srt_bf16_stage_in(srt_bf16_stage *s, int64_t at, int64_t n) {
     return at;
   srt_bf16_widen((float *)(void *)(s->e->arena + f),
                  (const uint16_t *)(const void *)(s->e->arena + at), n);
+  note(s, s->ins, &s->num_ins,
+       (srt_bf16_staged){.bf16_at = at, .f32_at = f, .n = n});
   return f;
 }
 
 int64_t srt_bf16_stage_out(srt_bf16_stage *s, int64_t at, int64_t n) {
-  int64_t f = take(s, n);
-  if (f < 0)
+  int64_t f = -1;
+  for (int i = 0; i < s->num_ins && f < 0; ++i)
+    if (s->ins[i].bf16_at == at && s->ins[i].n == n)
+      f = s->ins[i].f32_at;
+  if (f < 0 && (f = take(s, n)) < 0)
     return at;
-  if (s->num_outs == SRT_BF16_STAGE_OUTS) {
-    s->error = SRT_ERROR(SRT_INTERNAL, "%s: more than %d staged outputs", s->op,
-                         SRT_BF16_STAGE_OUTS);
-    return at;
-  }
-  s->outs[s->num_outs++] =
-      (srt_bf16_staged){.bf16_at = at, .f32_at = f, .n = n};
+  note(s, s->outs, &s->num_outs,
+       (srt_bf16_staged){.bf16_at = at, .f32_at = f, .n = n});
   return f;
 }
 

@@ -14,6 +14,7 @@
 
 #include "shardrt/backend.h"
 #include "shardrt/program.h"
+#include "shardrt/types.h"
 
 /// The backend's state (srt_exec.device): the mapping of the arena and its
 /// staging tail, `tail_bytes` past `arena_bytes`.
@@ -22,21 +23,23 @@ typedef struct srt_cpu_bf16_device {
   int64_t arena_bytes, tail_bytes;
 } srt_cpu_bf16_device;
 
-enum { SRT_BF16_STAGE_OUTS = 8 };
+/// The most staged inputs and outputs of one op: a bucket's members.
+enum { SRT_BF16_STAGE_MAX = SRT_MAX_BUCKET };
 
-/// A staged output: n fp32 at f32_at rounded into the bf16 buffer at bf16_at.
+/// A staged buffer: n fp32 at f32_at, the copy of the bf16 buffer at bf16_at
+/// (an output is rounded into it).
 typedef struct srt_bf16_staged {
   int64_t bf16_at, f32_at, n;
 } srt_bf16_staged;
 
 /// One op's staging: the tail's next free byte offset (from the arena's
-/// start) and the outputs to round back.
+/// start), the inputs staged and the outputs to round back.
 typedef struct srt_bf16_stage {
   srt_exec *e;
   const char *op;
   int64_t top, end;
-  int num_outs;
-  srt_bf16_staged outs[SRT_BF16_STAGE_OUTS];
+  int num_ins, num_outs;
+  srt_bf16_staged ins[SRT_BF16_STAGE_MAX], outs[SRT_BF16_STAGE_MAX];
   srt_status error;
 } srt_bf16_stage;
 
@@ -49,7 +52,9 @@ srt_bf16_stage srt_bf16_stage_begin(srt_exec *e, const char *op);
 int64_t srt_bf16_stage_in(srt_bf16_stage *s, int64_t at, int64_t n);
 
 /// The offset of n fp32 elements that srt_bf16_stage_end rounds into the
-/// bf16 buffer at `at`; errors as srt_bf16_stage_in.
+/// bf16 buffer at `at`: the staged input's copy where the op reads the same
+/// buffer (an op the buffer plan runs in place, whose fp32 kernel then
+/// runs in place too), else new. Errors as srt_bf16_stage_in.
 int64_t srt_bf16_stage_out(srt_bf16_stage *s, int64_t at, int64_t n);
 
 /// Rounds the staged outputs back when `status` is NULL; returns the
