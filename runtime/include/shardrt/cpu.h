@@ -27,7 +27,9 @@ extern const srt_backend srt_cpu_backend;
 /// activations and parameter compute copies, fp32 master weights,
 /// gradients and moments: the same as on cuda); its ops (srt_cpu_bf16_ops,
 /// runtime/cpu/bf16_ops.c) compute in fp32 on fp32 copies of their bf16
-/// buffers and round each bf16 result to nearest even. Errors: those of
+/// buffers, the linears' GEMMs on the bf16 operands themselves (oneDNN's
+/// bf16 matmul, fp32 accumulation) where the CPU has one, and round each
+/// bf16 result to nearest even. Errors: those of
 /// srt_cpu_ops, and SRT_FAILED_PRECONDITION for the Mamba2 mixer (no bf16
 /// kernel).
 extern const srt_backend srt_cpu_bf16_backend;
