@@ -13,7 +13,11 @@
 # transformers are installed (not a dependency of the project), the same
 # step in PyTorch eager runs too, in ROUNDS alternating pairs with ours at
 # tp 1, and the median ratio is printed, with the ceiling's ratio to eager's
-# median rate: the most faster non-GEMM kernels could reach. Nothing asserted.
+# median rate: the most faster non-GEMM kernels could reach. The bf16 rows
+# follow: ours at tp 1 compiled with --param-dtype bf16 (bf16 weight copies
+# and activations, fp32 masters, gradients and moments) beside ours in fp32
+# and, with PyTorch, eager under torch.autocast("cpu", dtype=torch.bfloat16),
+# alternating in the same rounds, each ratio's median. Nothing asserted.
 #
 #   bench/train_cpu.sh [BUILD_DIR] [STEPS] [ROUNDS]     defaults: build, 6, 3
 set -euo pipefail
@@ -101,3 +105,27 @@ if python3 -c 'import torch, transformers' 2>/dev/null; then
 else
   echo "PyTorch eager: not measured (pip install torch transformers to compare)"
 fi
+
+# bf16 (--param-dtype bf16) at tp 1: ours in bf16, ours in fp32 and, with
+# PyTorch, eager under bf16 autocast, in turn in each round.
+"$build/bin/shard-compile" "$config" --tp-plan=llama --tp-size=1 --batch 4 --seq 256 \
+  --param-dtype bf16 -o "$work/train1_bf16"
+torch_ok=$(python3 -c 'import torch, transformers' 2>/dev/null && echo 1 || echo 0)
+to_f32=() to_torch=()
+for ((round = 1; round <= rounds; ++round)); do
+  run_tps() { tokens_per_s "$("$1" --data "$work/data.tok" --steps "$steps" --lr 1e-3 \
+                             --max-grad-norm 1 2>&1)"; }
+  b=$(run_tps "$work/train1_bf16")
+  f=$(run_tps "$work/train1")
+  to_f32+=("$(awk -v a="$b" -v c="$f" 'BEGIN {printf "%.2f", a / c}')")
+  line=$(printf 'round %d: ours tp=1 bf16 %s tokens/s, fp32 %s' "$round" "$b" "$f")
+  if [[ $torch_ok == 1 ]]; then
+    t=$(python3 "$here/bench/train_torch.py" "$config" 4 256 "$steps" "$cores" bf16)
+    to_torch+=("$(awk -v a="$b" -v c="$t" 'BEGIN {printf "%.2f", a / c}')")
+    line+=$(printf ', PyTorch eager bf16 autocast (%d threads) %s' "$cores" "$t")
+  fi
+  echo "$line"
+done
+echo "ours bf16 / ours fp32 at tp=1: median $(median "${to_f32[@]}") of $rounds rounds (${to_f32[*]})"
+[[ $torch_ok == 0 ]] ||
+  echo "ours bf16 / PyTorch eager bf16 autocast: median $(median "${to_torch[@]}") (${to_torch[*]})"

@@ -131,7 +131,7 @@ int64_t tp_buffer_workspace(MlirBlock body, const tp_buffer_policy *policy) {
     int64_t bytes = policy->count_workspace && k < NN_OP_COUNT && kFacts[k].workspace
                         ? kFacts[k].workspace(op)
                         : 0;
-    int64_t cp = attention_cp_bytes(op, policy->mixed_precision);
+    int64_t cp = attention_cp_bytes(op, policy->backend && !strcmp(policy->backend, "cuda"));
     bytes = cp > bytes ? cp : bytes;
     most = bytes > most ? bytes : most;
   }

@@ -6,6 +6,7 @@
 
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "buffer_plan_internal.h"
 #include "diagnostic.h"
@@ -94,8 +95,12 @@ static MlirValue find_logits(MlirBlock body) {
 // holds whole, in fp32.
 static bool check_keep_logits(tp_buffer_build *b) {
   if (b->policy->mixed_precision) {
-    tp_buffer_fail(b, "keep-logits is only available on the cpu backend (the cuda backend "
-                      "keeps logits in bf16 on the device)");
+    if (!strcmp(b->policy->backend, "cuda"))
+      tp_buffer_fail(b, "keep-logits is only available on the cpu backend (the cuda backend "
+                        "keeps logits in bf16 on the device)");
+    else
+      tp_buffer_fail(b, "keep-logits needs fp32 logits: compile with param-dtype f32 (the "
+                        "bf16 step keeps its logits in bf16)");
     return false;
   }
   MlirValue logits = find_logits(b->body);
@@ -157,13 +162,50 @@ void tp_buffer_plan_free(tp_buffer_plan *plan) {
   free(plan->params);
 }
 
+// The bytes of the fp32 copy of `v` when its buffer is bf16 (64-byte
+// aligned), else 0; its offset in *offset.
+static int64_t fp32_copy(const tp_buffer_plan *plan, MlirValue v, int64_t *offset) {
+  int dtype = TP_BUF_F32;
+  nn_shape s = {0};
+  if (!tp_buffer_of(plan, v, offset, &dtype) || dtype != TP_BUF_BF16 ||
+      !nn_shape_of(mlirValueGetType(v), &s))
+    return 0;
+  int64_t count = 1;
+  for (int d = 0; d < s.rank; ++d)
+    count *= s.dims[d];
+  return 4 * count + 64;
+}
+
+// The bf16 cpu backend's staging (runtime/cpu/bf16_stage.h): the most
+// bytes of fp32 copies one op's bf16 operands and results take, a result
+// in place of an operand sharing its copy.
+static int64_t bf16_staging(const tp_buffer_plan *plan, MlirBlock body) {
+  int64_t most = 0;
+  for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
+       op = mlirOperationGetNextInBlock(op)) {
+    int64_t bytes = 0, at, in_at;
+    intptr_t ins = mlirOperationGetNumOperands(op);
+    for (intptr_t i = 0; i < ins; ++i)
+      bytes += fp32_copy(plan, mlirOperationGetOperand(op, i), &at);
+    for (intptr_t r = 0; r < mlirOperationGetNumResults(op); ++r) {
+      int64_t copy = fp32_copy(plan, mlirOperationGetResult(op, r), &at);
+      for (intptr_t i = 0; i < ins && copy; ++i)
+        if (fp32_copy(plan, mlirOperationGetOperand(op, i), &in_at) == copy && in_at == at)
+          copy = 0; // in place: the operand's copy
+      bytes += copy;
+    }
+    most = bytes > most ? bytes : most;
+  }
+  return most;
+}
+
 void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_mesh *mesh,
                             const tp_buffer_policy *policy, int64_t accum, int64_t staging) {
   tp_memory_figures *m = &plan->mem;
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
   nn_shape ids = {0};
   nn_shape_of(mlirValueGetType(mlirBlockGetArgument(body, 0)), &ids);
-  m->backend = policy->mixed_precision ? "cuda" : "cpu";
+  m->backend = policy->backend;
   // Axis 0 is dp x cp, and a rank's rows are cp chunk rows (tp-plan's check_cp).
   m->cp_traffic = tp_cp_traffic_of(mlirOperationGetParentOperation(func), func,
                                    policy->mixed_precision ? 2 : 4);
@@ -189,6 +231,7 @@ void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_m
     m->host_total = plan->persistent;
   }
   m->temporaries = plan->arena - plan->persistent;
-  m->workspace = tp_buffer_workspace(body, policy) + staging;
+  m->workspace = tp_buffer_workspace(body, policy) +
+                  (policy->count_bf16_staging ? bf16_staging(plan, body) : 0) + staging;
   m->total = m->persistent + m->temporaries + m->workspace;
 }

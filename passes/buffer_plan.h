@@ -34,9 +34,12 @@ enum { TP_BUF_F32 = SRT_OP_F32, TP_BUF_BF16 = SRT_OP_BF16, TP_BUF_I64 = 2 };
 
 /// What the plan is for.
 typedef struct tp_buffer_policy {
-  /// Mixed precision (backend=cuda): bf16 activations and a bf16 compute
-  /// copy of each parameter; fp32 where the op table says (NN_BUFFER).
+  /// Mixed precision (backend=cuda, or param-dtype bf16 on the cpu): bf16
+  /// activations and a bf16 compute copy of each parameter; fp32 where the
+  /// op table says (NN_BUFFER).
   bool mixed_precision;
+  /// The backend the plan is for ("cpu", "cuda"): named in the memory figures.
+  const char *backend;
   /// The fp32 weights and moments in a host-only prefix (mixed precision only).
   bool offload;
   /// The logits (the lm_head linear's [B, S, V] result) live to the end of
@@ -45,6 +48,10 @@ typedef struct tp_buffer_policy {
   /// The ops' own scratch is counted (the cpu kernels' formulas; the
   /// attention's context-parallel K/V gather is counted either way).
   bool count_workspace;
+  /// The bf16 cpu backend's staging is counted in the scratch: the fp32
+  /// copies of the largest op's bf16 operands and results
+  /// (runtime/cpu/bf16_stage.h).
+  bool count_bf16_staging;
   const char *pass; // names the errors (tp_verror)
 } tp_buffer_policy;
 

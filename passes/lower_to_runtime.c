@@ -50,7 +50,8 @@ enum {
   kOptMemoryReport,
   kOptDeviceMemory,
   kOptAccumulate,
-  kOptCpuOffload
+  kOptCpuOffload,
+  kOptParamDtype
 };
 
 enum { kF32 = TP_BUF_F32, kBF16 = TP_BUF_BF16, kI64 = TP_BUF_I64 };
@@ -556,20 +557,43 @@ static void free_run(lower_run *r) {
   free(r->declared);
 }
 
-// The ops the backend has no kernel for (shardrt/ops.def: NN_NO_CUDA):
-// refused once, at the first, before anything is planned.
-static bool cuda_supports(lower_run *r) {
+// The ops the backend has no kernel for (shardrt/ops.def: NN_NO_CUDA, which
+// are fp32 cpu kernels only): refused once, at the first, before anything
+// is planned, on backend=cuda and under param-dtype bf16 on the cpu.
+static bool mixed_supports(lower_run *r) {
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     nn_op_kind k = nn_op_kind_of(op);
     if (!tp_op_cuda_supported(k)) {
       r->current = op;
-      lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
-              "(shard-compile --backend=cpu)",
-           nn_op_name(k));
+      if (r->cuda)
+        lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
+                "(shard-compile --backend=cpu)",
+             nn_op_name(k));
+      else
+        lr_fail(r, "'%s' has no bf16 kernel yet: compile NemotronH with param-dtype f32 "
+                "(shard-compile --param-dtype f32)",
+             nn_op_name(k));
       return false;
     }
   }
+  return true;
+}
+
+// Whether the step computes in bf16 (mixed precision): param-dtype, or the
+// backend's default ("": bf16 on cuda, f32 on the cpu). False after an
+// error (an unknown dtype, or f32 on cuda, whose kernels are bf16 only).
+static bool param_dtype_of(lower_run *r, const char *dtype, bool *bf16) {
+  if (strcmp(dtype, "") && strcmp(dtype, "f32") && strcmp(dtype, "bf16")) {
+    lr_fail(r, "param-dtype '%s' is not one of 'f32', 'bf16'", dtype);
+    return false;
+  }
+  if (r->cuda && !strcmp(dtype, "f32")) {
+    lr_fail(r, "param-dtype f32: the cuda backend computes in bf16 only (fp32 master "
+            "weights, gradients and moments): compile with param-dtype bf16, or backend=cpu");
+    return false;
+  }
+  *bf16 = r->cuda || !strcmp(dtype, "bf16");
   return true;
 }
 
@@ -607,10 +631,15 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
     lr_fail(&r, "the step's first arguments must be input_ids and labels ([batch, seq] int64)");
     return mlirLogicalResultFailure();
   }
-  r.policy = (tp_buffer_policy){.mixed_precision = r.cuda,
+  bool bf16 = false;
+  if (!param_dtype_of(&r, o[kOptParamDtype].s, &bf16))
+    return mlirLogicalResultFailure();
+  r.policy = (tp_buffer_policy){.mixed_precision = bf16,
+                                 .backend = r.cuda ? "cuda" : "cpu",
                                  .offload = o[kOptCpuOffload].b,
                                  .keep_logits = o[kOptKeepLogits].b,
                                  .count_workspace = !r.cuda,
+                                 .count_bf16_staging = bf16 && !r.cuda,
                                  .pass = "lower-to-runtime"};
   if (r.policy.offload && !r.cuda) {
     lr_fail(&r, "cpu-offload keeps the fp32 master weights and AdamW moments in host memory "
@@ -618,7 +647,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
              "with backend=cuda, or without cpu-offload");
     return mlirLogicalResultFailure();
   }
-  if (r.cuda && !cuda_supports(&r))
+  if (bf16 && !mixed_supports(&r))
     return mlirLogicalResultFailure();
   if (o[kOptAccumulate].i < 1 || o[kOptAccumulate].i > (1 << 20)) {
     lr_fail(&r, "accumulate-steps %lld must lie in [1, 2^20]", (long long)o[kOptAccumulate].i);
@@ -675,7 +704,9 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
                          .keep_logits = r.policy.keep_logits,
                          .logits_offset = r.policy.keep_logits ? lr_find_value(&r, r.plan.logits) : -1,
                          .logits = r.policy.keep_logits ? shape(r.plan.logits) : (nn_shape){0},
-                         .backend = r.cuda ? "srt_cuda_backend" : "srt_cpu_backend"};
+                         .backend = r.cuda ? "srt_cuda_backend"
+                                   : bf16 ? "srt_cpu_bf16_backend"
+                                          : "srt_cpu_backend"};
     tp_emit_program_table(&r.top, &d);
   }
   bool ok = !r.errors;
@@ -706,6 +737,11 @@ static const tp_option_info kOptions[] = {
                         "cuda: keep the fp32 master weights and AdamW moments in pinned host "
                         "memory and step AdamW there (torch FSDP2's CPUOffloadPolicy); the "
                         "device holds the bf16 weights and fp32 gradients"},
+    [kOptParamDtype] = {"param-dtype", TP_OPTION_STRING, "",
+                        "f32 or bf16: the compute dtype of parameters and activations (bf16: "
+                        "FSDP2's MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32), "
+                        "fp32 master weights, gradients and moments); empty: the backend's "
+                        "default, f32 on cpu, bf16 on cuda (which has no f32)"},
 };
 
 const tp_pass_info tp_lower_to_runtime_pass = {

@@ -38,7 +38,9 @@ typedef struct tp_memory_figures {
   int64_t gathered_max; // the most gathered parameter bytes live at any op
   char peak_module[128]; // the nn.module of the op at the peak ("" if none)
   /// The ops' own scratch, outside the plan: the largest known one (the cpu
-  /// Mamba2 kernels', counted for one thread), 0 where none is known.
+  /// Mamba2 kernels', counted for one thread; with param-dtype bf16 on the
+  /// cpu, plus the largest op's fp32 copies of its bf16 buffers), 0 where
+  /// none is known.
   int64_t workspace;
   int64_t total; // persistent + temporaries + workspace
   tp_cp_traffic cp_traffic; // the attention's K/V traffic over cp (cp > 1)

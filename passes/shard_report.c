@@ -324,7 +324,8 @@ static bool print_buffer_plan(MlirOperation func, const tp_mesh *mesh, bool cuda
     return true;
   }
   tp_buffer_policy policy = {
-      .mixed_precision = cuda, .count_workspace = !cuda, .pass = "shard-report"};
+      .mixed_precision = cuda, .backend = cuda ? "cuda" : "cpu", .count_workspace = !cuda,
+      .pass = "shard-report"};
   tp_buffer_plan plan = {0};
   bool ok = tp_buffer_plan_build(func, mesh, &policy, &plan);
   if (ok) {

@@ -29,6 +29,7 @@ enum { kCacheEntries = 64 };
 // fixes a primitive's thread count when it makes it) and the primitive.
 typedef struct matmul_entry {
   bool trans_a, trans_b, accumulate;
+  dnnl_data_type_t ab; // A's and B's elements: dnnl_f32, or dnnl_bf16 (C is fp32)
   int threads;
   int64_t m, n, k, lda, ldb, ldc;
   dnnl_primitive_t primitive;
@@ -49,18 +50,18 @@ static struct {
 // A row-major [rows, cols] operand with row stride ld, or its transpose
 // stored [cols, rows].
 static dnnl_status_t operand_desc(dnnl_memory_desc_t *d, int64_t rows, int64_t cols,
-                                  int64_t ld, bool trans) {
+                                  int64_t ld, bool trans, dnnl_data_type_t type) {
   dnnl_dims_t dims = {rows, cols};
   dnnl_dims_t strides = {trans ? 1 : ld, trans ? ld : 1};
-  return dnnl_memory_desc_init_by_strides(d, 2, dims, dnnl_f32, strides);
+  return dnnl_memory_desc_init_by_strides(d, 2, dims, type, strides);
 }
 
 // Builds entry e's descriptors and primitive from its shape fields.
 static dnnl_status_t make_matmul(matmul_entry *e) {
   dnnl_status_t s;
-  if ((s = operand_desc(&e->a, e->m, e->k, e->lda, e->trans_a)) ||
-      (s = operand_desc(&e->b, e->k, e->n, e->ldb, e->trans_b)) ||
-      (s = operand_desc(&e->c, e->m, e->n, e->ldc, false)))
+  if ((s = operand_desc(&e->a, e->m, e->k, e->lda, e->trans_a, e->ab)) ||
+      (s = operand_desc(&e->b, e->k, e->n, e->ldb, e->trans_b, e->ab)) ||
+      (s = operand_desc(&e->c, e->m, e->n, e->ldc, false, dnnl_f32)))
     return s;
   dnnl_matmul_desc_t desc;
   if ((s = dnnl_matmul_desc_init(&desc, &e->a, &e->b, NULL, &e->c)))
@@ -101,7 +102,7 @@ static matmul_entry *find_matmul(const matmul_entry *key) {
     return NULL;
   for (int i = 0; i < g_matmul.used; i++) {
     matmul_entry *e = &g_matmul.entries[i];
-    if (e->trans_a == key->trans_a && e->trans_b == key->trans_b &&
+    if (e->trans_a == key->trans_a && e->trans_b == key->trans_b && e->ab == key->ab &&
         e->accumulate == key->accumulate && e->threads == key->threads && e->m == key->m && e->n == key->n &&
         e->k == key->k && e->lda == key->lda && e->ldb == key->ldb && e->ldc == key->ldc)
       return e;
@@ -122,7 +123,7 @@ static matmul_entry *find_matmul(const matmul_entry *key) {
 }
 
 // Runs a cached primitive on the operands: dnnl_success, or oneDNN's refusal.
-static dnnl_status_t run_matmul(const matmul_entry *e, const float *a, const float *b,
+static dnnl_status_t run_matmul(const matmul_entry *e, const void *a, const void *b,
                                 float *c) {
   dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
   dnnl_status_t s;
@@ -142,9 +143,9 @@ static dnnl_status_t run_matmul(const matmul_entry *e, const float *a, const flo
 // C = op(A) op(B) (+ C when beta is 1) through a cached matmul primitive.
 // *used is false when this product is not one for the primitive (or oneDNN
 // makes none for it): nothing was written and dnnl_sgemm is to run.
-static dnnl_status_t try_matmul(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                                int64_t k, float alpha, const float *a, int64_t lda,
-                                const float *b, int64_t ldb, float beta, float *c,
+static dnnl_status_t try_matmul(bool *used, dnnl_data_type_t ab, bool trans_a, bool trans_b,
+                                int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                                int64_t lda, const void *b, int64_t ldb, float beta, float *c,
                                 int64_t ldc) {
   *used = false;
   // omp_get_level, not omp_in_parallel: a team of one thread is no active
@@ -152,7 +153,7 @@ static dnnl_status_t try_matmul(bool *used, bool trans_a, bool trans_b, int64_t 
   if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f) || omp_get_level() > 0 ||
       (double)m * (double)n * (double)k < kPrimitiveFlops)
     return dnnl_success;
-  matmul_entry key = {.trans_a = trans_a, .trans_b = trans_b, .accumulate = beta == 1.0f,
+  matmul_entry key = {.trans_a = trans_a, .trans_b = trans_b, .accumulate = beta == 1.0f, .ab = ab,
                       .threads = omp_get_max_threads(), .m = m, .n = n, .k = k,
                       .lda = lda, .ldb = ldb, .ldc = ldc};
   dnnl_status_t s = dnnl_success;
@@ -185,7 +186,8 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   srt_cpu_fix_threads(); // oneDNN's parts assume the whole team: threads.c
   bool primitive;
   dnnl_status_t s =
-      try_matmul(&primitive, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      try_matmul(&primitive, dnnl_f32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                 ldc);
   if (!primitive)
     s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                    beta, c, ldc);
@@ -196,6 +198,24 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                      primitive ? "matmul" : "dnnl_sgemm", trans_a ? 'T' : 'N',
                      trans_b ? 'T' : 'N', (long long)m, (long long)n, (long long)k,
                      (long long)lda, (long long)ldb, (long long)ldc, (int)s);
+  return NULL;
+}
+
+srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                             int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                             int64_t ldb, float beta, float *c, int64_t ldc) {
+  *used = false;
+  if (m <= 0 || n <= 0 || k <= 0)
+    return NULL;
+  srt_cpu_fix_threads(); // as srt_cpu_gemm
+  dnnl_status_t s =
+      try_matmul(used, dnnl_bf16, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  if (s != dnnl_success)
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "gemm: oneDNN's bf16 matmul refused %c%c m=%lld n=%lld k=%lld lda=%lld "
+                     "ldb=%lld ldc=%lld (dnnl status %d)",
+                     trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', (long long)m, (long long)n,
+                     (long long)k, (long long)lda, (long long)ldb, (long long)ldc, (int)s);
   return NULL;
 }
 

@@ -135,6 +135,12 @@ CASES["nemotron_h-packed"] = ("nemotron_h", {"time_step_min": 0.6}, None)
 PACKED_ROWS = [[(0, 13), (0, 11), (0, 8)], [(5, 12), (0, 9), (0, 11)]]
 LEFT_PAD = [6, 0]  # padding tokens at the start of each row
 DOC_TOL = 1e-5     # the two references' agreement (see check_references)
+# Mixed precision (issue 43): llama-autocast is transformers' step with the
+# forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16)
+# (fp32 weights, gradients and AdamW state), which check.sh compares with
+# the --param-dtype bf16 program (PARAM_DTYPE in step.env).
+CASES["llama-autocast"] = ("llama", {}, None)
+AUTOCAST = {"llama-autocast"}
 OVERRIDES = {"vocab_size": 128, "intermediate_size": 32}
 BATCH, SEQ = 2, 32
 SEED = 20240808
@@ -553,7 +559,8 @@ def reference_step(case, out, cfg, seed):
     elif spans:
         result = documents_step(case, model, ids, labels, inputs, spans, params)
     else:
-        result = model(input_ids=ids, labels=labels)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=case in AUTOCAST):
+            result = model(input_ids=ids, labels=labels)
     logits = result.logits.detach().float()
     # Our convention, recomputed: shifted, mean over labels != -100.
     manual = torch.nn.functional.cross_entropy(
@@ -606,6 +613,8 @@ def generate(case):
             f.write("WEIGHTS=.\n")
         if KINDS.get(case) == "conditional":  # saved back: these bytes unchanged
             f.write("CARRIED='vision_tower. multi_modal_projector.'\n")
+        if case in AUTOCAST:  # check.sh compiles --param-dtype bf16
+            f.write("PARAM_DTYPE=bf16\n")
         if case in DOCUMENTS:  # check.sh adds the dp meshes
             f.write(f"DOCUMENTS={DOCUMENTS[case]}\n")
     size = sum(file_size(os.path.join(out, f)) for f in os.listdir(out))

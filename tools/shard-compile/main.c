@@ -37,7 +37,8 @@
 #include "weights.h"
 
 typedef struct options {
-  const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute;
+  const char *config, *output, *plan, *weights, *emit, *backend, *memory_report, *recompute,
+      *param_dtype;
   int64_t tp, dp, cp, batch, seq, device_memory, micro_batch;
   bool sp, dp_replicate, timing, keep_logits, no_overlap, cpu_offload;
 } options;
@@ -48,7 +49,7 @@ static void usage(FILE *out) {
           "                     [--cp-size=C]\n"
           "                     [--sequence-parallel] [--dp-replicate] --batch B --seq S -o OUT\n"
           "                     [--weights CKPT|DIR] [--emit=exe|obj|llvm|mlir] [--timing]\n"
-          "                     [--keep-logits] [--backend=cpu|cuda]\n"
+          "                     [--keep-logits] [--backend=cpu|cuda] [--param-dtype=f32|bf16]\n"
           "                     [--memory-report FILE.json] [--device-memory BYTES]\n"
           "                     [--activation-checkpointing[=full|attention]]\n"
           "                     [--micro-batch M] [--no-overlap] [--cpu-offload]\n\n"
@@ -69,6 +70,11 @@ static void usage(FILE *out) {
           "is not reused) so that the driver's --dump can write the logits.\n"
           "--backend=cuda runs the step on an NVIDIA GPU (bf16 compute, fp32 master\n"
           "weights; one GPU per rank); the default cpu backend runs it in fp32.\n"
+          "--param-dtype=bf16 computes in bf16 on the cpu too (FSDP2's\n"
+          "MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): bf16 weight copies,\n"
+          "activations and gathers; fp32 master weights, gradients, their reductions\n"
+          "and the AdamW moments), the same dtypes in the same places as on cuda;\n"
+          "default: f32 on cpu, bf16 on cuda (which has no f32).\n"
           "--memory-report prints what one rank holds (parameters, gradients, moments,\n"
           "copies, the planned temporaries and their peak, the ops' scratch) and\n"
           "writes it as JSON; --device-memory refuses a plan whose total exceeds\n"
@@ -141,7 +147,7 @@ static bool parse_bytes(const char *v, int64_t *out) {
 static bool takes_value(const char *a) {
   static const char *const flags[] = {"-o",        "--tp-plan", "--tp-size", "--dp-size",
                                       "--cp-size", "--batch",   "--seq",     "--weights",
-                                      "--emit",    "--backend",
+                                      "--emit",    "--backend",       "--param-dtype",
                                       "--memory-report", "--device-memory", "--micro-batch"};
   for (size_t i = 0; i < sizeof flags / sizeof *flags; ++i)
     if (!strcmp(a, flags[i]))
@@ -156,9 +162,10 @@ static int parse(int argc, char **argv, options *o) {
                                        "--keep-logits", "--memory-report", "--device-memory",
                                        "--activation-checkpointing", "--micro-batch",
                                        "--dp-replicate", "--no-overlap", "--cpu-offload",
-                                       NULL};
+                                       "--param-dtype", NULL};
   tool_seen seen = {{0}};
-  *o = (options){.tp = 1, .dp = 1, .cp = 1, .emit = "exe", .backend = "cpu", .recompute = "none"};
+  *o = (options){.tp = 1, .dp = 1, .cp = 1, .emit = "exe", .backend = "cpu", .recompute = "none",
+                 .param_dtype = ""};
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i], *v;
     if (!tool_seen_once(&seen, "shard-compile", kFlags, a))
@@ -190,6 +197,8 @@ static int parse(int argc, char **argv, options *o) {
       o->emit = v;
     else if (value(a, "--backend", &v))
       o->backend = v;
+    else if (value(a, "--param-dtype", &v))
+      o->param_dtype = v;
     else if (value(a, "--memory-report", &v))
       o->memory_report = v;
     else if (value(a, "--device-memory", &v))
@@ -252,8 +261,21 @@ static int parse(int argc, char **argv, options *o) {
     fprintf(stderr, "shard-compile: --backend expects cpu or cuda, got '%s'\n", o->backend);
     return 1;
   }
+  if (strcmp(o->param_dtype, "") && strcmp(o->param_dtype, "f32") &&
+      strcmp(o->param_dtype, "bf16")) {
+    fprintf(stderr, "shard-compile: --param-dtype expects f32 or bf16, got '%s'\n",
+            o->param_dtype);
+    return 1;
+  }
+  if (!strcmp(o->backend, "cuda") && !strcmp(o->param_dtype, "f32")) {
+    fprintf(stderr, "shard-compile: --param-dtype=f32: the cuda backend computes in bf16 "
+                    "only (fp32 master weights, gradients and moments): drop --param-dtype, "
+                    "or use --backend=cpu\n");
+    return 1;
+  }
   // --emit=mlir stops before lower-to-runtime, where these take effect.
   const char *lowering_flag = o->cpu_offload      ? "--cpu-offload"
+                              : *o->param_dtype   ? "--param-dtype"
                               : o->memory_report  ? "--memory-report"
                               : o->device_memory  ? "--device-memory"
                                                   : NULL;
@@ -343,7 +365,8 @@ static bool compile(MlirContext ctx, MlirOperation module, const options *o, boo
         {"memory-report", {.s = (char *)(o->memory_report ? o->memory_report : "")}},
         {"device-memory", {.i = o->device_memory}},
         {"accumulate-steps", {.i = accumulate_steps(o)}},
-        {"cpu-offload", {.b = o->cpu_offload}}};
+        {"cpu-offload", {.b = o->cpu_offload}},
+        {"param-dtype", {.s = (char *)o->param_dtype}}};
     MlirPass pass = tp_pass_create_with(&tp_lower_to_runtime_pass,
                                         sizeof settings / sizeof *settings, settings, err,
                                         sizeof err);

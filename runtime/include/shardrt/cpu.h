@@ -21,6 +21,20 @@ extern const srt_ops srt_cpu_ops;
 /// backend's: what a program compiled for the cpu names in its table.
 extern const srt_backend srt_cpu_backend;
 
+/// The cpu backend under mixed precision (runtime/cpu/bf16_backend.c): what
+/// a program compiled with --param-dtype bf16 names. Its buffers hold the
+/// dtypes the buffer plan gives them under mixed precision (bf16
+/// activations and parameter compute copies, fp32 master weights,
+/// gradients and moments: the same as on cuda); its ops (srt_cpu_bf16_ops,
+/// runtime/cpu/bf16_ops.c) compute in fp32 on fp32 copies of their bf16
+/// buffers, the linears' GEMMs on the bf16 operands themselves (oneDNN's
+/// bf16 matmul, fp32 accumulation) where the CPU has one, and round each
+/// bf16 result to nearest even. Errors: those of
+/// srt_cpu_ops, and SRT_FAILED_PRECONDITION for the Mamba2 mixer (no bf16
+/// kernel).
+extern const srt_backend srt_cpu_bf16_backend;
+extern const srt_ops srt_cpu_bf16_ops;
+
 #define SRT_OP(name, source, check, args) SRT_OP_DECLARE(srt_cpu_op_, name, args)
 #include "shardrt/ops.def"
 

@@ -49,6 +49,18 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                         const float *b, int64_t ldb, float beta, float *c,
                         int64_t ldc);
 
+/// C = op(A) op(B) + beta C with A and B bf16 (raw bits, row-major as for
+/// srt_cpu_gemm) and C fp32, accumulated in fp32: oneDNN's bf16 matmul
+/// primitive (its avx512_core_bf16 or AMX kernels where the CPU has them),
+/// cached as srt_cpu_gemm's. beta is 0 or 1. *used is false, nothing
+/// written, where that primitive does not apply (an empty size, a product
+/// under 128^3 multiply-adds, a call inside an OpenMP parallel region, or
+/// oneDNN making none for this CPU): the caller then computes the product
+/// another way. Errors: SRT_INVALID_ARGUMENT when oneDNN refuses to run it.
+srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                             int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                             int64_t ldb, float beta, float *c, int64_t ldc);
+
 /// Writes the GEMM library, its version and the widest instruction set it
 /// dispatches to on this CPU (fp32 GEMMs use its fp32 part: AVX-512 on
 /// avx512_core_amx), e.g. "oneDNN 2.6.3 matmul and sgemm, widest isa

@@ -1,0 +1,533 @@
+// The bf16 cpu backend's entry points (srt_cpu_bf16_ops, shardrt/cpu.h):
+// the buffers hold the dtypes the buffer plan gives them under mixed
+// precision (passes/buffer_facts.c, from ops.def's NN_BUFFER letters), the
+// same as on cuda: activations, their gradients and the parameters'
+// compute copies bf16; parameter gradients, attention's lse, the rotary
+// tables and the loss statistics fp32. Each op stages its bf16 buffers in
+// fp32 (bf16_stage.h), runs the cpu backend's fp32 entry point on them and
+// rounds its bf16 results to nearest even: every op computes and
+// accumulates in fp32 exactly as the fp32 backend, and rounds once per
+// bf16 result, where the cuda kernels round. The linears' GEMMs read their
+// bf16 operands directly where oneDNN has a bf16 matmul for the CPU (its
+// avx512_core_bf16 or AMX kernels, fp32 accumulation: the same products up
+// to the order of the fp32 sums) and take the staged fp32 path otherwise:
+// a CPU without bf16 instructions runs the exact, slower path rather than
+// being refused. Collectives of bf16 buffers
+// move and sum fp32 copies (a bf16 sum rounds once, after the whole
+// reduction); non-blocking ones complete at once (their wait then finds a
+// free slot). The optimizer steps the fp32 master weights and refreshes
+// each compute copy from its master, rounded to nearest even, as the cuda
+// AdamW kernel does.
+#include "bf16_stage.h"
+#include "ops_internal.h"
+#include "shardrt/collectives.h"
+#include "shardrt/context.h"
+#include "shardrt/tensor.h"
+
+#define STAGE(name)                                                            \
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_" #name)
+#define STAGE_IN(at, n) srt_bf16_stage_in(&st, at, n)
+#define STAGE_OUT(at, n) srt_bf16_stage_out(&st, at, n)
+#define RUN(call) return srt_bf16_stage_end(&st, st.error ? NULL : (call))
+
+//===----------------------------------------------------------------------===//
+// Embedding, linear, norms, rotary
+//===----------------------------------------------------------------------===//
+
+static srt_status bf16_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y,
+                                 int64_t n, int64_t hidden, int64_t local_vocab,
+                                 int64_t vocab_axis, double scale) {
+  STAGE(embedding);
+  int64_t W = STAGE_IN(w, local_vocab * hidden), Y = STAGE_OUT(y, n * hidden);
+  RUN(srt_cpu_op_embedding(e, ids, W, Y, n, hidden, local_vocab, vocab_axis,
+                           scale));
+}
+
+static srt_status bf16_embedding_grad(srt_exec *e, int64_t ids, int64_t dy,
+                                      int64_t dw, int64_t n, int64_t hidden,
+                                      int64_t local_vocab, int64_t vocab_axis,
+                                      double scale, int64_t padding_idx) {
+  STAGE(embedding_grad);
+  int64_t DY = STAGE_IN(dy, n * hidden);
+  RUN(srt_cpu_op_embedding_grad(e, ids, DY, dw, n, hidden, local_vocab,
+                                vocab_axis, scale, padding_idx));
+}
+
+// The bf16 buffer at arena offset `at`.
+static const uint16_t *bf16_buffer(srt_exec *e, int64_t at) {
+  return (const uint16_t *)(const void *)(e->arena + at);
+}
+
+// y = x w^T (+ b): oneDNN's bf16 matmul into the fp32 staging of y (from
+// the bias, beta 1, as the fp32 kernel), else the fp32 kernel on staged x
+// and w; y rounded once.
+static srt_status bf16_linear(srt_exec *e, int64_t x, int64_t w, int64_t b,
+                              int64_t y, int64_t n, int64_t in, int64_t out) {
+  STAGE(linear);
+  int64_t B = STAGE_IN(b, out), Y = STAGE_OUT(y, n * out);
+  bool used = false;
+  if (!st.error) {
+    for (int64_t t = 0; b >= 0 && t < n; ++t)
+      memcpy(ops_f32(e, Y) + t * out, ops_f32(e, B),
+             (size_t)out * sizeof(float));
+    srt_status s = srt_cpu_gemm_bf16(
+        &used, false, true, n, out, in, bf16_buffer(e, x), in,
+        bf16_buffer(e, w), in, b >= 0 ? 1.0f : 0.0f, ops_f32(e, Y), out);
+    if (s || used)
+      RUN(s);
+  }
+  int64_t X = STAGE_IN(x, n * in), W = STAGE_IN(w, out * in);
+  RUN(srt_cpu_op_linear(e, X, W, B, Y, n, in, out));
+}
+
+// dx = dy w, as bf16_linear.
+static srt_status bf16_linear_grad_input(srt_exec *e, int64_t dy, int64_t w,
+                                         int64_t dx, int64_t n, int64_t in,
+                                         int64_t out) {
+  STAGE(linear_grad_input);
+  int64_t DX = STAGE_OUT(dx, n * in);
+  bool used = false;
+  if (!st.error) {
+    srt_status s =
+        srt_cpu_gemm_bf16(&used, false, false, n, in, out, bf16_buffer(e, dy),
+                          out, bf16_buffer(e, w), in, 0.0f, ops_f32(e, DX), in);
+    if (s || used)
+      RUN(s);
+  }
+  int64_t DY = STAGE_IN(dy, n * out), W = STAGE_IN(w, out * in);
+  RUN(srt_cpu_op_linear_grad_input(e, DY, W, DX, n, in, out));
+}
+
+// dw = dy^T x written in fp32 (the parameter gradient, as cuBLASLt writes
+// it on cuda): oneDNN's bf16 matmul straight into dw, else the fp32 kernel
+// on staged dy and x.
+static srt_status bf16_linear_grad_weight(srt_exec *e, int64_t dy, int64_t x,
+                                          int64_t dw, int64_t n, int64_t in,
+                                          int64_t out) {
+  bool used = false;
+  SRT_RETURN_IF_ERROR(
+      srt_cpu_gemm_bf16(&used, true, false, out, in, n, bf16_buffer(e, dy), out,
+                        bf16_buffer(e, x), in, 0.0f, ops_f32(e, dw), in));
+  if (used)
+    return NULL;
+  STAGE(linear_grad_weight);
+  int64_t DY = STAGE_IN(dy, n * out), X = STAGE_IN(x, n * in);
+  RUN(srt_cpu_op_linear_grad_weight(e, DY, X, dw, n, in, out));
+}
+
+static srt_status bf16_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db,
+                                        int64_t n, int64_t out) {
+  STAGE(linear_grad_bias);
+  int64_t DY = STAGE_IN(dy, n * out);
+  RUN(srt_cpu_op_linear_grad_bias(e, DY, db, n, out));
+}
+
+static srt_status bf16_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y,
+                                int64_t n, int64_t f) {
+  STAGE(bias_add);
+  int64_t X = STAGE_IN(x, n * f), B = STAGE_IN(b, f), Y = STAGE_OUT(y, n * f);
+  RUN(srt_cpu_op_bias_add(e, X, B, Y, n, f));
+}
+
+static srt_status bf16_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y,
+                                int64_t n, int64_t features, int64_t group,
+                                double eps, double offset) {
+  STAGE(rms_norm);
+  int64_t X = STAGE_IN(x, n * features),
+          W = STAGE_IN(w, group > 0 ? group : features),
+          Y = STAGE_OUT(y, n * features);
+  RUN(srt_cpu_op_rms_norm(e, X, W, Y, n, features, group, eps, offset));
+}
+
+static srt_status bf16_add(srt_exec *e, int64_t a, int64_t b, int64_t y,
+                           int64_t n, int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_add(e, a, b, y, n, dtype);
+  STAGE(add);
+  int64_t A = STAGE_IN(a, n), B = STAGE_IN(b, n), Y = STAGE_OUT(y, n);
+  RUN(srt_cpu_op_add(e, A, B, Y, n, SRT_OP_F32));
+}
+
+// The add, its sum rounded to bf16, then the norm of the rounded sum: the
+// values of nn.add then nn.rms_norm (the cuda kernel normalises its bf16 sum).
+static srt_status bf16_add_rms_norm(srt_exec *e, int64_t a, int64_t b,
+                                    int64_t sum, int64_t w, int64_t y,
+                                    int64_t n, int64_t features, int64_t group,
+                                    double eps, double offset) {
+  SRT_RETURN_IF_ERROR(bf16_add(e, a, b, sum, n * features, SRT_OP_BF16));
+  return bf16_rms_norm(e, sum, w, y, n, features, group, eps, offset);
+}
+
+static srt_status bf16_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w,
+                                           int64_t dy, int64_t dx, int64_t n,
+                                           int64_t features, int64_t group,
+                                           double eps, double offset) {
+  STAGE(rms_norm_grad_input);
+  int64_t X = STAGE_IN(x, n * features),
+          W = STAGE_IN(w, group > 0 ? group : features),
+          DY = STAGE_IN(dy, n * features), DX = STAGE_OUT(dx, n * features);
+  RUN(srt_cpu_op_rms_norm_grad_input(e, X, W, DY, DX, n, features, group, eps,
+                                     offset));
+}
+
+static srt_status bf16_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy,
+                                            int64_t dw, int64_t n,
+                                            int64_t features, int64_t group,
+                                            double eps) {
+  STAGE(rms_norm_grad_weight);
+  int64_t X = STAGE_IN(x, n * features), DY = STAGE_IN(dy, n * features);
+  RUN(srt_cpu_op_rms_norm_grad_weight(e, X, DY, dw, n, features, group, eps));
+}
+
+static srt_status bf16_apply_rotary(srt_exec *e, int64_t x, int64_t cos,
+                                    int64_t sin, int64_t y, int64_t batch,
+                                    int64_t seq, int64_t heads,
+                                    int64_t head_dim) {
+  STAGE(apply_rotary);
+  int64_t count = batch * seq * heads * head_dim, X = STAGE_IN(x, count),
+          Y = STAGE_OUT(y, count);
+  RUN(srt_cpu_op_apply_rotary(e, X, cos, sin, Y, batch, seq, heads, head_dim));
+}
+
+static srt_status bf16_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos,
+                                         int64_t sin, int64_t dx, int64_t batch,
+                                         int64_t seq, int64_t heads,
+                                         int64_t head_dim) {
+  STAGE(apply_rotary_grad);
+  int64_t count = batch * seq * heads * head_dim, DY = STAGE_IN(dy, count),
+          DX = STAGE_OUT(dx, count);
+  RUN(srt_cpu_op_apply_rotary_grad(e, DY, cos, sin, DX, batch, seq, heads,
+                                   head_dim));
+}
+
+//===----------------------------------------------------------------------===//
+// Attention and elementwise
+//===----------------------------------------------------------------------===//
+
+// Elements of q (and out) and of k (and v) [batch, seq, heads * head_dim].
+static int64_t q_count(const srt_op_attention_config *c) {
+  return c->batch * c->seq * c->num_heads * c->head_dim;
+}
+static int64_t kv_count(const srt_op_attention_config *c) {
+  return c->batch * c->seq * c->num_kv_heads * c->head_dim;
+}
+
+// lse stays fp32.
+static srt_status bf16_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                 int64_t segment_ids, int64_t out, int64_t lse,
+                                 const srt_op_attention_config *config) {
+  STAGE(attention);
+  int64_t qn = q_count(config), kn = kv_count(config);
+  int64_t Q = STAGE_IN(q, qn), K = STAGE_IN(k, kn), V = STAGE_IN(v, kn),
+          O = STAGE_OUT(out, qn);
+  RUN(srt_cpu_op_attention(e, Q, K, V, segment_ids, O, lse, config));
+}
+
+static srt_status bf16_attention_grad(srt_exec *e, int64_t q, int64_t k,
+                                      int64_t v, int64_t out, int64_t lse,
+                                      int64_t dy, int64_t segment_ids,
+                                      int64_t dq, int64_t dk, int64_t dv,
+                                      const srt_op_attention_config *config) {
+  STAGE(attention_grad);
+  int64_t qn = q_count(config), kn = kv_count(config);
+  int64_t Q = STAGE_IN(q, qn), K = STAGE_IN(k, kn), V = STAGE_IN(v, kn),
+          O = STAGE_IN(out, qn), DY = STAGE_IN(dy, qn);
+  int64_t DQ = STAGE_OUT(dq, qn), DK = STAGE_OUT(dk, kn),
+          DV = STAGE_OUT(dv, kn);
+  RUN(srt_cpu_op_attention_grad(e, Q, K, V, O, lse, DY, segment_ids, DQ, DK, DV,
+                                config));
+}
+
+static srt_status bf16_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y,
+                           int64_t n, int64_t activation) {
+  STAGE(glu);
+  int64_t G = STAGE_IN(gate, n), U = STAGE_IN(up, n), Y = STAGE_OUT(y, n);
+  RUN(srt_cpu_op_glu(e, G, U, Y, n, activation));
+}
+
+static srt_status bf16_glu_grad(srt_exec *e, int64_t gate, int64_t up,
+                                int64_t dy, int64_t dgate, int64_t dup,
+                                int64_t n, int64_t activation) {
+  STAGE(glu_grad);
+  int64_t G = STAGE_IN(gate, n), U = STAGE_IN(up, n), DY = STAGE_IN(dy, n),
+          DG = STAGE_OUT(dgate, n), DU = STAGE_OUT(dup, n);
+  RUN(srt_cpu_op_glu_grad(e, G, U, DY, DG, DU, n, activation));
+}
+
+#define SRT_UNARY_OP(KIND, name)                                               \
+  static srt_status bf16_##name(srt_exec *e, int64_t x, int64_t y,             \
+                                int64_t n) {                                   \
+    STAGE(name);                                                               \
+    int64_t X = STAGE_IN(x, n), Y = STAGE_OUT(y, n);                           \
+    RUN(srt_cpu_op_##name(e, X, Y, n));                                        \
+  }                                                                            \
+  static srt_status bf16_##name##_grad(srt_exec *e, int64_t x, int64_t dy,     \
+                                       int64_t dx, int64_t n) {                \
+    STAGE(name##_grad);                                                        \
+    int64_t X = STAGE_IN(x, n), DY = STAGE_IN(dy, n), DX = STAGE_OUT(dx, n);   \
+    RUN(srt_cpu_op_##name##_grad(e, X, DY, DX, n));                            \
+  }
+#include "shardrt/ops.def"
+
+// NemotronH's mixer has fp32 kernels only; lower-to-runtime refuses it
+// under param-dtype bf16, so a program that calls these was not compiled
+// by this shard-compile.
+static srt_status no_mamba2(const char *op) {
+  return SRT_ERROR(
+      SRT_FAILED_PRECONDITION,
+      "%s: the Mamba2 mixer has no bf16 kernel: compile with --param-dtype f32",
+      op);
+}
+
+static srt_status
+bf16_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w,
+                  int64_t conv_b, int64_t dt_bias, int64_t a_log, int64_t d,
+                  int64_t norm_w, int64_t out_proj, int64_t segment_ids,
+                  int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
+                  int64_t head_dim, int64_t groups, int64_t state,
+                  int64_t conv_kernel, int64_t chunk, double eps, double dt_min,
+                  int64_t out) {
+  return no_mamba2("srt_cpu_bf16_op_mamba2_mixer");
+}
+
+static srt_status bf16_mamba2_mixer_grad(
+    srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w, int64_t conv_b,
+    int64_t dt_bias, int64_t a_log, int64_t d, int64_t norm_w, int64_t out_proj,
+    int64_t segment_ids, int64_t batch, int64_t seq, int64_t hidden,
+    int64_t heads, int64_t head_dim, int64_t groups, int64_t state,
+    int64_t conv_kernel, int64_t chunk, double eps, double dt_min, int64_t dout,
+    int64_t dx, int64_t d_in_proj, int64_t d_conv_w, int64_t d_conv_b,
+    int64_t d_dt_bias, int64_t d_a_log, int64_t d_d, int64_t d_norm_w,
+    int64_t d_out_proj) {
+  return no_mamba2("srt_cpu_bf16_op_mamba2_mixer_grad");
+}
+
+//===----------------------------------------------------------------------===//
+// The causal-LM loss: bf16 logits, fp32 statistics
+//===----------------------------------------------------------------------===//
+
+static srt_status bf16_cross_entropy(srt_exec *e, int64_t logits,
+                                     int64_t labels, int64_t loss,
+                                     int64_t batch, int64_t seq, int64_t vocab,
+                                     int64_t ignore_index, int64_t shift) {
+  STAGE(cross_entropy);
+  int64_t L = STAGE_IN(logits, batch * seq * vocab);
+  RUN(srt_cpu_op_cross_entropy(e, L, labels, loss, batch, seq, vocab,
+                               ignore_index, shift));
+}
+
+static srt_status bf16_cross_entropy_grad(srt_exec *e, int64_t logits,
+                                          int64_t labels, int64_t dlogits,
+                                          int64_t batch, int64_t seq,
+                                          int64_t vocab, int64_t ignore_index,
+                                          int64_t shift) {
+  STAGE(cross_entropy_grad);
+  int64_t n = batch * seq * vocab, L = STAGE_IN(logits, n),
+          D = STAGE_OUT(dlogits, n);
+  RUN(srt_cpu_op_cross_entropy_grad(e, L, labels, D, batch, seq, vocab,
+                                    ignore_index, shift));
+}
+
+static srt_status bf16_ce_logit_max(srt_exec *e, int64_t logits, int64_t max,
+                                    int64_t n, int64_t local_vocab) {
+  STAGE(ce_logit_max);
+  int64_t L = STAGE_IN(logits, n * local_vocab);
+  RUN(srt_cpu_op_ce_logit_max(e, L, max, n, local_vocab));
+}
+
+static srt_status bf16_ce_partial_sums(srt_exec *e, int64_t logits,
+                                       int64_t labels, int64_t max,
+                                       int64_t sum_exp, int64_t target,
+                                       int64_t batch, int64_t seq,
+                                       int64_t local_vocab, int64_t vocab_axis,
+                                       int64_t ignore_index, int64_t shift) {
+  STAGE(ce_partial_sums);
+  int64_t L = STAGE_IN(logits, batch * seq * local_vocab);
+  RUN(srt_cpu_op_ce_partial_sums(e, L, labels, max, sum_exp, target, batch, seq,
+                                 local_vocab, vocab_axis, ignore_index, shift));
+}
+
+static srt_status
+bf16_ce_logits_grad(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
+                    int64_t sum_exp, int64_t sum_and_count, int64_t dlogits,
+                    int64_t batch, int64_t seq, int64_t local_vocab,
+                    int64_t vocab_axis, int64_t ignore_index, int64_t shift) {
+  STAGE(ce_logits_grad);
+  int64_t n = batch * seq * local_vocab, L = STAGE_IN(logits, n),
+          D = STAGE_OUT(dlogits, n);
+  RUN(srt_cpu_op_ce_logits_grad(e, L, labels, max, sum_exp, sum_and_count, D,
+                                batch, seq, local_vocab, vocab_axis,
+                                ignore_index, shift));
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: fp32 ones as the cpu backend's; bf16 ones on fp32 copies,
+// blocking
+//===----------------------------------------------------------------------===//
+
+// The size of mesh `axis`'s group (1 for an axis the fp32 op then refuses).
+static int64_t axis_size(srt_exec *e, int64_t axis) {
+  if (axis != SRT_MESH_DP && axis != SRT_MESH_TP)
+    return 1;
+  return srt_group_size(srt_context_group(
+      e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP : SRT_GROUP_TP));
+}
+
+static srt_status bf16_all_reduce(srt_exec *e, int64_t in, int64_t out,
+                                  int64_t count, int64_t axis, int64_t is_max,
+                                  int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_all_reduce(e, in, out, count, axis, is_max, dtype);
+  STAGE(all_reduce);
+  int64_t I = STAGE_IN(in, count), O = STAGE_OUT(out, count);
+  RUN(srt_cpu_op_all_reduce(e, I, O, count, axis, is_max, SRT_OP_F32));
+}
+
+static srt_status bf16_all_gather(srt_exec *e, int64_t in, int64_t out,
+                                  int64_t axis, int64_t dim, int64_t rank,
+                                  int64_t d0, int64_t d1, int64_t d2,
+                                  int64_t d3, int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_all_gather(e, in, out, axis, dim, rank, d0, d1, d2, d3,
+                                 dtype);
+  STAGE(all_gather);
+  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
+          O = STAGE_OUT(out, n * axis_size(e, axis));
+  RUN(srt_cpu_op_all_gather(e, I, O, axis, dim, rank, d0, d1, d2, d3,
+                            SRT_OP_F32));
+}
+
+static srt_status bf16_reduce_scatter(srt_exec *e, int64_t in, int64_t out,
+                                      int64_t axis, int64_t dim, int64_t rank,
+                                      int64_t d0, int64_t d1, int64_t d2,
+                                      int64_t d3, int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_reduce_scatter(e, in, out, axis, dim, rank, d0, d1, d2,
+                                     d3, dtype);
+  STAGE(reduce_scatter);
+  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
+          O = STAGE_OUT(out, n / axis_size(e, axis));
+  RUN(srt_cpu_op_reduce_scatter(e, I, O, axis, dim, rank, d0, d1, d2, d3,
+                                SRT_OP_F32));
+}
+
+static srt_status bf16_all_to_all(srt_exec *e, int64_t in, int64_t out,
+                                  int64_t axis, int64_t split_dim,
+                                  int64_t concat_dim, int64_t rank, int64_t d0,
+                                  int64_t d1, int64_t d2, int64_t d3,
+                                  int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_all_to_all(e, in, out, axis, split_dim, concat_dim, rank,
+                                 d0, d1, d2, d3, dtype);
+  STAGE(all_to_all);
+  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n), O = STAGE_OUT(out, n);
+  RUN(srt_cpu_op_all_to_all(e, I, O, axis, split_dim, concat_dim, rank, d0, d1,
+                            d2, d3, SRT_OP_F32));
+}
+
+static srt_status bf16_all_slice(srt_exec *e, int64_t in, int64_t out,
+                                 int64_t axis, int64_t dim, int64_t rank,
+                                 int64_t d0, int64_t d1, int64_t d2, int64_t d3,
+                                 int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_all_slice(e, in, out, axis, dim, rank, d0, d1, d2, d3,
+                                dtype);
+  STAGE(all_slice);
+  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
+          O = STAGE_OUT(out, n / axis_size(e, axis));
+  RUN(srt_cpu_op_all_slice(e, I, O, axis, dim, rank, d0, d1, d2, d3,
+                           SRT_OP_F32));
+}
+
+static srt_status bf16_all_reduce_start(srt_exec *e, int64_t in, int64_t out,
+                                        int64_t count, int64_t axis,
+                                        int64_t is_max, int64_t dtype,
+                                        int64_t slot) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_all_reduce_start(e, in, out, count, axis, is_max, dtype,
+                                       slot);
+  return bf16_all_reduce(e, in, out, count, axis, is_max, dtype);
+}
+
+static srt_status bf16_all_gather_start(srt_exec *e, int64_t in, int64_t out,
+                                        int64_t axis, int64_t dim, int64_t rank,
+                                        int64_t d0, int64_t d1, int64_t d2,
+                                        int64_t d3, int64_t dtype,
+                                        int64_t slot) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_all_gather_start(e, in, out, axis, dim, rank, d0, d1, d2,
+                                       d3, dtype, slot);
+  return bf16_all_gather(e, in, out, axis, dim, rank, d0, d1, d2, d3, dtype);
+}
+
+static srt_status
+bf16_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
+                          int64_t dim, int64_t rank, int64_t d0, int64_t d1,
+                          int64_t d2, int64_t d3, int64_t dtype, int64_t slot) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_reduce_scatter_start(e, in, out, axis, dim, rank, d0, d1,
+                                           d2, d3, dtype, slot);
+  return bf16_reduce_scatter(e, in, out, axis, dim, rank, d0, d1, d2, d3,
+                             dtype);
+}
+
+// A bf16 bucket: its members staged (each `in` and `out` count as
+// srt_bucket_kind says), started and completed at once into `slot`.
+static srt_status bf16_bucket_start(srt_exec *e, const int64_t *members,
+                                    int64_t kind, int64_t axis, int64_t dtype,
+                                    int64_t slot) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_bucket_start(e, members, kind, axis, dtype, slot);
+  STAGE(bucket_start);
+  int64_t parts = axis_size(e, axis),
+          table[1 + 3 * SRT_MAX_BUCKET] = {members[0]};
+  for (int64_t j = 0; j < members[0]; ++j) {
+    int64_t count = members[3 + 3 * j];
+    int64_t in_n = kind == SRT_BUCKET_REDUCE_SCATTER ? parts * count : count;
+    int64_t out_n = kind == SRT_BUCKET_ALL_GATHER ? parts * count : count;
+    table[1 + 3 * j] = STAGE_IN(members[1 + 3 * j], in_n);
+    table[2 + 3 * j] = STAGE_OUT(members[2 + 3 * j], out_n);
+    table[3 + 3 * j] = count;
+  }
+  if (st.error)
+    return srt_bf16_stage_end(&st, NULL);
+  srt_status s =
+      srt_cpu_op_bucket_start(e, table, kind, axis, SRT_OP_F32, slot);
+  RUN(s ? s : srt_cpu_op_bucket_wait(e, table, slot));
+}
+
+//===----------------------------------------------------------------------===//
+// The optimizer step
+//===----------------------------------------------------------------------===//
+
+// The cpu backend's step (grad norm, clipping, AdamW on the fp32 masters),
+// then, where it updated them, each compute copy rounded from its master.
+static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
+                                      const srt_step_options *options,
+                                      int64_t loss, srt_step_result *result) {
+  SRT_RETURN_IF_ERROR(
+      srt_cpu_op_optimizer_step(e, program, options, loss, result));
+  if (options->forward_only || options->accumulate == 1 || result->skipped)
+    return NULL;
+  for (int32_t i = 0; i < program->num_params; ++i) {
+    const srt_param_info *p = &program->params[i];
+    if (p->compute_offset >= 0)
+      srt_bf16_round((uint16_t *)(void *)(e->arena + p->compute_offset),
+                     (const float *)(const void *)(e->arena + p->offset),
+                     srt_shape_numel(p->rank, p->local_shape));
+  }
+  return NULL;
+}
+
+// The ops whose buffers are fp32 under mixed precision too (the rotary
+// tables, the loss statistics, waits) are the cpu backend's own.
+#define bf16_rotary_embedding srt_cpu_op_rotary_embedding
+#define bf16_ce_loss_sum srt_cpu_op_ce_loss_sum
+#define bf16_ce_mean srt_cpu_op_ce_mean
+#define bf16_collective_wait srt_cpu_op_collective_wait
+#define bf16_bucket_wait srt_cpu_op_bucket_wait
+
+const srt_ops srt_cpu_bf16_ops = {
+#define SRT_OP(name, source, check, args) .name = bf16_##name,
+#include "shardrt/ops.def"
+};
