@@ -42,7 +42,7 @@ typedef struct removed {
 static void note(removed *rm, const char *name, off_t size) {
   size_t used = strlen(rm->names);
   if (rm->n < 4)
-    snprintf(rm->names + used, sizeof rm->names - used, "%s'%s'", rm->n ? ", " : "", name);
+    snprintf(rm->names + used, sizeof rm->names - used, "%s'%.100s'", rm->n ? ", " : "", name);
   else if (rm->n == 4)
     snprintf(rm->names + used, sizeof rm->names - used, ", ...");
   rm->n++;
