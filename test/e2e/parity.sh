@@ -5,7 +5,7 @@
 # mesh (tp2, tp2+SP, tp4, tp4+SP, dp2, dp2 x tp2, dp2 x tp2+SP, dp4 with
 # FSDP, the default over dp, dp2 x tp2 with --dp-replicate, and the
 # context-parallel cp2, cp4, cp2 x tp2 + SP (Gemma3's single KV head:
-# replicated KV under cp) and dp2 x cp2), trains each
+# replicated KV under cp), dp2 x cp2 and dp2 x cp2 x tp2 + SP on 8 ranks), trains each
 # from the same seed on the same tokens and checks against tp1:
 #   - run A, 5 steps and --save: the loss and grad norm of every step within
 #     RTOL relative (fp32), and the parameters after step 5 (the driver's
@@ -62,6 +62,7 @@ VARIANTS=(
   "cp4      4 --tp-size=1 --cp-size=4"
   "cp2tp2sp 4 --tp-size=2 --cp-size=2 --sequence-parallel"
   "dp2cp2   4 --tp-size=1 --dp-size=2 --cp-size=2"
+  "dp2cp2tp2sp 8 --tp-size=2 --dp-size=2 --cp-size=2 --sequence-parallel"
 )
 WANT=${PARITY_VARIANTS:-}
 read -r -a EXTRA <<<"${PARITY_FLAGS:-}"
