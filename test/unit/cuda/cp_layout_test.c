@@ -17,18 +17,10 @@
 #include <cuda_runtime_api.h>
 
 #include "cp_layout.h"
+#include "cuda_test_util.h"
 
 static int g_failures;
 
-#define CUDA_OK(call)                                                                   \
-  do {                                                                                  \
-    cudaError_t err_ = (call);                                                          \
-    if (err_ != cudaSuccess) {                                                          \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                     \
-              cudaGetErrorString(err_));                                                \
-      exit(1);                                                                          \
-    }                                                                                   \
-  } while (0)
 
 static void check(const char *what, int cp, size_t token_bytes, const uint8_t *got,
                   const uint8_t *want, size_t n) {

@@ -16,20 +16,12 @@
 
 #include "kernels.h"
 #include "shardrt/kernels.h"
+#include "cuda_test_util.h"
 
 //===----------------------------------------------------------------------===//
 // Harness
 //===----------------------------------------------------------------------===//
 
-#define CUDA_OK(call)                                                          \
-  do {                                                                         \
-    cudaError_t err_ = (call);                                                 \
-    if (err_ != cudaSuccess) {                                                 \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,            \
-              cudaGetErrorString(err_));                                       \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
 
 // A launch, then a synchronisation so that execution errors surface here.
 #define LAUNCH(call)                                                           \
