@@ -316,9 +316,12 @@ static int setup_banner(train_run *r) {
   const srt_program *p = r->p;
   if (r->rank != 0)
     return 0;
-  printf("train: model %s, mesh dp=%lld x tp=%lld, batch %lld x seq %lld, %d parameter "
+  char cp[48] = ""; // named only where there is context parallelism
+  if (p->cp > 1)
+    snprintf(cp, sizeof cp, "cp=%lld x ", (long long)p->cp);
+  printf("train: model %s, mesh dp=%lld x %stp=%lld, batch %lld x seq %lld, %d parameter "
          "tensors, arena %.1f MiB per rank%s%s, %s\n",
-         p->model ? p->model : "?", (long long)p->dp, (long long)p->tp, (long long)p->batch,
+         p->model ? p->model : "?", (long long)p->dp, cp, (long long)p->tp, (long long)p->batch,
          (long long)p->seq, (int)p->num_params,
          (double)(p->arena_bytes - p->offload_bytes) / (1 << 20),
          r->backend->host ? "" : " on ", r->backend->host ? "" : r->backend->name,

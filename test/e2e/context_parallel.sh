@@ -44,6 +44,8 @@ for leg in "cp2 2" "cp1 1" "cp4 4" "dp2cp2 4"; do
     || { cat "$W/leg$at.log"; fail "$name did not resume at step $((at - 2))"; }
   prev=(--load "$W/$name.safetensors")
 done
+grep -q "mesh dp=1 x cp=2 x tp=1, batch 4 x seq 32" "$W/leg2.log" \
+  || { cat "$W/leg2.log"; echo "FAIL: the start line does not name the cp axis"; status=1; }
 cat "$W"/leg{2,4,6,8}.log | grep '^step ' >"$W/chain.log"
 [ "$(steps "$W/chain.log" | wc -l)" = 8 ] || { cat "$W/chain.log"; fail "the chain did not log 8 steps"; }
 r=$(max_rel "$W/chain.log" "$W/straight.log") || r="? ? ?"
