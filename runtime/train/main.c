@@ -191,18 +191,30 @@ int train_teardown(train_run *r, int failed) {
   return failed || d ? 1 : r->stop_signal ? TRAIN_EXIT_PREEMPTED : 0;
 }
 
+// What must be refused before MPI_Init: a stack so small that MPI's
+// start-up crashes too, and an env launch of several processes (each
+// would start MPI as a world of its own). 1 after printing why, else 0.
+static int check_before_mpi(const srt_program *p) {
+  srt_launch_env launch;
+  srt_status s = train_check_stacks();
+  if (!s)
+    s = srt_launch_env_from_environ(&launch);
+  if (!s)
+    s = train_check_launch(&launch, p->backend);
+  if (!s)
+    return 0;
+  fprintf(stderr, "train: %s\n", srt_status_message(s));
+  srt_status_free(s);
+  return 1;
+}
+
 int main(int argc, char **argv) {
   // A reader of --metrics (a pipe, a FIFO) that goes away must not kill the
   // run: the write fails with EPIPE and the metrics stop with a message, as
   // on a full disk; checkpoints and the console go on.
   signal(SIGPIPE, SIG_IGN);
-  // Before MPI_Init: with a stack that small MPI's start-up crashes too.
-  srt_status stacks = train_check_stacks();
-  if (stacks) {
-    fprintf(stderr, "train: %s\n", srt_status_message(stacks));
-    srt_status_free(stacks);
+  if (check_before_mpi(&shard_program))
     return 1;
-  }
   train_block_signals(); // MPI's threads must not take a stop signal
   MPI_Init(&argc, &argv);
   train_catch_signals(); // after MPI_Init: a stop request is agreed on over MPI

@@ -15,6 +15,7 @@
 #include "shardrt/cp.h"
 #include "shardrt/context.h"
 #include "shardrt/backend.h"
+#include "shardrt/launch_env.h"
 #include "shardrt/program.h"
 #include "shardrt/tokens.h"
 #include "shardrt/tensor.h"
@@ -497,6 +498,16 @@ uint64_t train_fnv1a(uint64_t h, const void *data, size_t n);
 /// before MPI_Init). Errors: SRT_INVALID_ARGUMENT naming the limit or the
 /// variable, its value and the floor.
 srt_status train_check_stacks(void);
+
+/// Refuses an env launch (torchrun's or Slurm's variables, no MPI launcher:
+/// `e` from srt_launch_env_from_environ) of more than one process for the
+/// program's `backend` (NULL: a malformed table, treated as the cpu's):
+/// MPI carries a cpu program's collectives and every backend's host-side
+/// ones, so each process would start a world of its own. NULL for an MPI
+/// launch, no launcher or an env launch of one process. Needs no MPI.
+/// Errors: SRT_FAILED_PRECONDITION naming the rank, the world size, the
+/// variables, the backend and the launch to use instead.
+srt_status train_check_launch(const srt_launch_env *e, const srt_backend *backend);
 
 /// Parses argv into *o: each flag of the driver's flag table (options.c)
 /// given as "--flag VALUE" or "--flag=VALUE" (a switch alone), the others
