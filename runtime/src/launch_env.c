@@ -93,6 +93,23 @@ static srt_status read_slurm(srt_getenv_fn get, void *user, srt_launch_env *e) {
   return NULL;
 }
 
+// SHARD_RENDEZVOUS_PORT, when set, replaces the port read. Under torchrun
+// with TORCHELASTIC_USE_AGENT_STORE=True, MASTER_PORT is the port torchrun's
+// own store listens on at rank 0's host, which rank 0 cannot listen on too:
+// then SHARD_RENDEZVOUS_PORT is required.
+static srt_status rendezvous_port(srt_getenv_fn get, void *user, srt_launch_env *e) {
+  const char *kind = srt_launch_kind_name(e->kind);
+  if (get("SHARD_RENDEZVOUS_PORT", user))
+    return env_int(get, user, kind, "SHARD_RENDEZVOUS_PORT", 1, 65535, &e->master_port);
+  const char *agent = get("TORCHELASTIC_USE_AGENT_STORE", user);
+  if (e->kind == SRT_LAUNCH_TORCHRUN && agent && !strcmp(agent, "True"))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT, "torchrun launch: MASTER_PORT=%d is torchrun's own "
+                     "store (TORCHELASTIC_USE_AGENT_STORE=True), which rank 0 cannot listen "
+                     "on too: set SHARD_RENDEZVOUS_PORT to another free port, the same on "
+                     "every process", e->master_port);
+  return NULL;
+}
+
 srt_status srt_launch_env_read(srt_getenv_fn get, void *user, srt_launch_env *out) {
   srt_launch_env e = {.kind = SRT_LAUNCH_NONE, .world_size = 1};
   srt_status s = NULL;
@@ -102,6 +119,8 @@ srt_status srt_launch_env_read(srt_getenv_fn get, void *user, srt_launch_env *ou
     e.kind = SRT_LAUNCH_TORCHRUN, s = read_torchrun(get, user, &e);
   else if (get("SLURM_PROCID", user))
     e.kind = SRT_LAUNCH_SLURM, s = read_slurm(get, user, &e);
+  if (!s && (e.kind == SRT_LAUNCH_TORCHRUN || e.kind == SRT_LAUNCH_SLURM))
+    s = rendezvous_port(get, user, &e);
   if (!s)
     *out = e;
   return s;

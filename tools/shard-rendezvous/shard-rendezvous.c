@@ -27,7 +27,9 @@ static const char kUsage[] =
     "  --host-name NAME   this rank's name in the host table (default: the host name)\n"
     "Environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (torchrun), or\n"
     "SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_NODELIST, SLURM_JOB_ID (srun;\n"
-    "MASTER_ADDR and MASTER_PORT override the first node and the port 15000 + job id % 10000).\n";
+    "MASTER_ADDR and MASTER_PORT override the first node and the port 15000 + job id % 10000).\n"
+    "SHARD_RENDEZVOUS_PORT overrides the port of either (needed under torchrun when its own\n"
+    "store holds MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE=True).\n";
 
 typedef struct tool_options {
   double timeout_s;

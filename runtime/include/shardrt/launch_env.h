@@ -8,7 +8,8 @@
 // MASTER_ADDR, MASTER_PORT. As Slurm's srun sets them: SLURM_PROCID,
 // SLURM_NTASKS, SLURM_LOCALID, SLURM_JOB_NODELIST (whose first host is
 // rank 0's) and SLURM_JOB_ID; MASTER_ADDR and MASTER_PORT, when set,
-// override the host and port derived from them.
+// override the host and port derived from them. SHARD_RENDEZVOUS_PORT, when
+// set, overrides the port of either.
 #ifndef SHARDRT_LAUNCH_ENV_H
 #define SHARDRT_LAUNCH_ENV_H
 
@@ -53,12 +54,16 @@ typedef const char *(*srt_getenv_fn)(const char *name, void *user);
 /// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID required, the master host
 /// MASTER_ADDR or else SLURM_JOB_NODELIST's first host, the port
 /// MASTER_PORT or else SRT_LAUNCH_SLURM_PORT_BASE + SLURM_JOB_ID % 10000);
-/// else SRT_LAUNCH_NONE.
+/// else SRT_LAUNCH_NONE. For torchrun and Slurm, SHARD_RENDEZVOUS_PORT, when
+/// set, is the port instead; it is required under torchrun when
+/// TORCHELASTIC_USE_AGENT_STORE=True (MASTER_PORT is then held by
+/// torchrun's own store on rank 0's host).
 ///
 /// Errors: SRT_INVALID_ARGUMENT naming the variable and its value: a
 /// required variable unset, a value that is not a decimal integer, RANK
 /// outside [0, WORLD_SIZE), WORLD_SIZE < 1, LOCAL_RANK < 0, a port outside
-/// 1..65535, an empty or too long MASTER_ADDR, a malformed node list.
+/// 1..65535, an empty or too long MASTER_ADDR, a malformed node list,
+/// torchrun's store on MASTER_PORT without SHARD_RENDEZVOUS_PORT.
 /// `out` is fully written on success only.
 srt_status srt_launch_env_read(srt_getenv_fn get, void *user, srt_launch_env *out);
 

@@ -51,6 +51,30 @@ static void test_none_and_mpi(void **state) {
   assert_int_equal(e.kind, SRT_LAUNCH_MPI);
 }
 
+// torchrun's agent store holds MASTER_PORT: SHARD_RENDEZVOUS_PORT is needed.
+static void test_rendezvous_port(void **state) {
+  (void)state;
+  const char *agent[] = {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=n01",
+                         "MASTER_PORT=29500", "TORCHELASTIC_USE_AGENT_STORE=True", NULL};
+  srt_launch_env e;
+  ASSERT_ERROR(read_env(agent, &e), SRT_INVALID_ARGUMENT,
+               "MASTER_PORT=29500 is torchrun's own store (TORCHELASTIC_USE_AGENT_STORE=True)");
+  const char *ours[] = {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=n01",
+                        "MASTER_PORT=29500", "TORCHELASTIC_USE_AGENT_STORE=True",
+                        "SHARD_RENDEZVOUS_PORT=29611", NULL};
+  ASSERT_OK(read_env(ours, &e));
+  assert_int_equal(e.master_port, 29611);
+  const char *not_shared[] = {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "MASTER_ADDR=n01",
+                              "MASTER_PORT=29500", "TORCHELASTIC_USE_AGENT_STORE=False", NULL};
+  ASSERT_OK(read_env(not_shared, &e));
+  assert_int_equal(e.master_port, 29500);
+  const char *slurm[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                         "SLURM_JOB_NODELIST=n1", "SLURM_JOB_ID=9", "SHARD_RENDEZVOUS_PORT=x",
+                         NULL};
+  ASSERT_ERROR(read_env(slurm, &e), SRT_INVALID_ARGUMENT,
+               "Slurm launch: SHARD_RENDEZVOUS_PORT='x' is not a decimal integer");
+}
+
 static void test_slurm(void **state) {
   (void)state;
   const char *vars[] = {"SLURM_PROCID=5",   "SLURM_NTASKS=6",
@@ -141,7 +165,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_torchrun),       cmocka_unit_test(test_none_and_mpi),
       cmocka_unit_test(test_slurm),          cmocka_unit_test(test_slurm_hostlist),
-      cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_refusals),       cmocka_unit_test(test_rendezvous_port),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
