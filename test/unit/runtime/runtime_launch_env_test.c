@@ -20,18 +20,23 @@ static srt_status read_env(const char *const *vars, srt_launch_env *e) {
   return srt_launch_env_read(table_get, (void *)vars, e);
 }
 
+static void expect_env(const srt_launch_env *e, srt_launch_kind kind, int rank, int world,
+                       int local, const char *addr, int port) {
+  assert_int_equal(e->kind, kind);
+  assert_int_equal(e->rank, rank);
+  assert_int_equal(e->world_size, world);
+  assert_int_equal(e->local_rank, local);
+  assert_string_equal(e->master_addr, addr);
+  assert_int_equal(e->master_port, port);
+}
+
 static void test_torchrun(void **state) {
   (void)state;
   const char *vars[] = {"RANK=3",          "WORLD_SIZE=8",      "LOCAL_RANK=1",
                         "MASTER_ADDR=n01", "MASTER_PORT=29500", NULL};
   srt_launch_env e;
   ASSERT_OK(read_env(vars, &e));
-  assert_int_equal(e.kind, SRT_LAUNCH_TORCHRUN);
-  assert_int_equal(e.rank, 3);
-  assert_int_equal(e.world_size, 8);
-  assert_int_equal(e.local_rank, 1);
-  assert_string_equal(e.master_addr, "n01");
-  assert_int_equal(e.master_port, 29500);
+  expect_env(&e, SRT_LAUNCH_TORCHRUN, 3, 8, 1, "n01", 29500);
 }
 
 static void test_none_and_mpi(void **state) {
@@ -82,12 +87,8 @@ static void test_slurm(void **state) {
                         "SLURM_JOB_ID=123456", NULL};
   srt_launch_env e;
   ASSERT_OK(read_env(vars, &e));
-  assert_int_equal(e.kind, SRT_LAUNCH_SLURM);
-  assert_int_equal(e.rank, 5);
-  assert_int_equal(e.world_size, 6);
-  assert_int_equal(e.local_rank, 1);
-  assert_string_equal(e.master_addr, "gpu03");
-  assert_int_equal(e.master_port, 15000 + 3456); // the job id's last four digits
+  // the first host of the list; port 15000 + the job id's last four digits
+  expect_env(&e, SRT_LAUNCH_SLURM, 5, 6, 1, "gpu03", 15000 + 3456);
   // MASTER_ADDR and MASTER_PORT override the node list and the job id.
   const char *over[] = {"SLURM_PROCID=0", "SLURM_NTASKS=2",    "SLURM_LOCALID=0",
                         "MASTER_ADDR=10.0.0.7", "MASTER_PORT=4000", NULL};

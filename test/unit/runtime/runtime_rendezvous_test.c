@@ -87,17 +87,9 @@ static int raw_connect(int port) {
   return -1;
 }
 
-// Sends a hello (version, rank, world) and returns rank 0's answer: the
-// reason of a refusal (kind 1), read until rank 0 closes.
-static void expect_refusal(int fd, uint32_t version, uint32_t rank, uint32_t world,
-                           const char *needle) {
-  unsigned char h[kHelloBytes] = {0};
-  put32(h, 0x56524853u);
-  put32(h + 4, version);
-  put32(h + 8, rank);
-  put32(h + 12, world);
-  memcpy(h + 20, "rawpeer", 7);
-  assert_int_equal(send(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+// Reads rank 0's answer on fd until it closes: a refusal (kind 1) whose
+// reason must hold `needle`; closes fd.
+static void expect_refusal_text(int fd, const char *needle) {
   char buf[2048] = "";
   size_t n = 0;
   ssize_t k;
@@ -111,16 +103,36 @@ static void expect_refusal(int fd, uint32_t version, uint32_t rank, uint32_t wor
   close(fd);
 }
 
+// Sends a hello (version, rank, world); rank 0 must refuse it with `needle`.
+static void expect_refusal(int fd, uint32_t version, uint32_t rank, uint32_t world,
+                           const char *needle) {
+  unsigned char h[kHelloBytes] = {0};
+  put32(h, 0x56524853u);
+  put32(h + 4, version);
+  put32(h + 8, rank);
+  put32(h + 12, world);
+  memcpy(h + 20, "rawpeer", 7);
+  assert_int_equal(send(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+  expect_refusal_text(fd, needle);
+}
+
+// Runs the rendezvous with `o`: it must succeed with `payload` (a string)
+// and o->host_name in the table's row of o's rank.
+static void expect_met(const srt_rendezvous_options *o, const char *payload) {
+  srt_rendezvous_result r;
+  ASSERT_OK(srt_rendezvous(o, &r));
+  assert_int_equal(r.payload_bytes, strlen(payload));
+  assert_memory_equal(r.payload, payload, strlen(payload));
+  assert_string_equal(r.hosts[o->env.rank], o->host_name);
+  srt_rendezvous_result_free(&r);
+}
+
 static void test_world_of_one(void **state) {
   (void)state;
   srt_rendezvous_options o = {.env = env_of(0, 1, 0), .timeout_s = 1, .payload = "xy",
                               .payload_bytes = 2, .host_name = "solo"};
+  expect_met(&o, "xy");
   srt_rendezvous_result r;
-  ASSERT_OK(srt_rendezvous(&o, &r));
-  assert_int_equal(r.payload_bytes, 2);
-  assert_memory_equal(r.payload, "xy", 2);
-  assert_string_equal(r.hosts[0], "solo");
-  srt_rendezvous_result_free(&r);
   o.timeout_s = 0;
   ASSERT_ERROR(srt_rendezvous(&o, &r), SRT_INVALID_ARGUMENT, "timeout 0 s");
   o.timeout_s = 1, o.payload_bytes = SRT_RENDEZVOUS_MAX_PAYLOAD + 1;
@@ -140,12 +152,7 @@ static void test_stranger_dropped(void **state) {
   assert_int_equal(recv(fd, &c, 1, 0), 0); // rank 0 closed it unanswered
   close(fd);
   srt_rendezvous_options o = {.env = env_of(1, 2, port), .timeout_s = 5, .host_name = "r1"};
-  srt_rendezvous_result r;
-  ASSERT_OK(srt_rendezvous(&o, &r));
-  assert_int_equal(r.payload_bytes, 3);
-  assert_memory_equal(r.payload, "abc", 3);
-  assert_string_equal(r.hosts[1], "r1");
-  srt_rendezvous_result_free(&r);
+  expect_met(&o, "abc");
   expect_child_ok(pid);
 }
 
@@ -179,14 +186,7 @@ static void test_cut_hello(void **state) {
   unsigned char h[10] = {0};
   put32(h, 0x56524853u);
   assert_int_equal(send(fd, h, sizeof h, 0), 10);
-  char buf[1024] = "";
-  size_t n = 0;
-  ssize_t k;
-  while (n < sizeof buf - 1 && (k = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0)
-    n += (size_t)k;
-  assert_true(n > 20);
-  assert_non_null(strstr(buf + 20, "rank 0 ended the rendezvous: rank 0 timed out after 1 s"));
-  close(fd);
+  expect_refusal_text(fd, "rank 0 ended the rendezvous: rank 0 timed out after 1 s");
   expect_child_ok(pid);
 }
 
