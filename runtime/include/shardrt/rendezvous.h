@@ -50,7 +50,8 @@ typedef struct srt_rendezvous_result {
 /// `out` (free with srt_rendezvous_result_free). A world of one returns
 /// rank 0's payload and host without any socket.
 ///
-/// Errors (every message names this rank and MASTER_ADDR:MASTER_PORT):
+/// Errors (the messages of the network ones name the rank and
+/// MASTER_ADDR:MASTER_PORT):
 ///   SRT_UNAVAILABLE: rank 0 cannot listen on the port (in use: the errno
 ///     text), or the name MASTER_ADDR does not resolve; rank 0 refused a
 ///     hello (a wrong world size "rank 3 says WORLD_SIZE=4, rank 0 has 2",
