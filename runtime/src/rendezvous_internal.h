@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 
 #include "shardrt/rendezvous.h"
 
@@ -59,6 +60,16 @@ const char *rdv_io_error_text(int err);
 /// `world` rows; SRT_RESOURCE_EXHAUSTED on failure (out is then freed).
 srt_status rdv_result_alloc(srt_rendezvous_result *out, int world, const void *payload,
                             size_t bytes);
+
+/// MASTER_ADDR of `e` as an IPv4 address with port `port`.
+/// Errors: SRT_UNAVAILABLE naming the rank and the name that does not
+/// resolve.
+srt_status rdv_resolve(const srt_launch_env *e, int port, struct sockaddr_in *a);
+
+/// One connection attempt to `a`, waiting no later than `deadline`: the
+/// connected socket (non-blocking, close-on-exec), or -1 and the errno in
+/// *err (ETIMEDOUT at the deadline).
+int rdv_connect(const struct sockaddr_in *a, double deadline, int *err);
 
 /// The side of every rank but 0 (rendezvous_peer.c): connects to rank 0
 /// until `deadline`, sends the hello and reads the reply into `out`.

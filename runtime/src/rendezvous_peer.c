@@ -23,21 +23,19 @@ typedef struct rdv_peer_state {
   int fd;
 } rdv_peer_state;
 
-static srt_status resolve(const rdv_peer_state *p, struct sockaddr_in *a) {
+srt_status rdv_resolve(const srt_launch_env *e, int port, struct sockaddr_in *a) {
   struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
-  int rc = getaddrinfo(p->o->env.master_addr, NULL, &hints, &res);
+  int rc = getaddrinfo(e->master_addr, NULL, &hints, &res);
   if (rc != 0 || !res)
-    return SRT_ERROR(SRT_UNAVAILABLE, "rank %d cannot resolve MASTER_ADDR '%s': %s",
-                     p->o->env.rank, p->o->env.master_addr,
-                     rc ? gai_strerror(rc) : "no IPv4 address");
+    return SRT_ERROR(SRT_UNAVAILABLE, "rank %d cannot resolve MASTER_ADDR '%s': %s", e->rank,
+                     e->master_addr, rc ? gai_strerror(rc) : "no IPv4 address");
   memcpy(a, res->ai_addr, sizeof *a);
-  a->sin_port = htons((uint16_t)p->o->env.master_port);
+  a->sin_port = htons((uint16_t)port);
   freeaddrinfo(res);
   return NULL;
 }
 
-// One connection attempt: the connected socket, or -1 and the errno in *err.
-static int try_connect(const struct sockaddr_in *a, double deadline, int *err) {
+int rdv_connect(const struct sockaddr_in *a, double deadline, int *err) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) {
     *err = errno;
@@ -65,11 +63,11 @@ static int try_connect(const struct sockaddr_in *a, double deadline, int *err) {
 
 static srt_status connect_rank0(rdv_peer_state *p, int *attempts) {
   struct sockaddr_in a;
-  SRT_RETURN_IF_ERROR(resolve(p, &a));
+  SRT_RETURN_IF_ERROR(rdv_resolve(&p->o->env, p->o->env.master_port, &a));
   int err = ETIMEDOUT;
   while (rdv_ms_left(p->deadline) > 0) {
     ++*attempts;
-    p->fd = try_connect(&a, p->deadline, &err);
+    p->fd = rdv_connect(&a, p->deadline, &err);
     if (p->fd >= 0)
       return NULL;
     int ms = rdv_ms_left(p->deadline);
