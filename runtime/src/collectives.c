@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collectives_tcp.h"
 #include "context_internal.h"
 #include "shardrt/tensor.h"
 
@@ -258,6 +259,8 @@ srt_status srt_collective_wait(srt_context *ctx, int slot) {
     return NULL;
   srt_group *g = p->group;
   p->group = NULL; // freed whatever the outcome: a failed step ends the job
+  if (g->tcp)
+    return NULL; // completed by its start
   if (p->rc != MPI_SUCCESS)
     return srt_mpi_error(p->rc, p->what, g, __FILE__, __LINE__);
   return wait_for(g, p->what, &p->req);
@@ -319,6 +322,8 @@ srt_status srt_bucket_start(srt_group *g, srt_bucket_kind kind, const srt_bucket
   p->elem = elem;
   p->total = total;
   unsigned char *out = p->stage + send * (size_t)total * elem;
+  if (g->tcp)
+    return srt_tcp_bucket(g, slot, kind, total, dtype);
   if (kind == SRT_BUCKET_ALL_GATHER)
     SRT_MPI_ISSUE(g, "bucket all-gather", slot,
                   MPI_Iallgather(p->stage, (int)total, t, out, (int)total, t, g->comm, &req_));
@@ -401,6 +406,8 @@ static srt_status all_reduce(srt_group *g, void *data, int64_t count, srt_dtype 
   SRT_RETURN_IF_ERROR(check_count(g, what, count));
   if (count == 0 || g->size == 1)
     return NULL;
+  if (g->tcp)
+    return srt_tcp_all_reduce(g, "all-reduce", data, count, dtype, op);
   SRT_MPI_ISSUE(g, "all-reduce", slot,
                 MPI_Iallreduce(MPI_IN_PLACE, data, (int)count, t, mop, g->comm, &req_));
   return NULL;
@@ -434,13 +441,18 @@ static srt_status all_gather(srt_group *g, const void *in, void *out, srt_dtype 
   }
   layout l = layout_of(ndim, local_shape, dim, elem);
   if (l.outer == 1) { // chunks are already contiguous in the output
+    if (g->tcp)
+      return srt_tcp_all_gather(g, "all-gather", in, out, bytes);
     SRT_MPI_ISSUE(g, "all-gather", slot,
                   MPI_Iallgather(in, (int)count, t, out, (int)count, t, g->comm, &req_));
     return NULL;
   }
   void *scratch;
   SRT_RETURN_IF_ERROR(srt_context_scratch(g->ctx, bytes * (size_t)g->size, &scratch));
-  SRT_MPI_WAIT(g, "all-gather",
+  if (g->tcp)
+    SRT_RETURN_IF_ERROR(srt_tcp_all_gather(g, "all-gather", in, scratch, bytes));
+  else
+    SRT_MPI_WAIT(g, "all-gather",
                MPI_Iallgather(in, (int)count, t, scratch, (int)count, t, g->comm, &req_));
   unpack_chunks(scratch, l, g->size, out);
   return NULL;
@@ -487,6 +499,8 @@ static srt_status reduce_scatter(srt_group *g, const void *in, void *out, srt_dt
     send = scratch;
     slot = -1; // the scratch is shared: done before it is reused
   }
+  if (g->tcp)
+    return srt_tcp_reduce_scatter(g, "reduce-scatter", send, out, count, dtype, op);
   SRT_MPI_ISSUE(g, "reduce-scatter", slot,
                 MPI_Ireduce_scatter_block(send, out, (int)count, t, mop, g->comm, &req_));
   return NULL;
@@ -546,7 +560,10 @@ srt_status srt_all_to_all(srt_group *g, const void *in, void *out, srt_dtype dty
     scratch += bytes;
   }
   void *recv = recv_l.outer != 1 ? (void *)scratch : out;
-  SRT_MPI_WAIT(g, "all-to-all",
+  if (g->tcp)
+    SRT_RETURN_IF_ERROR(srt_tcp_all_to_all(g, "all-to-all", send, recv, (size_t)count * elem));
+  else
+    SRT_MPI_WAIT(g, "all-to-all",
                MPI_Ialltoall(send, (int)count, t, recv, (int)count, t, g->comm, &req_));
   if (recv != out)
     unpack_chunks(recv, recv_l, g->size, out);
@@ -563,6 +580,8 @@ srt_status srt_broadcast(srt_group *g, void *data, int64_t count, srt_dtype dtyp
     return bad_arg(g, what, "root outside the group (root, size)", root, g->size);
   if (count == 0 || g->size == 1)
     return NULL;
+  if (g->tcp)
+    return srt_tcp_broadcast(g, "broadcast", data, (size_t)count * srt_dtype_size(dtype), root);
   SRT_MPI_WAIT(g, "broadcast", MPI_Ibcast(data, (int)count, t, root, g->comm, &req_));
   return NULL;
 }

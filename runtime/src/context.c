@@ -62,11 +62,62 @@ static srt_status split_group(srt_context *ctx, srt_group *g, int color, int key
   return NULL;
 }
 
+// The members of group `kind`: the world ranks of its color (which group
+// of the kind), in the order of their key (the rank in it); for MPI the
+// color and key of this rank are the split's. tp: same dp and cp index,
+// ordered by tp index; dp: same cp and tp index; dp_cp (where the loss,
+// the gradients and their norm are reduced): same tp index, ordered
+// dp-major; cp: same dp and tp index.
+static void group_key(const srt_mesh *mesh, int w, int kind, int *color, int *key) {
+  int coord[SRT_MESH_NDIMS];
+  srt_mesh_coord(mesh, w, coord);
+  int cp = mesh->cp, tp = mesh->shape[SRT_MESH_TP], tpi = coord[SRT_MESH_TP];
+  int cpi = srt_mesh_cp_index(mesh, w), dpi = coord[SRT_MESH_DP];
+  int colors[SRT_GROUP_COUNT] = {[SRT_GROUP_TP] = dpi * cp + cpi, [SRT_GROUP_DP] = cpi * tp + tpi,
+                                 [SRT_GROUP_DP_CP] = tpi, [SRT_GROUP_CP] = dpi * tp + tpi};
+  int keys[SRT_GROUP_COUNT] = {[SRT_GROUP_TP] = tpi, [SRT_GROUP_DP] = dpi,
+                               [SRT_GROUP_DP_CP] = dpi * cp + cpi, [SRT_GROUP_CP] = cpi};
+  *color = colors[kind];
+  *key = keys[kind];
+}
+
+// Group `kind` over the TCP mesh (world: every rank): its members in key
+// order, no communication (every rank derives the same lists).
+static srt_status tcp_group(srt_context *ctx, int kind, const srt_tcp_mesh *mesh) {
+  srt_group *g = &ctx->groups[kind];
+  g->tcp = calloc(1, sizeof *g->tcp);
+  int *members = malloc((size_t)mesh->size * sizeof *members);
+  if (!g->tcp || !members) {
+    free(members);
+    return srt_group_annotate(g, SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "context: no memory"));
+  }
+  g->tcp->mesh = mesh;
+  g->tcp->members = members;
+  int color = 0, key = 0, c, k;
+  if (kind != SRT_GROUP_WORLD)
+    group_key(&ctx->mesh, mesh->rank, kind, &color, &key);
+  g->size = 0;
+  for (int w = 0; w < mesh->size; ++w) {
+    c = k = 0;
+    if (kind != SRT_GROUP_WORLD)
+      group_key(&ctx->mesh, w, kind, &c, &k);
+    if (c == color) {
+      members[kind == SRT_GROUP_WORLD ? w : k] = w;
+      g->size++;
+    }
+  }
+  g->rank = kind == SRT_GROUP_WORLD ? mesh->rank : key;
+  return NULL;
+}
+
 // Every rank must build the same mesh, or the splits would pair ranks
 // wrongly; one small all-reduce tells every rank at once.
 static srt_status agree_on_mesh(srt_group *world, const srt_context_options *o) {
   int v[6] = {o->dp, o->cp, o->tp, -o->dp, -o->cp, -o->tp};
-  SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT, MPI_MAX, world->comm));
+  if (world->tcp)
+    SRT_RETURN_IF_ERROR(srt_tcp_mesh_max(world->tcp->mesh, v, 6, world->ctx->timeout_s));
+  else
+    SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT, MPI_MAX, world->comm));
   if (v[0] == o->dp && v[1] == o->cp && v[2] == o->tp && -v[3] == o->dp && -v[4] == o->cp &&
       -v[5] == o->tp)
     return NULL;
@@ -79,15 +130,25 @@ static srt_status agree_on_mesh(srt_group *world, const srt_context_options *o) 
                              world->rank, "world rank %d", world->rank);
 }
 
-static srt_status build(srt_context *ctx, const srt_context_options *o) {
+// The world group: a duplicate of the caller's communicator, or every
+// rank of the TCP mesh.
+static srt_status make_world(srt_context *ctx, const srt_context_options *o) {
   srt_group *world = &ctx->groups[SRT_GROUP_WORLD];
+  ctx->timeout_s = o->timeout_s;
+  if (o->tcp_mesh)
+    return tcp_group(ctx, SRT_GROUP_WORLD, o->tcp_mesh);
   MPI_Comm parent = o->comm == MPI_COMM_NULL ? MPI_COMM_WORLD : o->comm;
   SRT_MPI(world, MPI_Comm_dup(parent, &world->comm));
   SRT_MPI(world, MPI_Comm_set_errhandler(world->comm, MPI_ERRORS_RETURN));
   SRT_MPI(world, MPI_Comm_dup(world->comm, &world->side));
-  ctx->timeout_s = o->timeout_s;
   SRT_MPI(world, MPI_Comm_size(world->comm, &world->size));
   SRT_MPI(world, MPI_Comm_rank(world->comm, &world->rank));
+  return NULL;
+}
+
+static srt_status build(srt_context *ctx, const srt_context_options *o) {
+  srt_group *world = &ctx->groups[SRT_GROUP_WORLD];
+  SRT_RETURN_IF_ERROR(make_world(ctx, o));
   for (int k = 0; k < SRT_GROUP_COUNT; ++k)
     ctx->groups[k].world_rank = world->rank;
 
@@ -95,18 +156,18 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   int cp = o->cp > 0 ? o->cp : 1;
   SRT_RETURN_IF_ERROR(srt_mesh_init_cp(&ctx->mesh, world->size, o->dp, cp, o->tp));
   srt_mesh_coord(&ctx->mesh, world->rank, ctx->coord);
-  int dpi = ctx->coord[SRT_MESH_DP], tpi = ctx->coord[SRT_MESH_TP];
-  int cpi = srt_mesh_cp_index(&ctx->mesh, world->rank), tp = o->tp;
+  int dpi = ctx->coord[SRT_MESH_DP];
+  int cpi = srt_mesh_cp_index(&ctx->mesh, world->rank);
   ctx->placement = srt_mesh_placement(&ctx->mesh);
   ctx->coord[SRT_MESH_DP] = dpi * cp + cpi;
 
-  // tp: same dp and cp index, ordered by tp index; dp: same cp and tp
-  // index; cp: same dp and tp index; dp_cp (where the loss, the gradients
-  // and their norm are reduced): same tp index, ordered dp-major.
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_TP], dpi * cp + cpi, tpi));
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP], cpi * tp + tpi, dpi));
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP_CP], tpi, dpi * cp + cpi));
-  SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_CP], dpi * tp + tpi, cpi));
+  static const int kinds[] = {SRT_GROUP_TP, SRT_GROUP_DP, SRT_GROUP_DP_CP, SRT_GROUP_CP};
+  for (int i = 0; i < 4; ++i) {
+    int color, key;
+    group_key(&ctx->mesh, world->rank, kinds[i], &color, &key);
+    SRT_RETURN_IF_ERROR(o->tcp_mesh ? tcp_group(ctx, kinds[i], o->tcp_mesh)
+                                    : split_group(ctx, &ctx->groups[kinds[i]], color, key));
+  }
 
   if (o->arena_bytes) {
     SRT_RETURN_IF_ERROR(srt_arena_init(&ctx->arena, o->arena_bytes));
@@ -129,6 +190,12 @@ srt_status srt_context_release(srt_context *ctx, srt_status stuck) {
   srt_status first = NULL;
   for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
     srt_group *g = &ctx->groups[k];
+    if (g->tcp) {
+      free(g->tcp->members);
+      free(g->tcp->tmp);
+      free(g->tcp);
+      g->tcp = NULL;
+    }
     if (g->side != MPI_COMM_NULL)
       MPI_Comm_free(&g->side);
     if (g->comm == MPI_COMM_NULL)
@@ -161,7 +228,8 @@ srt_status srt_context_create(const srt_context_options *options,
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "context: tp must be >= 1, got %d",
                      options->tp);
   int flag = 0;
-  MPI_Finalized(&flag);
+  if (!options->tcp_mesh)
+    MPI_Finalized(&flag);
   if (flag)
     return SRT_ERROR(SRT_FAILED_PRECONDITION,
                      "context: MPI was already finalised in this process");
@@ -175,7 +243,10 @@ srt_status srt_context_create(const srt_context_options *options,
     ctx->groups[k].world_rank = -1; // until MPI_Comm_rank tells
     ctx->groups[k].ctx = ctx;
   }
-  MPI_Initialized(&flag);
+  if (options->tcp_mesh)
+    flag = 1; // the groups run over TCP: MPI is not started
+  else
+    MPI_Initialized(&flag);
   if (!flag) {
     int rc = MPI_Init(NULL, NULL);
     if (rc != MPI_SUCCESS) {

@@ -5,7 +5,17 @@
 #define SHARDRT_CONTEXT_INTERNAL_H
 
 #include "shardrt/context.h"
+#include "shardrt/tcp_mesh.h"
 #include "shardrt/types.h"
+
+// A group's TCP transport (an env launch's host plane; its collectives
+// are collectives_tcp.c's).
+struct srt_tcp_group {
+  const srt_tcp_mesh *mesh; // the job's links (owned by the caller of the context)
+  int *members;             // members[r]: the world rank of group rank r (owned)
+  unsigned char *tmp;       // a reduction's received contributions (owned, grown)
+  size_t tmp_bytes;
+};
 
 struct srt_group {
   MPI_Comm comm;       // MPI_COMM_NULL until created
@@ -15,6 +25,10 @@ struct srt_group {
   int world_rank;      // for messages
   const char *name;    // "world", "dp", "tp", "dp_cp"
   srt_context *ctx;    // owner (for the scratch buffer)
+  // An env launch's TCP transport (collectives_tcp.h): the group's
+  // members over the mesh's sockets, comm and side MPI_COMM_NULL; NULL:
+  // the group is an MPI communicator.
+  struct srt_tcp_group *tcp;
 };
 
 // A collective in flight (srt_*_start, collectives.h): its request and

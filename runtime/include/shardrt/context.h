@@ -65,6 +65,12 @@ typedef struct srt_context_options {
   size_t arena_bytes;   ///< size of the per-rank arena (srt_context_arena); 0: none
   size_t scratch_bytes; ///< initial collective scratch (grows on demand if short)
   double timeout_s;     ///< deadline of every collective, seconds; <= 0: none
+  /// An env launch's TCP mesh (shardrt/tcp_mesh.h), or NULL. With one, the
+  /// world is the mesh's ranks, every group's collectives run over its
+  /// sockets (collectives_tcp.h) and the context never calls MPI (nor
+  /// starts it; `comm` is ignored). Owned by the caller; must outlive the
+  /// context.
+  const struct srt_tcp_mesh *tcp_mesh;
 } srt_context_options;
 
 /// dp = 0 (inferred), cp = 1, tp = 1, comm = MPI_COMM_NULL, no arena, no scratch,
