@@ -114,9 +114,19 @@ static srt_status tcp_group(srt_context *ctx, int kind, const srt_tcp_mesh *mesh
 // wrongly; one small all-reduce tells every rank at once.
 static srt_status agree_on_mesh(srt_group *world, const srt_context_options *o) {
   int v[6] = {o->dp, o->cp, o->tp, -o->dp, -o->cp, -o->tp};
-  if (world->tcp)
-    SRT_RETURN_IF_ERROR(srt_tcp_mesh_max(world->tcp->mesh, v, 6, world->ctx->timeout_s));
-  else
+  if (world->tcp) {
+    int all[6 * 64];
+    const srt_tcp_mesh *m = world->tcp->mesh;
+    int *every = m->size <= 64 ? all : malloc((size_t)m->size * sizeof v);
+    srt_status s = every ? srt_tcp_mesh_allgather(m, v, every, sizeof v, world->ctx->timeout_s)
+                         : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "context: no memory");
+    for (int r = 0; !s && r < m->size; ++r)
+      for (int i = 0; i < 6; ++i)
+        v[i] = every[r * 6 + i] > v[i] ? every[r * 6 + i] : v[i];
+    if (every != all)
+      free(every);
+    SRT_RETURN_IF_ERROR(s);
+  } else
     SRT_MPI(world, MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_INT, MPI_MAX, world->comm));
   if (v[0] == o->dp && v[1] == o->cp && v[2] == o->tp && -v[3] == o->dp && -v[4] == o->cp &&
       -v[5] == o->tp)

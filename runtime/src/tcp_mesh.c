@@ -180,6 +180,9 @@ static srt_status build(mesh_build *b, const srt_launch_env *env) {
   srt_rendezvous_result r = {0};
   SRT_RETURN_IF_ERROR(srt_rendezvous(&o, &r));
   int port0 = r.payload_bytes == 4 ? (int)rdv_get_u32(r.payload) : 0;
+  b->m->local_size = 0;
+  for (int k = 0; k < r.world_size; ++k)
+    b->m->local_size += !strcmp(r.hosts[k], r.hosts[env->rank]);
   srt_rendezvous_result_free(&r);
   if (port0 < 1 || port0 > 65535)
     return SRT_ERROR(SRT_UNAVAILABLE, "tcp mesh: rank %d got no mesh port from rank 0 (a rank "
@@ -201,7 +204,7 @@ srt_status srt_tcp_mesh_connect(const srt_launch_env *env, double timeout_s,
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "tcp mesh: no memory");
   }
   *m = (srt_tcp_mesh){.rank = env->rank, .size = env->world_size, .fd = fd,
-                      .timeout_s = timeout_s};
+                      .timeout_s = timeout_s, .local_size = 1};
   for (int r = 0; r < m->size; ++r)
     fd[r] = -1;
   mesh_build b = {.m = m, .deadline = rdv_now() + timeout_s, .lfd = -1};
@@ -227,28 +230,40 @@ void srt_tcp_mesh_free(srt_tcp_mesh *m) {
   free(m);
 }
 
-srt_status srt_tcp_mesh_max(const srt_tcp_mesh *m, int *v, int n, double timeout_s) {
-  mesh_build b = {.m = (srt_tcp_mesh *)m, .deadline = rdv_now() + (timeout_s > 0 ? timeout_s : 1e9)};
-  size_t bytes = (size_t)n * sizeof *v;
-  int got[64];
-  if (n > 64)
-    return SRT_ERROR(SRT_INVALID_ARGUMENT, "tcp mesh: max of %d ints (at most 64)", n);
+// The deadline of a star exchange (timeout_s <= 0: none) and its errors.
+static mesh_build star_of(const srt_tcp_mesh *m, double timeout_s) {
+  return (mesh_build){.m = (srt_tcp_mesh *)m,
+                      .deadline = rdv_now() + (timeout_s > 0 ? timeout_s : 1e9), .lfd = -1};
+}
+
+srt_status srt_tcp_mesh_bcast(const srt_tcp_mesh *m, void *buf, size_t bytes, double timeout_s) {
+  mesh_build b = star_of(m, timeout_s);
+  if (m->rank != 0) {
+    int err = rdv_recv_all(m->fd[0], buf, bytes, b.deadline);
+    return err ? io_error(&b, 0, "had no broadcast from", err) : NULL;
+  }
+  for (int r = 1; r < m->size; ++r) {
+    int err = rdv_send_all(m->fd[r], buf, bytes, b.deadline);
+    if (err)
+      return io_error(&b, r, "could not broadcast to", err);
+  }
+  return NULL;
+}
+
+srt_status srt_tcp_mesh_allgather(const srt_tcp_mesh *m, const void *mine, void *all,
+                                  size_t bytes, double timeout_s) {
+  mesh_build b = star_of(m, timeout_s);
+  unsigned char *out = all;
+  memcpy(out + (size_t)m->rank * bytes, mine, bytes);
+  if (m->rank != 0) {
+    int err = rdv_send_all(m->fd[0], mine, bytes, b.deadline);
+    if (err)
+      return io_error(&b, 0, "could not send its values to", err);
+  }
   for (int r = 1; r < m->size && m->rank == 0; ++r) {
-    int err = rdv_recv_all(m->fd[r], got, bytes, b.deadline);
+    int err = rdv_recv_all(m->fd[r], out + (size_t)r * bytes, bytes, b.deadline);
     if (err)
       return io_error(&b, r, "had no values from", err);
-    for (int i = 0; i < n; ++i)
-      v[i] = got[i] > v[i] ? got[i] : v[i];
   }
-  for (int r = 1; r < m->size && m->rank == 0; ++r) {
-    int err = rdv_send_all(m->fd[r], v, bytes, b.deadline);
-    if (err)
-      return io_error(&b, r, "could not send the maximum to", err);
-  }
-  if (m->rank == 0)
-    return NULL;
-  int err = rdv_send_all(m->fd[0], v, bytes, b.deadline);
-  if (!err)
-    err = rdv_recv_all(m->fd[0], v, bytes, b.deadline);
-  return err ? io_error(&b, 0, "had no maximum from", err) : NULL;
+  return srt_tcp_mesh_bcast(m, all, (size_t)m->size * bytes, timeout_s);
 }

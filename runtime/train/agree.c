@@ -8,7 +8,6 @@
 // that must be the same everywhere), rank 0's is broadcast, and the first
 // item where any rank differs is named by that rank, with both values.
 #include <jansson.h>
-#include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,16 +191,14 @@ static int config_difference(const char *a, const char *b, char *key, size_t key
 static void explain_config(const srt_program *p, int rank, int differ) {
   char *mine = canonical_config(p->config_json);
   long long n = (long long)strlen(mine);
-  MPI_Bcast(&n, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
+  train_plane_bcast(&n, sizeof n);
   char *root = rank == 0 ? mine : calloc((size_t)n + 1, 1);
   if (!root) { // no memory on this rank: the others still take part below
     static char none[1];
     root = none;
     n = 0;
   }
-  for (long long off = 0; off < n; off += 1 << 20) // in chunks an int counts
-    MPI_Bcast(root + off, (int)(n - off < (1 << 20) ? n - off : (1 << 20)), MPI_BYTE, 0,
-              MPI_COMM_WORLD);
+  train_plane_bcast(root, (size_t)n);
   if (rank == differ) {
     char key[256], *va = NULL, *vb = NULL;
     if (config_difference(root, mine, key, sizeof key, &va, &vb))
@@ -224,9 +221,7 @@ static void explain_config(const srt_program *p, int rank, int differ) {
 static int compare(const srt_program *p, const record *mine);
 
 int train_agree(const srt_program *p, const train_options *o, const char *command_line) {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size == 1)
+  if (train_plane_size() == 1)
     return 0;
   static record mine; // 14 KiB, not on the stack
   memset(&mine, 0, sizeof mine);
@@ -242,18 +237,17 @@ int train_agree(const srt_program *p, const train_options *o, const char *comman
 // the first differing item names it (for the config: `p`'s first key).
 // Collective. Returns 0 when all agree, 1 on every rank otherwise.
 static int compare(const srt_program *p, const record *mine) {
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int rank = train_plane_rank();
   static record root; // 14 KiB, not on the stack
   root = *mine;
-  MPI_Bcast(root.s, (int)sizeof root.s, MPI_BYTE, 0, MPI_COMM_WORLD);
+  train_plane_bcast(root.s, sizeof root.s);
   int first = SLOTS;
   for (int k = 0; k < SLOTS && first == SLOTS; ++k)
     if (mine->s[k].hash != root.s[k].hash || strcmp(mine->s[k].name, root.s[k].name))
       first = k;
   // The smallest item, then the smallest rank: one maximum.
-  int64_t key = first < SLOTS ? ((int64_t)(SLOTS - first) << 32) | (INT32_MAX - rank) : 0, max;
-  MPI_Allreduce(&key, &max, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+  int64_t max = first < SLOTS ? ((int64_t)(SLOTS - first) << 32) | (INT32_MAX - rank) : 0;
+  train_plane_allreduce(&max, SRT_I64, SRT_REDUCE_MAX);
   if (max == 0)
     return 0;
   int item = SLOTS - (int)(max >> 32), differ = INT32_MAX - (int)(max & 0xffffffff);
@@ -273,9 +267,7 @@ static int compare(const srt_program *p, const record *mine) {
 }
 
 int train_agree_schedule(const train_lr_schedule *s) {
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size == 1)
+  if (train_plane_size() == 1)
     return 0;
   static record mine;
   memset(&mine, 0, sizeof mine);

@@ -57,8 +57,7 @@ static int start_options(train_run *r, int argc, char **argv, int world_rank) {
 
 int train_start(train_run *r, int argc, char **argv) {
   const srt_program *p = r->p;
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  int world_rank = train_plane_rank();
   int code = start_options(r, argc, argv, world_rank);
   if (code >= 0)
     return code;
@@ -73,6 +72,7 @@ int train_start(train_run *r, int argc, char **argv) {
   co.cp = (int)p->cp;
   co.tp = (int)p->tp;
   co.timeout_s = r->o.timeout_s;
+  co.tcp_mesh = train_plane_mesh();
   // On a device backend the host keeps only the persistent region (what it
   // initialises, loads, saves and dumps); the whole arena is on the device.
   r->host_bytes = r->backend->host ? p->arena_bytes : p->persistent_bytes;
@@ -116,7 +116,7 @@ static int step_failed(train_run *r, srt_status s) {
   const srt_mesh *mesh = srt_context_placement_mesh(r->ctx);
   if (!r->backend->host && mesh->shape[0] * mesh->shape[1] > 1) {
     fprintf(stderr, "train: rank %d: aborting every rank (a device step failed)\n", r->rank);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    train_plane_abort();
   }
   return 1;
 }
@@ -187,20 +187,25 @@ int train_teardown(train_run *r, int failed) {
     train_report(d, r->rank);
   train_unlock(r->save_lock);
   train_unlock(r->export_lock);
-  MPI_Finalize();
+  train_plane_end();
   return failed || d ? 1 : r->stop_signal ? TRAIN_EXIT_PREEMPTED : 0;
 }
 
 // What must be refused before MPI_Init: a stack so small that MPI's
-// start-up crashes too, and an env launch of several processes (each
-// would start MPI as a world of its own). 1 after printing why, else 0.
-static int check_before_mpi(const srt_program *p) {
+// start-up crashes too, and a malformed launch; then the host plane starts
+// (MPI, or an env launch's TCP mesh). 1 after printing why, else 0.
+static int start_plane(int *argc, char ***argv) {
   srt_launch_env launch;
   srt_status s = train_check_stacks();
   if (!s)
     s = srt_launch_env_from_environ(&launch);
+  bool tcp = !s && train_launch_uses_tcp(&launch);
+  if (!tcp)
+    train_block_signals(); // MPI's threads must not take a stop signal
   if (!s)
-    s = train_check_launch(&launch, p->backend);
+    s = train_plane_start(&launch, argc, argv);
+  if (tcp) // no threads: a signal during the rendezvous just ends the process
+    train_block_signals();
   if (!s)
     return 0;
   fprintf(stderr, "train: %s\n", srt_status_message(s));
@@ -213,15 +218,13 @@ int main(int argc, char **argv) {
   // run: the write fails with EPIPE and the metrics stop with a message, as
   // on a full disk; checkpoints and the console go on.
   signal(SIGPIPE, SIG_IGN);
-  if (check_before_mpi(&shard_program))
+  if (start_plane(&argc, &argv))
     return 1;
-  train_block_signals(); // MPI's threads must not take a stop signal
-  MPI_Init(&argc, &argv);
-  train_catch_signals(); // after MPI_Init: a stop request is agreed on over MPI
+  train_catch_signals(); // after MPI_Init: a stop request is agreed on collectively
   train_run r = {.p = &shard_program, .save_lock = -1, .export_lock = -1};
   int code = train_start(&r, argc, argv);
   if (code >= 0) {
-    MPI_Finalize();
+    train_plane_end();
     return code;
   }
   int failed = train_setup(&r);

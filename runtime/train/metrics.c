@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +29,9 @@ double train_peak_flops(const srt_backend *backend, void *device, char *source, 
       mine = 0;
     }
   }
-  double sum = 0, unknown = mine > 0 ? 0 : 1, any_unknown = 0;
-  MPI_Allreduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(&unknown, &any_unknown, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  double sum = mine, any_unknown = mine > 0 ? 0 : 1;
+  train_plane_allreduce(&sum, SRT_F64, SRT_REDUCE_SUM);
+  train_plane_allreduce(&any_unknown, SRT_F64, SRT_REDUCE_MAX);
   return any_unknown > 0 ? 0 : sum;
 }
 

@@ -27,9 +27,10 @@ static void end_job(int world_rank) {
   else
     fprintf(stderr, "train: rank %d: no complete checkpoint of this run (none saved or "
             "loaded yet)\n", world_rank);
-  fprintf(stderr, "train: rank %d: ending the job (a collective timed out)\n", world_rank);
+  fprintf(stderr, "train: rank %d: ending the job (a collective %s)\n", world_rank,
+          train_plane_mesh() ? "timed out or lost its peer" : "timed out");
   fflush(stderr);
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  train_plane_abort();
 }
 
 // Prints `s` as "train: ..." (with the rank when given; -1: the message
@@ -42,10 +43,12 @@ void train_report(srt_status s, int rank) {
   // A collective past its deadline: a peer is stalled or dead and will not
   // take part in anything else, so no orderly shutdown can finish. End the
   // whole job (every rank, exit status 1).
-  if (srt_status_code(s) == SRT_DEADLINE_EXCEEDED) {
+  // Over the TCP plane a peer that died closed its sockets: the same end.
+  srt_code code = srt_status_code(s);
+  if (code == SRT_DEADLINE_EXCEEDED || (code == SRT_UNAVAILABLE && train_plane_mesh())) {
     int world_rank = rank; // -1 above: the line that ends the job still names its rank
     if (world_rank < 0)
-      MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+      world_rank = train_plane_rank();
     end_job(world_rank);
   }
   srt_status_free(s);

@@ -15,12 +15,16 @@
 #include <unistd.h>
 
 #include "shardrt/kernels.h"
+#include "shardrt/tcp_mesh.h"
 #include "train_internal.h"
 
 // Ranks of this job on this node (MPI-3 shared-memory split).
+// An env launch's: the ranks whose host name is this one's.
 static int local_ranks(void) {
   MPI_Comm node = MPI_COMM_NULL;
   int size = 1;
+  if (train_plane_mesh())
+    return train_plane_mesh()->local_size;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
           MPI_SUCCESS &&
       node != MPI_COMM_NULL) {

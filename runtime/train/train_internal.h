@@ -499,15 +499,42 @@ uint64_t train_fnv1a(uint64_t h, const void *data, size_t n);
 /// variable, its value and the floor.
 srt_status train_check_stacks(void);
 
-/// Refuses an env launch (torchrun's or Slurm's variables, no MPI launcher:
-/// `e` from srt_launch_env_from_environ) of more than one process for the
-/// program's `backend` (NULL: a malformed table, treated as the cpu's):
-/// MPI carries a cpu program's collectives and every backend's host-side
-/// ones, so each process would start a world of its own. NULL for an MPI
-/// launch, no launcher or an env launch of one process. Needs no MPI.
-/// Errors: SRT_FAILED_PRECONDITION naming the rank, the world size, the
-/// variables, the backend and the launch to use instead.
-srt_status train_check_launch(const srt_launch_env *e, const srt_backend *backend);
+// The host plane (launch.c): MPI, or the TCP mesh of an env launch of
+// several processes. Every function but train_launch_uses_tcp is
+// collective where its MPI counterpart is; an exchange of the TCP plane
+// that fails (a lost peer, 300 s without an answer) prints the error and
+// ends the process with status 1, as MPI's default error handler does.
+
+/// Whether launch `e` (srt_launch_env_from_environ) meets over TCP: an env
+/// launch (torchrun's or Slurm's variables, no MPI launcher) of more than
+/// one process. An MPI launch, no launcher and an env launch of one
+/// process use MPI. Needs no MPI.
+bool train_launch_uses_tcp(const srt_launch_env *e);
+
+/// Starts the plane: MPI_Init, or the TCP rendezvous and mesh (srt_tcp_mesh_
+/// connect, deadline 300 s). Errors: those of srt_tcp_mesh_connect.
+srt_status train_plane_start(const srt_launch_env *e, int *argc, char ***argv);
+
+/// MPI_Finalize, or closes the mesh.
+void train_plane_end(void);
+
+/// The TCP mesh (for srt_context_options.tcp_mesh), or NULL under MPI.
+const struct srt_tcp_mesh *train_plane_mesh(void);
+
+/// This process's rank in the job and the job's size.
+int train_plane_rank(void);
+int train_plane_size(void);
+
+/// Every rank's `buf` (bytes) becomes rank 0's.
+void train_plane_bcast(void *buf, size_t bytes);
+
+/// In place: one value of `dtype` (SRT_F64 or SRT_I64) becomes the SUM or
+/// MAX over the ranks (TCP: in rank order).
+void train_plane_allreduce(void *v, srt_dtype dtype, srt_reduce_op op);
+
+/// Ends the whole job with status 1: MPI_Abort, or this process's exit
+/// (its sockets close, so every peer's next exchange fails naming it).
+void train_plane_abort(void);
 
 /// Parses argv into *o: each flag of the driver's flag table (options.c)
 /// given as "--flag VALUE" or "--flag=VALUE" (a switch alone), the others

@@ -17,6 +17,7 @@ typedef struct srt_tcp_mesh {
   int size;        // the world size
   int *fd;         // fd[r]: the socket to rank r (non-blocking); fd[rank] = -1
   double timeout_s; // the deadline the mesh was built with
+  int local_size;  // ranks on this host (the same host name in the rendezvous), >= 1
 } srt_tcp_mesh;
 
 /// Builds the mesh as `env->rank` of `env->world_size` (an env launch's
@@ -35,12 +36,19 @@ typedef struct srt_tcp_mesh {
 srt_status srt_tcp_mesh_connect(const srt_launch_env *env, double timeout_s,
                                 srt_tcp_mesh **out);
 
-/// In place on every rank: v[i] = the maximum over the ranks of v[i] (n
-/// ints), through rank 0; for checks before the groups exist (the
-/// context's agreement on the mesh shape). Deadline `timeout_s` (<= 0:
-/// none). Errors: SRT_UNAVAILABLE or SRT_DEADLINE_EXCEEDED naming the
-/// peer rank.
-srt_status srt_tcp_mesh_max(const srt_tcp_mesh *m, int *v, int n, double timeout_s);
+// Two exchanges through rank 0 (a star), for the host's small agreements
+// before or beside the context's groups (the context's check of the mesh
+// shape, the driver's options and metrics). Every rank calls them in the
+// same order with the same sizes. Deadline `timeout_s` from the call (<= 0:
+// none). Errors: SRT_UNAVAILABLE (the peer closed, the link failed) or
+// SRT_DEADLINE_EXCEEDED naming this rank and the peer rank.
+
+/// Every rank's `buf` (bytes) becomes rank 0's.
+srt_status srt_tcp_mesh_bcast(const srt_tcp_mesh *m, void *buf, size_t bytes, double timeout_s);
+
+/// `all` (size x bytes) gets every rank's `mine` (bytes) in rank order.
+srt_status srt_tcp_mesh_allgather(const srt_tcp_mesh *m, const void *mine, void *all,
+                                  size_t bytes, double timeout_s);
 
 /// Closes every socket and frees the mesh; NULL is fine.
 void srt_tcp_mesh_free(srt_tcp_mesh *m);
