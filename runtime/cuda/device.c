@@ -228,9 +228,11 @@ static srt_status open_local(srt_cuda_device *d, const srt_program *p) {
 }
 
 // Communicator `i` (device.h: SRT_CUDA_COMM_*) over group `g`: the group's
-// rank 0 makes the unique id, MPI broadcasts it (with whether making it
-// worked, so that no member waits for an id that never comes) over the
-// group, every member joins.
+// rank 0 makes the unique id, the group's broadcast carries it (with
+// whether making it worked, so that no member waits for an id that never
+// comes): MPI's, or for an env launch the TCP mesh's, which is llm.c's
+// "tcp" init method (rank 0 hands the id out over a socket, with the
+// context's deadline); every member joins.
 static srt_status open_comm(srt_cuda_device *d, int i, srt_group *g) {
   struct {
     ncclUniqueId id;
