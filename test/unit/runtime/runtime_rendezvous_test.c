@@ -32,17 +32,6 @@ static srt_launch_env env_of(int rank, int world, int port) {
   return e;
 }
 
-// A port nothing listens on now (the kernel's pick for port 0).
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = {.s_addr = htonl(INADDR_LOOPBACK)}};
-  socklen_t len = sizeof a;
-  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // Forks rank 0 of `world` (payload "abc", timeout_s); the child exits 0
 // when the rendezvous ends with `code` and a message holding `needle`.
 static pid_t fork_rank0(int world, int port, double timeout_s, srt_code code,
@@ -144,7 +133,7 @@ static void test_world_of_one(void **state) {
 // A stranger's bytes (an HTTP request) are dropped; rank 1 still gets the payload.
 static void test_stranger_dropped(void **state) {
   (void)state;
-  int port = free_port();
+  int port = test_free_port();
   pid_t pid = fork_rank0(2, port, 5, SRT_OK, "");
   int fd = raw_connect(port);
   assert_int_equal(send(fd, "GET / HTTP/1.0\r\n\r\n", 18, 0), 18);
@@ -167,7 +156,7 @@ static void test_bad_hellos(void **state) {
       {1, 0, 2, "says RANK=0, but rank 0 expects ranks 1..1"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-    int port = free_port();
+    int port = test_free_port();
     pid_t pid = fork_rank0(2, port, 5, SRT_UNAVAILABLE, cases[i].needle);
     expect_refusal(raw_connect(port), cases[i].version, cases[i].rank, cases[i].world,
                    cases[i].needle);
@@ -179,7 +168,7 @@ static void test_bad_hellos(void **state) {
 // missing and says so on that connection.
 static void test_cut_hello(void **state) {
   (void)state;
-  int port = free_port();
+  int port = test_free_port();
   pid_t pid = fork_rank0(2, port, 1, SRT_DEADLINE_EXCEEDED,
                          "1 of 2 ranks did not arrive: rank 1");
   int fd = raw_connect(port);
@@ -193,7 +182,7 @@ static void test_cut_hello(void **state) {
 // A listener that answers a hello with garbage is no rank 0 of ours.
 static void test_garbage_answer(void **state) {
   (void)state;
-  int port = free_port();
+  int port = test_free_port();
   int lfd = socket(AF_INET, SOCK_STREAM, 0);
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                           .sin_addr = {.s_addr = htonl(INADDR_LOOPBACK)}};

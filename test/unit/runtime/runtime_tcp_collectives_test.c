@@ -40,16 +40,6 @@
     CHECK(!st_, "%s", srt_status_message(st_));                                            \
   } while (0)
 
-static int free_port(void) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = {.s_addr = htonl(INADDR_LOOPBACK)}};
-  socklen_t len = sizeof a;
-  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // What world rank w holds at index i of a tensor: magnitudes that make
 // the order of a float sum matter.
 static float value(int w, int64_t i) {
@@ -237,7 +227,7 @@ static void rank_main(int rank, int world, int port, int dp, int tp) {
 
 // Forks `world` ranks running `body`; returns how many exited 0.
 static int run_ranks(int world, void (*body)(int, int, int, int, int), int dp, int tp) {
-  int port = free_port(), ok = 0;
+  int port = test_free_port(), ok = 0;
   pid_t pids[8];
   for (int r = 0; r < world; ++r) {
     pids[r] = fork();

@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include "shardrt/status.h"
 
 /// Fails the test with the status text unless `expr` returns OK.
@@ -65,6 +70,18 @@ static inline uint64_t test_rng_next(uint64_t *s) {
 /// Uniform in [0, 1).
 static inline double test_rng_uniform(uint64_t *s) {
   return (double)(test_rng_next(s) >> 11) * 0x1.0p-53;
+}
+
+/// A TCP port nothing listens on now on 127.0.0.1 (the kernel's pick for
+/// port 0), for the tests of the rendezvous and the TCP mesh.
+static inline int test_free_port(void) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr = {.s_addr = htonl(INADDR_LOOPBACK)}};
+  socklen_t len = sizeof a;
+  assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 #endif // SHARD_TEST_RUNTIME_TEST_UTIL_H
