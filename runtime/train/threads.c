@@ -18,8 +18,8 @@
 #include "shardrt/tcp_mesh.h"
 #include "train_internal.h"
 
-// Ranks of this job on this node (MPI-3 shared-memory split).
-// An env launch's: the ranks whose host name is this one's.
+// Ranks of this job on this node (MPI-3 shared-memory split; over an env
+// launch's TCP plane, the ranks whose host name is this one's).
 static int local_ranks(void) {
   MPI_Comm node = MPI_COMM_NULL;
   int size = 1;

@@ -468,7 +468,7 @@ typedef struct train_threads {
   bool was_dynamic; ///< OMP_DYNAMIC was on (srt_cpu_set_threads turns it off)
   bool had_no_level; ///< OMP_MAX_ACTIVE_LEVELS was 0 (srt_cpu_set_threads raises it to 1)
   int cores;       ///< CPUs online on this node
-  int local_ranks; ///< ranks of the job on this node (MPI_COMM_TYPE_SHARED)
+  int local_ranks; ///< ranks of the job on this node (MPI_COMM_TYPE_SHARED; TCP: same host name)
   int bound;       ///< CPUs this rank may run on (affinity), -1 if unknown
   bool from_env;   ///< the count came from OMP_NUM_THREADS
 } train_threads;
