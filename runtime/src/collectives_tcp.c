@@ -77,8 +77,8 @@ static int step_leg(leg *l, int sending) {
 // `from` (either may be 0 bytes), until both are done or the deadline.
 static srt_status exchange(srt_group *g, const char *what, int to, const void *sbuf, size_t sn,
                            int from, void *rbuf, size_t rn, double deadline) {
-  leg s = {to, sn ? fd_of(g, to) : -1, (unsigned char *)sbuf, sn, 0};
-  leg r = {from, rn ? fd_of(g, from) : -1, rbuf, rn, 0};
+  leg s = {.peer = to, .fd = sn ? fd_of(g, to) : -1, .buf = (unsigned char *)sbuf, .n = sn};
+  leg r = {.peer = from, .fd = rn ? fd_of(g, from) : -1, .buf = rbuf, .n = rn};
   while (s.done < s.n || r.done < r.n) {
     struct pollfd q[2] = {{.fd = s.done < s.n ? s.fd : -1, .events = POLLOUT},
                           {.fd = r.done < r.n ? r.fd : -1, .events = POLLIN}};

@@ -184,7 +184,8 @@ static void check_buckets(srt_context *ctx, srt_group *g, int n, int me) {
     a[i] = value(me, i), b[i] = value(me + 7, i);
   for (int kind = 0; kind <= SRT_BUCKET_ALL_REDUCE; ++kind) {
     int64_t ca = kind == SRT_BUCKET_REDUCE_SCATTER ? 8 : 5 * n, cb = kind == 1 ? 4 : 3;
-    srt_bucket_member mem[2] = {{a, oa, ca}, {b, ob, cb}};
+    srt_bucket_member mem[2] = {{.in = a, .out = oa, .count = ca},
+                                {.in = b, .out = ob, .count = cb}};
     CHECK_OK(srt_bucket_start(g, (srt_bucket_kind)kind, mem, 2, SRT_F32, 1));
     CHECK_OK(srt_bucket_wait(ctx, mem, 2, 1));
     int64_t sa[1] = {kind == 1 ? ca * n : ca}, sb[1] = {kind == 1 ? cb * n : cb};
