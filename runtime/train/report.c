@@ -33,6 +33,15 @@ static void end_job(int world_rank) {
   train_plane_abort();
 }
 
+// Whether `s` means a peer is gone, so the whole job must end: a
+// collective past its deadline (a peer stalled or dead will not take part
+// in anything else, so no orderly shutdown can finish) or, over an env
+// launch's TCP plane, a peer whose sockets closed (it died).
+static bool ends_job(srt_status s) {
+  srt_code code = srt_status_code(s);
+  return code == SRT_DEADLINE_EXCEEDED || (code == SRT_UNAVAILABLE && train_plane_mesh());
+}
+
 // Prints `s` as "train: ..." (with the rank when given; -1: the message
 // is the job's, printed by rank 0 alone) and frees it.
 void train_report(srt_status s, int rank) {
@@ -40,12 +49,8 @@ void train_report(srt_status s, int rank) {
     fprintf(stderr, "train: rank %d: %s\n", rank, srt_status_message(s));
   else
     fprintf(stderr, "train: %s\n", srt_status_message(s));
-  // A collective past its deadline: a peer is stalled or dead and will not
-  // take part in anything else, so no orderly shutdown can finish. End the
-  // whole job (every rank, exit status 1).
-  // Over the TCP plane a peer that died closed its sockets: the same end.
-  srt_code code = srt_status_code(s);
-  if (code == SRT_DEADLINE_EXCEEDED || (code == SRT_UNAVAILABLE && train_plane_mesh())) {
+  // End the whole job (every rank, exit status 1).
+  if (ends_job(s)) {
     int world_rank = rank; // -1 above: the line that ends the job still names its rank
     if (world_rank < 0)
       world_rank = train_plane_rank();
@@ -65,7 +70,7 @@ int train_collective_outcome(srt_status s, int rank, const char *done) {
   if (s) {
     if (rank == 0)
       train_report(s, -1);
-    else if (srt_status_code(s) == SRT_DEADLINE_EXCEEDED)
+    else if (ends_job(s))
       train_report(s, rank);
     else
       srt_status_free(s);
