@@ -4,7 +4,9 @@
 // deadline (srt_context_options.timeout_s): a peer that stalled or died
 // ends the wait with an error naming the collective, the step and the ranks
 // that never arrived, instead of a hang; while it waits a rank sleeps
-// between polls rather than spinning a core.
+// between polls rather than spinning a core. A group with a TCP transport
+// (an env launch, collectives_tcp.h) calls collectives_tcp.c in place of
+// each MPI call, after the same checks and packing.
 #include "shardrt/collectives.h"
 
 #include <limits.h>
@@ -453,7 +455,7 @@ static srt_status all_gather(srt_group *g, const void *in, void *out, srt_dtype 
     SRT_RETURN_IF_ERROR(srt_tcp_all_gather(g, "all-gather", in, scratch, bytes));
   else
     SRT_MPI_WAIT(g, "all-gather",
-               MPI_Iallgather(in, (int)count, t, scratch, (int)count, t, g->comm, &req_));
+                 MPI_Iallgather(in, (int)count, t, scratch, (int)count, t, g->comm, &req_));
   unpack_chunks(scratch, l, g->size, out);
   return NULL;
 }
@@ -564,7 +566,7 @@ srt_status srt_all_to_all(srt_group *g, const void *in, void *out, srt_dtype dty
     SRT_RETURN_IF_ERROR(srt_tcp_all_to_all(g, "all-to-all", send, recv, (size_t)count * elem));
   else
     SRT_MPI_WAIT(g, "all-to-all",
-               MPI_Ialltoall(send, (int)count, t, recv, (int)count, t, g->comm, &req_));
+                 MPI_Ialltoall(send, (int)count, t, recv, (int)count, t, g->comm, &req_));
   if (recv != out)
     unpack_chunks(recv, recv_l, g->size, out);
   return NULL;

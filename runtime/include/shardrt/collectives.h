@@ -1,6 +1,9 @@
 // Collectives on a process group of a context (world, dp, tp, dp_cp):
 // all-reduce, all-gather and reduce-scatter along any tensor dimension,
-// all-to-all (Shard(a) -> Shard(b)) and broadcast, through MPI on the CPU.
+// all-to-all (Shard(a) -> Shard(b)) and broadcast, through MPI on the CPU,
+// or over an env launch's TCP mesh (srt_context_options.tcp_mesh), where
+// every call completes before it returns (the non-blocking forms too) and
+// reductions run in group-rank order.
 #ifndef SHARDRT_COLLECTIVES_H
 #define SHARDRT_COLLECTIVES_H
 
