@@ -14,8 +14,10 @@
 #     mpirun from that checkpoint, and 2 under mpirun then 2 env-launched,
 #     both end bit-identical to 4 straight steps.
 #   a rank killed mid-run (SIGKILL, after a checkpoint): every other rank
-#     exits 1 within --timeout (8 s) + 4 s, naming the peer it lost and the
-#     last complete checkpoint, which then resumes under mpirun.
+#     exits 1 within --timeout (8 s) + 4 s (at once: the dead rank's sockets
+#     close), naming the peer it lost and the last complete checkpoint,
+#     which then resumes under mpirun; a rank stalled (SIGSTOP): the same,
+#     its partners naming it when --timeout passes.
 # usage: env_launch.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR
 set -u
 CONFIGS=$1 BIN=$2 MPI=$3 TEXT=$4 W=$5
@@ -24,8 +26,13 @@ BATCH=4 SEQ=32 T=8
 . "$(dirname "$0")/hosts_lib.sh"
 rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 export OMP_NUM_THREADS=1 # 4 ranks on 2 cores; the same in every run
-PIDS=()
-stop_ranks() { local p; for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done; }
+# Kills every rank of this test still running (its pid file, no end yet).
+stop_ranks() {
+  local f
+  for f in "$W"/*.pid; do
+    [ -e "$f" ] && [ ! -e "${f%.pid}.end" ] && kill -KILL "$(cat "$f")" 2>/dev/null
+  done
+}
 if why=$(hosts_usable); then
   hosts_make 2 1 1
   trap 'stop_ranks; hosts_teardown' EXIT
@@ -62,7 +69,6 @@ envrun() {
       echo $? >"$W/$name.r$r.rc"
       echo "$EPOCHREALTIME" >"$W/$name.r$r.end"
     ) &
-    PIDS+=($!)
   done
 }
 envwait() {
@@ -111,31 +117,47 @@ same "$W/dp2tp2-mpi/m.safetensors" "$W/e2m4/m.safetensors" 4
 same "$W/dp2tp2-mpi/m.safetensors" "$W/m2e4/m.safetensors" 4
 echo "ok: env launch -> mpirun and mpirun -> env launch resumes end bit-identical to 4 straight steps"
 
-# A rank killed mid-run.
-mkdir -p "$W/kill"
-envrun kill 4 "$W/q_dp2tp2" "${TRAIN[@]}" --steps 100000 --save-every 2 \
-  --save "$W/kill/m.safetensors"
-for ((i = 0; i < 600; i++)); do
-  grep -q "^saved .* at step [2-9]" "$W/kill.r0.log" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q "^saved" "$W/kill.r0.log" || { cat "$W/kill.r0.log"; fail "kill: no checkpoint in 60 s"; }
-sleep 0.3 # into a step
-kill -KILL "$(cat "$W/kill.r3.pid")" || fail "kill: cannot kill rank 3"
-t_kill=$EPOCHREALTIME
-wait
-for r in 0 1 2; do
-  log=$W/kill.r$r.log
-  [ "$(cat "$W/kill.r$r.rc")" = 1 ] || { cat "$log"; fail "kill: rank $r exit $(cat "$W/kill.r$r.rc")"; }
-  took=$(awk -v a="$t_kill" -v b="$(cat "$W/kill.r$r.end")" 'BEGIN { printf "%.2f", b - a }')
-  awk -v s="$took" -v m=$((T + 4)) 'BEGIN { exit !(s <= m) }' \
-    || fail "kill: rank $r exited $took s after the kill, more than --timeout $T + 4 s"
-  grep -qE "lost world rank [0-9]|never answered" "$log" || { cat "$log"; fail "kill: rank $r names no lost peer"; }
-  grep -q "the last complete checkpoint is '$W/kill/m.safetensors' (step " "$log" \
-    || { cat "$log"; fail "kill: rank $r names no checkpoint"; }
-  echo "ok: rank $r exit 1 $took s after the kill: $(grep -m1 -oE "lost world rank [0-9][^(]*|never answered" "$log") | $(grep -m1 -o "the last complete.*" "$log")"
-done
+# fault NAME SIGNAL: a dp2 x tp2 env launch saving every 2 steps; once a
+# checkpoint exists, SIGNAL goes to rank 3 (KILL: it dies; STOP: it stalls,
+# and is killed once the others are gone). Ranks 0-2 must exit 1 within
+# --timeout + 4 s of the signal, naming a lost or silent peer (rank 3, or a
+# rank that ended because of it) and the last complete checkpoint.
+fault() {
+  local name=$1 sig=$2 r log took i
+  mkdir -p "$W/$name"
+  envrun "$name" 4 "$W/q_dp2tp2" "${TRAIN[@]}" --steps 100000 --save-every 2 \
+    --save "$W/$name/m.safetensors"
+  for ((i = 0; i < 600; i++)); do
+    grep -q "^saved .* at step [2-9]" "$W/$name.r0.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "^saved" "$W/$name.r0.log" || { cat "$W/$name.r0.log"; fail "$name: no checkpoint in 60 s"; }
+  sleep 0.3 # into a step
+  kill "-$sig" "$(cat "$W/$name.r3.pid")" || fail "$name: cannot signal rank 3"
+  local t0=$EPOCHREALTIME
+  for ((i = 0; i < 10 * (T + 10); i++)); do # a hang fails below, not at ctest's limit
+    [ -e "$W/$name.r0.end" ] && [ -e "$W/$name.r1.end" ] && [ -e "$W/$name.r2.end" ] && break
+    sleep 0.1
+  done
+  stop_ranks
+  wait
+  for r in 0 1 2; do
+    log=$W/$name.r$r.log
+    [ "$(cat "$W/$name.r$r.rc")" = 1 ] || { cat "$log"; fail "$name: rank $r exit $(cat "$W/$name.r$r.rc")"; }
+    took=$(awk -v a="$t0" -v b="$(cat "$W/$name.r$r.end")" 'BEGIN { printf "%.2f", b - a }')
+    awk -v s="$took" -v m=$((T + 4)) 'BEGIN { exit !(s <= m) }' \
+      || fail "$name: rank $r exited $took s after SIG$sig, more than --timeout $T + 4 s"
+    grep -qE "lost world rank [0-9]|world rank [0-9] never answered" "$log" \
+      || { cat "$log"; fail "$name: rank $r names no lost peer"; }
+    grep -q "the last complete checkpoint is '$W/$name/m.safetensors' (step " "$log" \
+      || { cat "$log"; fail "$name: rank $r names no checkpoint"; }
+    echo "ok: SIG$sig: rank $r exit 1 $took s after it: $(grep -m1 -oE "(lost|did not complete)[^(]*" "$log") | $(grep -m1 -o "the last complete.*" "$log")"
+  done
+}
+fault kill KILL
 grep -qh "lost world rank 3" "$W"/kill.r[12].log || fail "kill: rank 3's partners do not name it"
+fault stall STOP
+grep -qh "world rank 3 never answered" "$W"/stall.r*.log || fail "stall: nobody names rank 3"
 ck=$(grep -ho "the last complete checkpoint is '[^']*' (step [0-9]*)" "$W/kill.r0.log")
 k=${ck##*step } k=${k%)}
 run 4 "$W/q_dp2tp2" "${TRAIN[@]}" --steps $((k + 1)) --load "$W/kill/m.safetensors" \
