@@ -13,51 +13,16 @@
 // of in_proj against the cpu's, then fp32 kernels; the math itself is
 // checked to 3e-5 on the host by kernels_cuda_mamba2_math_test).
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda_runtime_api.h>
-
-#include "shardrt/context.h"
-#include "shardrt/cuda.h"
+#include "cuda_ops_test_util.h"
 #include "shardrt/kernels.h"
-
-static int g_failed;
-
-static void check(int ok, const char *what, double err) {
-  printf("%-52s %s (error %.3g)\n", what, ok ? "ok" : "FAILED", err);
-  g_failed |= !ok;
-}
-
-static uint16_t bf16_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1); // round to nearest even (finite inputs)
-  return (uint16_t)(u >> 16);
-}
-
-static float float_of(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 static float uniform(unsigned *state, float lo, float hi) {
   *state = *state * 1664525u + 1013904223u;
   return lo + (hi - lo) * (float)((*state >> 8) & 0xFFFF) / 65536.0f;
-}
-
-// max |a - b| / max |b|.
-static double rel_err(const float *a, const float *b, int64_t n) {
-  double diff = 0, scale = 1e-30;
-  for (int64_t i = 0; i < n; ++i) {
-    diff = fmax(diff, fabs((double)a[i] - (double)b[i]));
-    scale = fmax(scale, fabs((double)b[i]));
-  }
-  return isfinite(diff) ? diff / scale : INFINITY;
 }
 
 // The case: inner 64, conv_dim 128, proj 200 (multiples of 8, as the GEMMs
@@ -103,42 +68,7 @@ static srt_param_info g_param = {"w", SRT_INIT_NORMAL, 1, {64}, {64},
                                  {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}},
                                  P_W, P_G, P_M, P_V, P_C, -1, 0, {0}};
 
-static srt_status no_step(srt_exec *e, const srt_step_options *o, srt_step_result *r) {
-  return NULL;
-}
-
-static void fail_status(srt_status s, const char *what) {
-  char buf[1024];
-  fprintf(stderr, "%s: %s\n", what, srt_status_format(s, buf, sizeof buf));
-  srt_status_free(s);
-  g_failed = 1;
-}
-
-#define TRY(call)                                                                            \
-  do {                                                                                       \
-    srt_status s_ = (call);                                                                  \
-    if (s_) {                                                                                \
-      fail_status(s_, #call);                                                                \
-      return;                                                                                \
-    }                                                                                        \
-  } while (0)
-
 static uint8_t g_host[kArena];
-
-static void put_bf16(int64_t off, const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t b = bf16_of(x[i]);
-    memcpy(g_host + off + 2 * i, &b, 2);
-  }
-}
-
-static void get_bf16(int64_t off, float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t b;
-    memcpy(&b, g_host + off + 2 * i, 2);
-    x[i] = float_of(b);
-  }
-}
 
 // bf16-rounded inputs in the ranges of runtime/cpu's test: softplus(dt)
 // near 1, A in [-4.5, -0.4], D and the norm weight near 1.
@@ -166,10 +96,10 @@ static void run_case(srt_exec *e, const srt_program *p, const int64_t *seg, cons
   fill(x, w, dout, 7);
   offsets o = offsets_of(PERSISTENT);
   memset(g_host + PERSISTENT, 0xFF, (size_t)(o.end - PERSISTENT)); // NaN: unwritten
-  put_bf16(o.x, x, NR * H);
-  put_bf16(o.dout, dout, NR * H);
+  put_bf16(g_host, o.x, x, NR * H);
+  put_bf16(g_host, o.dout, dout, NR * H);
   for (int k = 0; k < kWeights; ++k)
-    put_bf16(o.w[k], w[k], kSize[k]);
+    put_bf16(g_host, o.w[k], w[k], kSize[k]);
   if (seg)
     memcpy(g_host + o.seg, seg, NR * sizeof(int64_t));
   int64_t so = seg ? o.seg : -1;
@@ -182,8 +112,8 @@ static void run_case(srt_exec *e, const srt_program *p, const int64_t *seg, cons
                                o.dx, o.g[0], o.g[1], o.g[2], o.g[3], o.g[4], o.g[5], o.g[6],
                                o.g[7]));
   TRY(be->to_host(e->device, p, g_host, PERSISTENT, o.end - PERSISTENT));
-  get_bf16(o.out, out, NR * H);
-  get_bf16(o.dx, dx, NR * H);
+  get_bf16(g_host, o.out, out, NR * H);
+  get_bf16(g_host, o.dx, dx, NR * H);
   for (int k = 0; k < kWeights; ++k)
     memcpy(g[k], g_host + o.g[k], (size_t)kSize[k] * sizeof(float));
 
@@ -216,46 +146,20 @@ static void run_case(srt_exec *e, const srt_program *p, const int64_t *seg, cons
   }
 }
 
+// Row 0: documents of 3, 1 and 20 tokens; row 1: 13 and 11.
+static void body(srt_exec *e, const srt_program *p) {
+  static int64_t seg[NR];
+  for (int t = 0; t < S; ++t) {
+    seg[t] = t < 3 ? 5 : t < 4 ? 2 : 9;
+    seg[S + t] = t < 13 ? 1 : 4;
+  }
+  run_case(e, p, NULL, "one document per row");
+  run_case(e, p, seg, "packed documents");
+}
+
 int main(int argc, char **argv) {
-  int count = 0;
-  cudaError_t ce = cudaGetDeviceCount(&count);
-  if (ce != cudaSuccess || count == 0) {
-    printf("SKIP: no CUDA device (%s)\n", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-    return 77;
-  }
-  MPI_Init(&argc, &argv);
-  srt_context_options co = srt_context_default_options();
-  co.arena_bytes = 4096;
-  srt_context *ctx = NULL;
-  srt_status s = srt_context_create(&co, &ctx);
-  if (s) {
-    fail_status(s, "srt_context_create");
-    MPI_Finalize();
-    return 1;
-  }
   srt_program p = {.abi = SRT_PROGRAM_ABI, .model = "mamba2_test", .dp = 1, .tp = 1,
                    .batch = B, .seq = S, .local_batch = B, .vocab = 1, .arena_bytes = kArena,
-                   .persistent_bytes = PERSISTENT, .num_params = 1, .params = &g_param,
-                   .step = no_step, .backend = &srt_cuda_backend};
-  srt_exec e = {.ctx = ctx, .backend = &srt_cuda_backend};
-  s = srt_cuda_backend.open(ctx, &p, &e.device, &e.arena);
-  if (s) {
-    fail_status(s, "srt_cuda_backend.open");
-  } else {
-    // Row 0: documents of 3, 1 and 20 tokens; row 1: 13 and 11.
-    static int64_t seg[NR];
-    for (int t = 0; t < S; ++t) {
-      seg[t] = t < 3 ? 5 : t < 4 ? 2 : 9;
-      seg[S + t] = t < 13 ? 1 : 4;
-    }
-    run_case(&e, &p, NULL, "one document per row");
-    run_case(&e, &p, seg, "packed documents");
-    s = srt_cuda_backend.close(e.device);
-    if (s)
-      fail_status(s, "srt_cuda_backend.close");
-  }
-  srt_status_free(srt_context_destroy(ctx));
-  MPI_Finalize();
-  printf("%s\n", g_failed ? "FAILED" : "all cuda mamba2 checks passed");
-  return g_failed;
+                   .persistent_bytes = PERSISTENT, .num_params = 1, .params = &g_param};
+  return run_on_cuda(argc, argv, &p, "cuda mamba2", body);
 }
