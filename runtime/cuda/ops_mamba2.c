@@ -15,8 +15,8 @@
 #include "kernels.h"
 #include "ops_internal.h"
 
-// The op's scratch, carved in order; each part 256-byte aligned (the GEMMs'
-// operands among them).
+// The op's scratch (shardrt/op_facts.h: srt_cuda_mamba2_scratch_parts);
+// each part 256-byte aligned (the GEMMs' operands among them).
 typedef struct scratch {
   float *conv_w, *conv_b, *dt_bias, *a_log, *d, *norm_w; // fp32 copies
   float *proj, *xbc, *dt, *y, *rstd;
@@ -26,37 +26,33 @@ typedef struct scratch {
   srt_bf16 *dproj16;
 } scratch;
 
-static float *take(float *base, int64_t *at, int64_t floats) {
-  float *p = base ? base + *at : NULL;
-  *at += (floats + 63) / 64 * 64;
-  return p;
+// The sizes the scratch formula reads (op_facts.h's config).
+static srt_mamba2_config config_of(const m2_dims *d) {
+  return (srt_mamba2_config){.batch = d->batch, .seq = d->seq, .heads = d->heads,
+                             .head_dim = d->head_dim, .groups = d->groups, .state = d->state,
+                             .conv_kernel = d->conv_kernel};
 }
 
-// Lays out the scratch from `base` (NULL: only counts); returns its floats.
+// Carves the scratch from `base` (srt_cuda_mamba2_scratch_parts' parts, in
+// its order); NULL `base` only counts. Returns its floats.
 static int64_t layout(const m2_dims *d, bool backward, float *base, scratch *s) {
-  int64_t at = 0, n = d->batch * d->seq;
-  s->conv_w = take(base, &at, d->conv_dim * d->conv_kernel);
-  s->conv_b = take(base, &at, d->conv_dim);
-  s->dt_bias = take(base, &at, d->heads);
-  s->a_log = take(base, &at, d->heads);
-  s->d = take(base, &at, d->heads);
-  s->norm_w = take(base, &at, d->inner);
-  s->proj = take(base, &at, n * d->proj);
-  s->xbc = take(base, &at, n * d->conv_dim);
-  s->dt = take(base, &at, n * d->heads);
-  s->y = take(base, &at, n * d->inner);
-  s->rstd = take(base, &at, n * d->groups);
-  s->normed = (srt_bf16 *)(void *)take(base, &at, (n * d->inner + 1) / 2);
-  if (backward) {
-    s->dnormed = take(base, &at, n * d->inner);
-    s->dy = take(base, &at, n * d->inner);
-    s->dproj = take(base, &at, n * d->proj);
-    s->dxbc = take(base, &at, n * d->conv_dim);
-    s->ddt = take(base, &at, n * d->heads);
-    s->scan = take(base, &at, srt_cuda_mamba2_scan_backward_scratch(d));
-    s->dproj16 = (srt_bf16 *)(void *)take(base, &at, (n * d->proj + 1) / 2);
-  }
-  return at;
+  srt_mamba2_config c = config_of(d);
+  int64_t count[SRT_CUDA_MAMBA2_SCRATCH_PARTS], at[SRT_CUDA_MAMBA2_SCRATCH_PARTS];
+  int64_t total = srt_cuda_mamba2_scratch_parts(&c, backward, count);
+  for (int i = 0; i < SRT_CUDA_MAMBA2_SCRATCH_PARTS; ++i)
+    at[i] = i ? at[i - 1] + count[i - 1] : 0;
+  if (!base)
+    return total;
+  float **f32[SRT_CUDA_MAMBA2_SCRATCH_PARTS] = {
+      &s->conv_w, &s->conv_b, &s->dt_bias, &s->a_log,   &s->d,  &s->norm_w, &s->proj,
+      &s->xbc,    &s->dt,     &s->y,       &s->rstd,    NULL,   &s->dnormed, &s->dy,
+      &s->dproj,  &s->dxbc,   &s->ddt,     &s->scan,    NULL};
+  for (int i = 0; i < SRT_CUDA_MAMBA2_SCRATCH_PARTS; ++i)
+    if (f32[i])
+      *f32[i] = base + at[i];
+  s->normed = (srt_bf16 *)(void *)(base + at[11]);
+  s->dproj16 = (srt_bf16 *)(void *)(base + at[18]);
+  return total;
 }
 
 // The weights' arena offsets, in ops.def's operand order after x.
@@ -75,6 +71,11 @@ static srt_status begin(srt_exec *e, const char *op, const int64_t w[kWeights], 
     return SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: groups %lld do not divide heads %lld", op,
                      (long long)dims.groups, (long long)dims.heads);
   SRT_RETURN_IF_ERROR(srt_cuda_device_of(e, op, dev));
+  int64_t count[SRT_CUDA_MAMBA2_SCRATCH_PARTS];
+  srt_mamba2_config c = config_of(&dims);
+  srt_cuda_mamba2_scratch_parts(&c, true, count);
+  if (count[17] < srt_cuda_mamba2_scan_backward_scratch(&dims)) // op_facts.h's formula
+    return SRT_ERROR(SRT_INTERNAL, "%s: the scan's scratch outgrew its part of the op's", op);
   void *base;
   SRT_RETURN_IF_ERROR(
       srt_cuda_scratch(*dev, (size_t)layout(&dims, backward, NULL, s) * sizeof(float), &base));
