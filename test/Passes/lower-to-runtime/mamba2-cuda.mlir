@@ -6,6 +6,16 @@
 // RUN: sed 's/chunk_size = 128 : i64,/chunk_size = 128 : i64, cp_size = 2 : i64,/' %s > %t.cp.mlir
 // RUN: not %shard-opt --pass-pipeline='builtin.module(lower-to-runtime{backend=cuda})' %t.cp.mlir 2>&1 | FileCheck %s --check-prefix=CP
 
+// The memory report counts the cuda mixer's device scratch
+// (srt_cuda_mamba2_scratch_parts), the step's largest: tiny-nemotron_h at
+// 2 x 8 tokens (heads 8 x head_dim 4, groups 4 x state 8, conv_kernel 4:
+// inner 32, conv_dim 96, proj 136, n 16), its backward's parts in floats,
+// each rounded up to 64: 384 + 128 + 3 x 64 + 64 (weights), 2176 (proj) +
+// 1536 (xbc) + 128 (dt) + 512 (y) + 64 (rstd) + 256 (normed), 512 + 512
+// (dnormed, dy) + 2176 (dproj) + 1536 (dxbc) + 128 (ddt) + 1152 (scan: 8 x
+// 8 x 17 + 2 x 2 x 8) + 1088 (dproj bf16) = 12544 floats = 50176 bytes.
+// RUN: %shard-compile %S/../../e2e/configs/tiny-nemotron_h.json --tp-plan=nemotron_h --tp-size=1 --batch 2 --seq 8 --backend=cuda --emit=llvm --memory-report=%t.json -o %t.ll 2>&1 | FileCheck %s --check-prefix=SCRATCH
+// SCRATCH: ops' scratch (largest known) 50176 bytes
 // CHECK: llvm.call @srt_op_mamba2_mixer(
 // CHECK: llvm.call @srt_op_mamba2_mixer_grad(
 // CHECK: @srt_cuda_backend
