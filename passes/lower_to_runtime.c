@@ -557,23 +557,29 @@ static void free_run(lower_run *r) {
   free(r->declared);
 }
 
-// The ops the backend has no kernel for (shardrt/ops.def: NN_NO_CUDA, which
-// are fp32 cpu kernels only): refused once, at the first, before anything
-// is planned, on backend=cuda and under param-dtype bf16 on the cpu.
+// The ops a mixed-precision step has no kernel for: on the cpu those with
+// fp32 kernels only (shardrt/ops.def: NN_FP32_ONLY), on cuda the Mamba2
+// mixer under context parallelism (runtime/cuda/ops_mamba2.c has no cp
+// form). Refused once, at the first, before anything is planned.
 static bool mixed_supports(lower_run *r) {
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     nn_op_kind k = nn_op_kind_of(op);
-    if (!tp_op_cuda_supported(k)) {
+    bool mamba2 = k == NN_OP_MAMBA2_MIXER || k == NN_OP_MAMBA2_MIXER_GRAD;
+    int64_t cp = mamba2 ? nn_attr_int(op, "cp_size", 1) : 1;
+    if (r->cuda && cp > 1) {
       r->current = op;
-      if (r->cuda)
-        lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
-                "(shard-compile --backend=cpu)",
-             nn_op_name(k));
-      else
-        lr_fail(r, "'%s' has no bf16 kernel yet: compile NemotronH with param-dtype f32 "
-                "(shard-compile --param-dtype f32)",
-             nn_op_name(k));
+      lr_fail(r, "'%s' has no CUDA kernel under context parallelism (cp=%lld) yet: compile "
+              "NemotronH with cp 1 on cuda, or for the cpu backend (shard-compile "
+              "--backend=cpu)",
+              nn_op_name(k), (long long)cp);
+      return false;
+    }
+    if (!r->cuda && !tp_op_bf16_on_cpu(k)) {
+      r->current = op;
+      lr_fail(r, "'%s' has no bf16 kernel yet: compile NemotronH with param-dtype f32 "
+              "(shard-compile --param-dtype f32)",
+              nn_op_name(k));
       return false;
     }
   }
