@@ -12,16 +12,17 @@
 // avx512_core_bf16 or AMX kernels, fp32 accumulation: the same products up
 // to the order of the fp32 sums) and take the staged fp32 path otherwise:
 // a CPU without bf16 instructions runs the exact, slower path rather than
-// being refused. Collectives of bf16 buffers
-// move and sum fp32 copies (a bf16 sum rounds once, after the whole
-// reduction); non-blocking ones complete at once (their wait then finds a
-// free slot). The optimizer steps the fp32 master weights and refreshes
+// being refused. Collectives move and reduce each buffer in its own dtype,
+// as NCCL does on cuda: a bf16 gather, all-to-all or FSDP parameter gather
+// sends two bytes an element, and a bf16 sum (an activation's Partial ->
+// Replicate all-reduce, a reduce-scatter under sequence parallelism) adds
+// in fp32 and rounds each partial sum to bf16 (shardrt/collectives.h);
+// the gradients' reductions are fp32 because the gradients are. The
+// non-blocking ones are started and waited for as the fp32 ones. The optimizer steps the fp32 master weights and refreshes
 // each compute copy from its master, rounded to nearest even, as the cuda
 // AdamW kernel does.
 #include "bf16_stage.h"
 #include "ops_internal.h"
-#include "shardrt/collectives.h"
-#include "shardrt/context.h"
 #include "shardrt/tensor.h"
 
 #define STAGE(name)                                                            \
@@ -361,54 +362,38 @@ bf16_ce_logits_grad(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
 }
 
 //===----------------------------------------------------------------------===//
-// Collectives: fp32 ones as the cpu backend's; bf16 ones on fp32 copies,
-// blocking
+// Collectives in the dtype of their buffer: bf16 moves as bf16, sums as
+// bf16 (shardrt/collectives.h), non-blocking where the fp32 ones are
 //===----------------------------------------------------------------------===//
 
-// The size of mesh `axis`'s group (1 for an axis the fp32 op then refuses).
-static int64_t axis_size(srt_exec *e, int64_t axis) {
-  if (axis != SRT_MESH_DP && axis != SRT_MESH_TP)
-    return 1;
-  return srt_group_size(srt_context_group(
-      e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP : SRT_GROUP_TP));
+// The element type of an op's `dtype` (srt_op_dtype).
+static srt_dtype elem_type(int64_t dtype) {
+  return dtype == SRT_OP_BF16 ? SRT_BF16 : SRT_F32;
 }
 
 static srt_status bf16_all_reduce(srt_exec *e, int64_t in, int64_t out,
                                   int64_t count, int64_t axis, int64_t is_max,
                                   int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_reduce(e, in, out, count, axis, is_max, dtype);
-  STAGE(all_reduce);
-  int64_t I = STAGE_IN(in, count), O = STAGE_OUT(out, count);
-  RUN(srt_cpu_op_all_reduce(e, I, O, count, axis, is_max, SRT_OP_F32));
+  return ops_all_reduce(e, "srt_cpu_bf16_op_all_reduce", in, out, count, axis,
+                        is_max, elem_type(dtype), -1);
 }
 
 static srt_status bf16_all_gather(srt_exec *e, int64_t in, int64_t out,
                                   int64_t axis, int64_t dim, int64_t rank,
                                   int64_t d0, int64_t d1, int64_t d2,
                                   int64_t d3, int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_gather(e, in, out, axis, dim, rank, d0, d1, d2, d3,
-                                 dtype);
-  STAGE(all_gather);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
-          O = STAGE_OUT(out, n * axis_size(e, axis));
-  RUN(srt_cpu_op_all_gather(e, I, O, axis, dim, rank, d0, d1, d2, d3,
-                            SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_all_gather", false, in, out,
+                            axis, dim, rank, shape, elem_type(dtype), -1);
 }
 
 static srt_status bf16_reduce_scatter(srt_exec *e, int64_t in, int64_t out,
                                       int64_t axis, int64_t dim, int64_t rank,
                                       int64_t d0, int64_t d1, int64_t d2,
                                       int64_t d3, int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_reduce_scatter(e, in, out, axis, dim, rank, d0, d1, d2,
-                                     d3, dtype);
-  STAGE(reduce_scatter);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
-          O = STAGE_OUT(out, n / axis_size(e, axis));
-  RUN(srt_cpu_op_reduce_scatter(e, I, O, axis, dim, rank, d0, d1, d2, d3,
-                                SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_reduce_scatter", true, in, out,
+                            axis, dim, rank, shape, elem_type(dtype), -1);
 }
 
 static srt_status bf16_all_to_all(srt_exec *e, int64_t in, int64_t out,
@@ -416,37 +401,26 @@ static srt_status bf16_all_to_all(srt_exec *e, int64_t in, int64_t out,
                                   int64_t concat_dim, int64_t rank, int64_t d0,
                                   int64_t d1, int64_t d2, int64_t d3,
                                   int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_to_all(e, in, out, axis, split_dim, concat_dim, rank,
-                                 d0, d1, d2, d3, dtype);
-  STAGE(all_to_all);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n), O = STAGE_OUT(out, n);
-  RUN(srt_cpu_op_all_to_all(e, I, O, axis, split_dim, concat_dim, rank, d0, d1,
-                            d2, d3, SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_all_to_all(e, "srt_cpu_bf16_op_all_to_all", in, out, axis,
+                        split_dim, concat_dim, rank, shape, elem_type(dtype));
 }
 
 static srt_status bf16_all_slice(srt_exec *e, int64_t in, int64_t out,
                                  int64_t axis, int64_t dim, int64_t rank,
                                  int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                  int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_slice(e, in, out, axis, dim, rank, d0, d1, d2, d3,
-                                dtype);
-  STAGE(all_slice);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
-          O = STAGE_OUT(out, n / axis_size(e, axis));
-  RUN(srt_cpu_op_all_slice(e, I, O, axis, dim, rank, d0, d1, d2, d3,
-                           SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_all_slice(e, "srt_cpu_bf16_op_all_slice", in, out, axis, dim,
+                       rank, shape, elem_type(dtype));
 }
 
 static srt_status bf16_all_reduce_start(srt_exec *e, int64_t in, int64_t out,
                                         int64_t count, int64_t axis,
                                         int64_t is_max, int64_t dtype,
                                         int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_reduce_start(e, in, out, count, axis, is_max, dtype,
-                                       slot);
-  return bf16_all_reduce(e, in, out, count, axis, is_max, dtype);
+  return ops_all_reduce(e, "srt_cpu_bf16_op_all_reduce_start", in, out, count,
+                        axis, is_max, elem_type(dtype), slot);
 }
 
 static srt_status bf16_all_gather_start(srt_exec *e, int64_t in, int64_t out,
@@ -454,46 +428,27 @@ static srt_status bf16_all_gather_start(srt_exec *e, int64_t in, int64_t out,
                                         int64_t d0, int64_t d1, int64_t d2,
                                         int64_t d3, int64_t dtype,
                                         int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_gather_start(e, in, out, axis, dim, rank, d0, d1, d2,
-                                       d3, dtype, slot);
-  return bf16_all_gather(e, in, out, axis, dim, rank, d0, d1, d2, d3, dtype);
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_all_gather_start", false, in,
+                            out, axis, dim, rank, shape, elem_type(dtype),
+                            slot);
 }
 
 static srt_status
 bf16_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                           int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                           int64_t d2, int64_t d3, int64_t dtype, int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_reduce_scatter_start(e, in, out, axis, dim, rank, d0, d1,
-                                           d2, d3, dtype, slot);
-  return bf16_reduce_scatter(e, in, out, axis, dim, rank, d0, d1, d2, d3,
-                             dtype);
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_reduce_scatter_start", true,
+                            in, out, axis, dim, rank, shape, elem_type(dtype),
+                            slot);
 }
 
-// A bf16 bucket: its members staged (each `in` and `out` count as
-// srt_bucket_kind says), started and completed at once into `slot`.
 static srt_status bf16_bucket_start(srt_exec *e, const int64_t *members,
                                     int64_t kind, int64_t axis, int64_t dtype,
                                     int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_bucket_start(e, members, kind, axis, dtype, slot);
-  STAGE(bucket_start);
-  int64_t parts = axis_size(e, axis),
-          table[1 + 3 * SRT_MAX_BUCKET] = {members[0]};
-  for (int64_t j = 0; j < members[0]; ++j) {
-    int64_t count = members[3 + 3 * j];
-    int64_t in_n = kind == SRT_BUCKET_REDUCE_SCATTER ? parts * count : count;
-    int64_t out_n = kind == SRT_BUCKET_ALL_GATHER ? parts * count : count;
-    table[1 + 3 * j] = STAGE_IN(members[1 + 3 * j], in_n);
-    table[2 + 3 * j] = STAGE_OUT(members[2 + 3 * j], out_n);
-    table[3 + 3 * j] = count;
-  }
-  if (st.error)
-    return srt_bf16_stage_end(&st, NULL);
-  srt_status s =
-      srt_cpu_op_bucket_start(e, table, kind, axis, SRT_OP_F32, slot);
-  RUN(s ? s : srt_cpu_op_bucket_wait(e, table, slot));
+  return ops_bucket_start(e, "srt_cpu_bf16_op_bucket_start", members, kind,
+                          axis, elem_type(dtype), slot);
 }
 
 //===----------------------------------------------------------------------===//
@@ -520,7 +475,8 @@ static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
 }
 
 // The ops whose buffers are fp32 under mixed precision too (the rotary
-// tables, the loss statistics, waits) are the cpu backend's own.
+// tables, the loss statistics) and the waits (of either dtype) are the cpu
+// backend's own.
 #define bf16_rotary_embedding srt_cpu_op_rotary_embedding
 #define bf16_ce_loss_sum srt_cpu_op_ce_loss_sum
 #define bf16_ce_mean srt_cpu_op_ce_mean

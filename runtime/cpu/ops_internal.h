@@ -5,6 +5,7 @@
 #ifndef SHARDRT_CPU_OPS_INTERNAL_H
 #define SHARDRT_CPU_OPS_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -47,6 +48,33 @@ static inline srt_status ops_f32_only(srt_exec *e, const char *op, int64_t dtype
                      op, (long long)dtype);
   return NULL;
 }
+
+/// The collectives of ops_collectives.c on buffers of element type `dtype`
+/// (SRT_F32; SRT_BF16 for the bf16 backend, whose bf16 buffers move as two
+/// bytes an element and sum as shardrt/collectives.h says), over mesh
+/// axis `axis`'s group (0: dp x cp, 1: tp), out of place, named `op` in
+/// errors; blocking for slot < 0, else started into `slot` (completed by
+/// srt_cpu_op_collective_wait or, for a bucket, srt_cpu_op_bucket_wait).
+/// Shapes are the local input's rank and up to four dims (a
+/// reduce-scatter's the full, Partial tensor). Errors: SRT_INVALID_ARGUMENT
+/// for another axis or a dim that does not split over the group, and the
+/// collective's (shardrt/collectives.h).
+srt_status ops_all_reduce(srt_exec *e, const char *op, int64_t in, int64_t out, int64_t count,
+                          int64_t axis, int64_t is_max, srt_dtype dtype, int64_t slot);
+/// An all-gather on dim `dim`, or (`scatter`) a reduce-scatter (a sum).
+srt_status ops_gather_scatter(srt_exec *e, const char *op, bool scatter, int64_t in,
+                              int64_t out, int64_t axis, int64_t dim, int64_t rank,
+                              const int64_t shape[4], srt_dtype dtype, int64_t slot);
+/// Shard(concat_dim) -> Shard(split_dim), blocking.
+srt_status ops_all_to_all(srt_exec *e, const char *op, int64_t in, int64_t out, int64_t axis,
+                          int64_t split_dim, int64_t concat_dim, int64_t rank,
+                          const int64_t shape[4], srt_dtype dtype);
+/// This rank's slice of `dim` (by its index on the axis), local: no traffic.
+srt_status ops_all_slice(srt_exec *e, const char *op, int64_t in, int64_t out, int64_t axis,
+                         int64_t dim, int64_t rank, const int64_t shape[4], srt_dtype dtype);
+/// A bucket (srt_bucket_start) of the members table `members` (srt_check_bucket's).
+srt_status ops_bucket_start(srt_exec *e, const char *op, const int64_t *members, int64_t kind,
+                            int64_t axis, srt_dtype dtype, int64_t slot);
 
 /// Context parallelism (shardrt/cp.h): all-gathers every cp rank's
 /// `local` [rows, seq / cp, token] over the cp group `g` into `global`
