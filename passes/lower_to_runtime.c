@@ -634,12 +634,6 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   bool bf16 = false;
   if (!param_dtype_of(&r, o[kOptParamDtype].s, &bf16))
     return mlirLogicalResultFailure();
-  int64_t cp = nn_attr_int(module, "nn.cp_size", 1); // a graph of one cp rank
-  if (bf16 && !r.cuda && cp > 1) { // its staged ops and the cp gathers share one scratch
-    lr_fail(&r, "param-dtype bf16 on the cpu does not run context parallelism (cp=%lld) yet: "
-            "compile with param-dtype f32, or cp 1", (long long)cp);
-    return mlirLogicalResultFailure();
-  }
   r.policy = (tp_buffer_policy){.mixed_precision = bf16,
                                  .backend = r.cuda ? "cuda" : "cpu",
                                  .offload = o[kOptCpuOffload].b,
@@ -681,6 +675,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   if (!r.errors) {
     nn_shape ids = shape(mlirBlockGetArgument(r.body, 0));
     // A graph of one cp rank (tp-plan's check_cp): [batch x cp, seq / cp].
+    int64_t cp = nn_attr_int(module, "nn.cp_size", 1);
     MlirStringRef model = nn_attr_str(module, "nn.config_path");
     char model_path[1024];
     snprintf(model_path, sizeof model_path, "%.*s", (int)model.length, model.data);

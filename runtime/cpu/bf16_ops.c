@@ -213,10 +213,22 @@ static int64_t kv_count(const srt_op_attention_config *c) {
   return c->batch * c->seq * c->num_kv_heads * c->head_dim;
 }
 
+static srt_status bf16_attention_cp(srt_exec *e, int64_t q, int64_t k,
+                                    int64_t v, int64_t segment_ids, int64_t out,
+                                    int64_t lse,
+                                    const srt_op_attention_config *config);
+static srt_status
+bf16_attention_grad_cp(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                       int64_t out, int64_t lse, int64_t dy, int64_t segment_ids,
+                       int64_t dq, int64_t dk, int64_t dv,
+                       const srt_op_attention_config *config);
+
 // lse stays fp32.
 static srt_status bf16_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
                                  int64_t segment_ids, int64_t out, int64_t lse,
                                  const srt_op_attention_config *config) {
+  if (config->cp_size > 1)
+    return bf16_attention_cp(e, q, k, v, segment_ids, out, lse, config);
   STAGE(attention);
   int64_t qn = q_count(config), kn = kv_count(config);
   int64_t Q = STAGE_IN(q, qn), K = STAGE_IN(k, kn), V = STAGE_IN(v, kn),
@@ -229,6 +241,9 @@ static srt_status bf16_attention_grad(srt_exec *e, int64_t q, int64_t k,
                                       int64_t dy, int64_t segment_ids,
                                       int64_t dq, int64_t dk, int64_t dv,
                                       const srt_op_attention_config *config) {
+  if (config->cp_size > 1)
+    return bf16_attention_grad_cp(e, q, k, v, out, lse, dy, segment_ids, dq, dk,
+                                  dv, config);
   STAGE(attention_grad);
   int64_t qn = q_count(config), kn = kv_count(config);
   int64_t Q = STAGE_IN(q, qn), K = STAGE_IN(k, kn), V = STAGE_IN(v, kn),
@@ -449,6 +464,35 @@ static srt_status bf16_bucket_start(srt_exec *e, const int64_t *members,
                                     int64_t slot) {
   return ops_bucket_start(e, "srt_cpu_bf16_op_bucket_start", members, kind,
                           axis, elem_type(dtype), slot);
+}
+
+//===----------------------------------------------------------------------===//
+// Context parallelism: the cp moves of bf16 buffers in bf16
+//===----------------------------------------------------------------------===//
+
+// Attention under cp: q and out staged, K and V handed over as bf16, which
+// the op all-gathers as bf16 and widens (ops_attention).
+static srt_status bf16_attention_cp(srt_exec *e, int64_t q, int64_t k,
+                                    int64_t v, int64_t segment_ids, int64_t out,
+                                    int64_t lse,
+                                    const srt_op_attention_config *config) {
+  STAGE(attention);
+  int64_t qn = q_count(config), Q = STAGE_IN(q, qn), O = STAGE_OUT(out, qn);
+  RUN(ops_attention(e, Q, k, v, segment_ids, O, lse, config, SRT_BF16));
+}
+
+// Its backward: q, out, dy and dq staged; dK and dV written as bf16 by the
+// op's bf16 reduce-scatter.
+static srt_status
+bf16_attention_grad_cp(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                       int64_t out, int64_t lse, int64_t dy, int64_t segment_ids,
+                       int64_t dq, int64_t dk, int64_t dv,
+                       const srt_op_attention_config *config) {
+  STAGE(attention_grad);
+  int64_t qn = q_count(config), Q = STAGE_IN(q, qn), O = STAGE_IN(out, qn),
+          DY = STAGE_IN(dy, qn), DQ = STAGE_OUT(dq, qn);
+  RUN(ops_attention_grad(e, Q, k, v, O, lse, DY, segment_ids, DQ, dk, dv,
+                         config, SRT_BF16));
 }
 
 //===----------------------------------------------------------------------===//

@@ -19,13 +19,13 @@ srt_status ops_cp_all_gather(srt_group *g, const void *local, void *global, void
   return srt_cp_gather(parts, rows, seq, cp, bytes, global);
 }
 
-srt_status ops_cp_reduce_scatter(srt_group *g, const float *global, float *local,
-                                 float *staging, int64_t rows, int64_t seq, int64_t token) {
+srt_status ops_cp_reduce_scatter(srt_group *g, const void *global, void *local, void *staging,
+                                 srt_dtype dtype, int64_t rows, int64_t seq, int64_t token) {
   int cp = srt_group_size(g);
-  int64_t part = rows * (seq / cp) * token;
+  size_t bytes = (size_t)token * srt_dtype_size(dtype), part = (size_t)(rows * (seq / cp)) * bytes;
   for (int r = 0; r < cp; ++r)
-    SRT_RETURN_IF_ERROR(srt_cp_take(global, rows, seq, cp, r, (size_t)token * sizeof(float),
-                                    staging + r * part));
+    SRT_RETURN_IF_ERROR(srt_cp_take(global, rows, seq, cp, r, bytes,
+                                    (unsigned char *)staging + (size_t)r * part));
   const int64_t shape[3] = {cp, rows * (seq / cp), token};
-  return srt_reduce_scatter(g, staging, local, SRT_F32, 3, shape, 0, SRT_REDUCE_SUM);
+  return srt_reduce_scatter(g, staging, local, dtype, 3, shape, 0, SRT_REDUCE_SUM);
 }

@@ -76,6 +76,20 @@ srt_status ops_all_slice(srt_exec *e, const char *op, int64_t in, int64_t out, i
 srt_status ops_bucket_start(srt_exec *e, const char *op, const int64_t *members, int64_t kind,
                             int64_t axis, srt_dtype dtype, int64_t slot);
 
+/// srt_cpu_op_attention and srt_cpu_op_attention_grad with K and V (and
+/// dK, dV) of element type `kv`: SRT_F32, or SRT_BF16 under cp (the bf16
+/// backend's buffers: K, V all-gathered as bf16 and widened; dK, dV
+/// rounded to bf16 and reduce-scattered as a bf16 sum); q, out, lse, dy and
+/// dq fp32. Errors: theirs, and SRT_INVALID_ARGUMENT for bf16 K/V without
+/// cp.
+srt_status ops_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t segment_ids,
+                         int64_t out, int64_t lse, const srt_op_attention_config *config,
+                         srt_dtype kv);
+srt_status ops_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
+                              int64_t lse, int64_t dy, int64_t segment_ids, int64_t dq,
+                              int64_t dk, int64_t dv, const srt_op_attention_config *config,
+                              srt_dtype kv);
+
 /// Context parallelism (shardrt/cp.h): all-gathers every cp rank's
 /// `local` [rows, seq / cp, token] over the cp group `g` into `global`
 /// [rows, seq, token] in token order, through `staging` (as large as
@@ -83,11 +97,12 @@ srt_status ops_bucket_start(srt_exec *e, const char *op, const int64_t *members,
 srt_status ops_cp_all_gather(srt_group *g, const void *local, void *global, void *staging,
                              srt_dtype dtype, int64_t rows, int64_t seq, int64_t token);
 
-/// The inverse for a partial sum: `global` [rows, seq, token] floats, this
-/// rank's contribution to every token, is summed over the cp group `g` and
-/// this rank's tokens left in `local` [rows, seq / cp, token], through
-/// `staging` (as large as `global`). Errors: the collective's.
-srt_status ops_cp_reduce_scatter(srt_group *g, const float *global, float *local,
-                                 float *staging, int64_t rows, int64_t seq, int64_t token);
+/// The inverse for a partial sum: `global` [rows, seq, token] of `dtype`
+/// (F32, or BF16: a bf16 sum, shardrt/collectives.h), this rank's
+/// contribution to every token, is summed over the cp group `g` and this
+/// rank's tokens left in `local` [rows, seq / cp, token], through `staging`
+/// (as large as `global`). Errors: the collective's.
+srt_status ops_cp_reduce_scatter(srt_group *g, const void *global, void *local, void *staging,
+                                 srt_dtype dtype, int64_t rows, int64_t seq, int64_t token);
 
 #endif // SHARDRT_CPU_OPS_INTERNAL_H

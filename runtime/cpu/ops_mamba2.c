@@ -160,7 +160,7 @@ static srt_status cp_forward(srt_exec *e, const srt_mamba2_config *c, const int6
   SRT_RETURN_IF_ERROR(cp_view_init(e, c, in + 1, in[0], segment_ids, cp, 1, false, &v));
   float *partial = v.free; // this rank's heads' share of every token's output
   SRT_RETURN_IF_ERROR(srt_cpu_mamba2_forward(partial, v.x, v.seg, &v.w, v.ws, &v.sub));
-  return ops_cp_reduce_scatter(v.group, partial, ops_f32(e, out), v.staging, c->batch,
+  return ops_cp_reduce_scatter(v.group, partial, ops_f32(e, out), v.staging, SRT_F32, c->batch,
                                v.sub.seq, c->hidden);
 }
 
@@ -185,8 +185,8 @@ static srt_status cp_backward(srt_exec *e, const srt_mamba2_config *c, const int
   int rank = srt_group_rank(v.group);
   for (int k = 0; k < kWeights; ++k)
     move_share(k, c, cp, rank, ops_f32(e, grads[k]), gp[k], true);
-  return ops_cp_reduce_scatter(v.group, dx_all, ops_f32(e, dx), v.staging, c->batch, v.sub.seq,
-                               c->hidden);
+  return ops_cp_reduce_scatter(v.group, dx_all, ops_f32(e, dx), v.staging, SRT_F32, c->batch,
+                               v.sub.seq, c->hidden);
 }
 
 srt_status srt_cpu_op_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w,
