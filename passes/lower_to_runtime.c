@@ -557,23 +557,18 @@ static void free_run(lower_run *r) {
   free(r->declared);
 }
 
-// The ops the backend has no kernel for (shardrt/ops.def: NN_NO_CUDA, which
-// are fp32 cpu kernels only): refused once, at the first, before anything
-// is planned, on backend=cuda and under param-dtype bf16 on the cpu.
-static bool mixed_supports(lower_run *r) {
+// The ops the cuda backend has no kernel for (shardrt/ops.def: NN_NO_CUDA,
+// which are cpu kernels only): refused once, at the first, before anything
+// is planned.
+static bool cuda_supports(lower_run *r) {
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     nn_op_kind k = nn_op_kind_of(op);
     if (!tp_op_cuda_supported(k)) {
       r->current = op;
-      if (r->cuda)
-        lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
-                "(shard-compile --backend=cpu)",
-             nn_op_name(k));
-      else
-        lr_fail(r, "'%s' has no bf16 kernel yet: compile NemotronH with param-dtype f32 "
-                "(shard-compile --param-dtype f32)",
-             nn_op_name(k));
+      lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
+              "(shard-compile --backend=cpu)",
+           nn_op_name(k));
       return false;
     }
   }
@@ -647,7 +642,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
              "with backend=cuda, or without cpu-offload");
     return mlirLogicalResultFailure();
   }
-  if (bf16 && !mixed_supports(&r))
+  if (r.cuda && !cuda_supports(&r))
     return mlirLogicalResultFailure();
   if (o[kOptAccumulate].i < 1 || o[kOptAccumulate].i > (1 << 20)) {
     lr_fail(&r, "accumulate-steps %lld must lie in [1, 2^20]", (long long)o[kOptAccumulate].i);

@@ -285,25 +285,54 @@ static srt_status bf16_glu_grad(srt_exec *e, int64_t gate, int64_t up,
   }
 #include "shardrt/ops.def"
 
-// NemotronH's mixer has fp32 kernels only; lower-to-runtime refuses it
-// under param-dtype bf16, so a program that calls these was not compiled
-// by this shard-compile.
-static srt_status no_mamba2(const char *op) {
-  return SRT_ERROR(
-      SRT_FAILED_PRECONDITION,
-      "%s: the Mamba2 mixer has no bf16 kernel: compile with --param-dtype f32",
-      op);
+// NemotronH's Mamba2 mixer: x and the weights' compute copies staged, the
+// conv, scan and gated norm in fp32 as the fp32 op, out rounded once. Its
+// backward writes dx in bf16 and the weight gradients in fp32 (the buffer
+// plan's "cf"). Under cp the op moves x, out, dout and dx over the cp
+// group as bf16 itself (ops_mamba2_mixer), so they are not staged.
+
+// The mixer's configuration (sizes: batch, seq, hidden, heads, head_dim,
+// groups, state, conv_kernel, chunk) with its weights in[1..8] staged in
+// `s`, and x (in[0]) unless cp moves it.
+static srt_mamba2_config stage_mixer(srt_bf16_stage *s, int64_t in[9],
+                                     const int64_t z[9], double eps,
+                                     double dt_min, int64_t cp) {
+  srt_mamba2_config c = ops_mamba2_config(z[0], z[1], z[2], z[3], z[4], z[5],
+                                          z[6], z[7], z[8], eps, dt_min);
+  int64_t counts[8];
+  ops_mamba2_weight_counts(&c, counts);
+  for (int k = 0; k < 8; ++k)
+    in[1 + k] = srt_bf16_stage_in(s, in[1 + k], counts[k]);
+  if (cp <= 1)
+    in[0] = srt_bf16_stage_in(s, in[0], z[0] * z[1] * z[2]);
+  return c;
 }
 
-static srt_status
-bf16_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w,
-                  int64_t conv_b, int64_t dt_bias, int64_t a_log, int64_t d,
-                  int64_t norm_w, int64_t out_proj, int64_t segment_ids,
-                  int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
-                  int64_t head_dim, int64_t groups, int64_t state,
-                  int64_t conv_kernel, int64_t chunk, double eps, double dt_min,
-                  int64_t cp, int64_t out) {
-  return no_mamba2("srt_cpu_bf16_op_mamba2_mixer");
+// The staging of a mixer op `name` (its arguments in scope): `in` the
+// offsets its fp32 op reads x and the weights at, `c` its configuration,
+// `moved` whether cp moves its activations (then not staged).
+#define STAGE_MIXER(name)                                                      \
+  STAGE(name);                                                                 \
+  int64_t in[9] = {x,     in_proj, conv_w, conv_b,  dt_bias,                   \
+                   a_log, d,       norm_w, out_proj};                          \
+  srt_mamba2_config c = stage_mixer(                                           \
+      &st, in,                                                                 \
+      (const int64_t[9]){batch, seq, hidden, heads, head_dim, groups, state,   \
+                         conv_kernel, chunk},                                  \
+      eps, dt_min, cp);                                                        \
+  bool moved = cp > 1
+
+static srt_status bf16_mamba2_mixer(
+    srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w, int64_t conv_b,
+    int64_t dt_bias, int64_t a_log, int64_t d, int64_t norm_w, int64_t out_proj,
+    int64_t segment_ids, int64_t batch, int64_t seq, int64_t hidden,
+    int64_t heads, int64_t head_dim, int64_t groups, int64_t state,
+    int64_t conv_kernel, int64_t chunk, double eps, double dt_min, int64_t cp,
+    int64_t out) {
+  STAGE_MIXER(mamba2_mixer); // x and out move over cp as bf16, by the op
+  int64_t O = moved ? out : STAGE_OUT(out, batch * seq * hidden);
+  RUN(ops_mamba2_mixer(e, in, segment_ids, &c, cp, O,
+                       moved ? SRT_BF16 : SRT_F32));
 }
 
 static srt_status bf16_mamba2_mixer_grad(
@@ -312,10 +341,17 @@ static srt_status bf16_mamba2_mixer_grad(
     int64_t segment_ids, int64_t batch, int64_t seq, int64_t hidden,
     int64_t heads, int64_t head_dim, int64_t groups, int64_t state,
     int64_t conv_kernel, int64_t chunk, double eps, double dt_min, int64_t cp,
-    int64_t dout, int64_t dx, int64_t d_in_proj, int64_t d_conv_w, int64_t d_conv_b,
-    int64_t d_dt_bias, int64_t d_a_log, int64_t d_d, int64_t d_norm_w,
-    int64_t d_out_proj) {
-  return no_mamba2("srt_cpu_bf16_op_mamba2_mixer_grad");
+    int64_t dout, int64_t dx, int64_t d_in_proj, int64_t d_conv_w,
+    int64_t d_conv_b, int64_t d_dt_bias, int64_t d_a_log, int64_t d_d,
+    int64_t d_norm_w, int64_t d_out_proj) {
+  STAGE_MIXER(mamba2_mixer_grad); // x, dout gathered, dx scattered by the op
+  int64_t n = batch * seq * hidden, DY = moved ? dout : STAGE_IN(dout, n),
+          DX = moved ? dx : STAGE_OUT(dx, n);
+  RUN(ops_mamba2_mixer_grad(
+      e, in, segment_ids, &c, cp, DY, DX,
+      (const int64_t[8]){d_in_proj, d_conv_w, d_conv_b, d_dt_bias, d_a_log, d_d,
+                         d_norm_w, d_out_proj},
+      moved ? SRT_BF16 : SRT_F32));
 }
 
 //===----------------------------------------------------------------------===//

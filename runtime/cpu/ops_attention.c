@@ -29,7 +29,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "bf16_stage.h"
 #include "ops_internal.h"
 #include "shardrt/context.h"
 #include "shardrt/cp.h"
@@ -77,20 +76,6 @@ static int64_t view_floats(const srt_op_attention_config *c, int cp, int segment
                                         segments != 0, grads != 0, false) / 4;
 }
 
-// All-gathers the cp ranks' K or V rows `local` of `dtype` into `global`
-// (fp32, token order): bf16 rows move as bf16 through the two halves of
-// `staging` (rank order, then token order) and are widened after.
-static srt_status gather_kv(srt_group *g, const void *local, float *global, float *staging,
-                            srt_dtype dtype, int64_t rows, int64_t seq, int64_t token) {
-  if (dtype == SRT_F32)
-    return ops_cp_all_gather(g, local, global, staging, SRT_F32, rows, seq, token);
-  int64_t n = rows * seq * token;
-  uint16_t *ranked = (uint16_t *)(void *)staging, *ordered = ranked + n;
-  SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, local, ordered, ranked, SRT_BF16, rows, seq, token));
-  srt_bf16_widen(global, ordered, n);
-  return NULL;
-}
-
 // The K/V view of this rank (the cp all-gathers happen here, of K and V
 // of element type `kv`) in `scratch`.
 static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, int64_t k,
@@ -115,8 +100,10 @@ static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, in
   w->staging = vg + (1 + grads) * n;
   int64_t *sg = seg ? (int64_t *)(void *)(w->staging + n) : NULL;
   w->free = w->staging + n + (seg ? 2 * c->batch * w->seq : 0);
-  SRT_RETURN_IF_ERROR(gather_kv(g, e->arena + k, kg, w->staging, kv, c->batch, w->seq, row));
-  SRT_RETURN_IF_ERROR(gather_kv(g, e->arena + v, vg, w->staging, kv, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(
+      ops_cp_gather_f32(g, e->arena + k, kg, w->staging, kv, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(
+      ops_cp_gather_f32(g, e->arena + v, vg, w->staging, kv, c->batch, w->seq, row));
   if (seg)
     SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, seg, sg, w->staging, SRT_I64, c->batch, w->seq, 1));
   w->k = kg;
@@ -127,19 +114,11 @@ static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, in
 
 // Reduce-scatters the whole sequence's `grad` [B, S, KV * hd] (this rank's
 // share of every key's gradient) over cp into the local rows at arena
-// offset `out`, of element type `dtype`: bf16 rounded first (into the
-// second half of the staging) and summed as bf16.
+// offset `out`, of element type `dtype`.
 static srt_status scatter_grad(srt_exec *e, const srt_op_attention_config *c, const kv_view *w,
                                const float *grad, int64_t out, srt_dtype dtype) {
-  srt_group *g = srt_context_group(e->ctx, SRT_GROUP_CP);
-  int64_t token = c->num_kv_heads * c->head_dim, n = c->batch * w->seq * token;
-  if (dtype == SRT_F32)
-    return ops_cp_reduce_scatter(g, grad, ops_f32(e, out), w->staging, SRT_F32, c->batch,
-                                 w->seq, token);
-  uint16_t *ranked = (uint16_t *)(void *)w->staging, *ordered = ranked + n;
-  srt_bf16_round(ordered, grad, n);
-  return ops_cp_reduce_scatter(g, ordered, e->arena + out, ranked, SRT_BF16, c->batch, w->seq,
-                               token);
+  return ops_cp_scatter_f32(srt_context_group(e->ctx, SRT_GROUP_CP), grad, e->arena + out,
+                            w->staging, dtype, c->batch, w->seq, c->num_kv_heads * c->head_dim);
 }
 
 // K and V of `kv` other than fp32 only under cp (the bf16 backend's).

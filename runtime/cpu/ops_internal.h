@@ -105,4 +105,41 @@ srt_status ops_cp_all_gather(srt_group *g, const void *local, void *global, void
 srt_status ops_cp_reduce_scatter(srt_group *g, const void *global, void *local, void *staging,
                                  srt_dtype dtype, int64_t rows, int64_t seq, int64_t token);
 
+/// ops_cp_all_gather of rows of `dtype` into fp32 `global` [rows, seq,
+/// token]: F32 as it is; BF16 (the bf16 backend's activations) moved as
+/// bf16 through the two halves of `staging` (rank order, then token order;
+/// `staging` holds rows x seq x token floats) and widened. Errors: the
+/// collective's.
+srt_status ops_cp_gather_f32(srt_group *g, const void *local, float *global, float *staging,
+                             srt_dtype dtype, int64_t rows, int64_t seq, int64_t token);
+
+/// ops_cp_reduce_scatter of fp32 `global` into `local` of `dtype`: BF16
+/// rounded to bf16 first (into the second half of `staging`) and summed
+/// as bf16 (shardrt/collectives.h). Errors: the collective's.
+srt_status ops_cp_scatter_f32(srt_group *g, const float *global, void *local, float *staging,
+                              srt_dtype dtype, int64_t rows, int64_t seq, int64_t token);
+
+/// The Mamba2 mixer ops (srt_cpu_op_mamba2_mixer, _grad) with x, out,
+/// dout and dx of element type `act`: SRT_F32, or SRT_BF16 under cp (the
+/// bf16 backend's, moved over cp as bf16: ops_cp_gather_f32,
+/// ops_cp_scatter_f32); the weights and their gradients fp32. `in` holds
+/// the arena offsets of x and the 8 weights (srt_mamba2_weights' order),
+/// `grads` those of the 8 gradients. Errors: theirs, and
+/// SRT_INVALID_ARGUMENT for bf16 activations without cp.
+srt_status ops_mamba2_mixer(srt_exec *e, const int64_t in[9], int64_t segment_ids,
+                            const srt_mamba2_config *c, int64_t cp, int64_t out, srt_dtype act);
+srt_status ops_mamba2_mixer_grad(srt_exec *e, const int64_t in[9], int64_t segment_ids,
+                                 const srt_mamba2_config *c, int64_t cp, int64_t dout,
+                                 int64_t dx, const int64_t grads[8], srt_dtype act);
+
+/// The elements of the mixer's 8 weights (srt_mamba2_weights' order) for
+/// the local sizes in `c` (its batch and seq unused).
+void ops_mamba2_weight_counts(const srt_mamba2_config *c, int64_t counts[8]);
+
+/// The mixer's configuration from its op's arguments (dt_max unbounded).
+srt_mamba2_config ops_mamba2_config(int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
+                                    int64_t head_dim, int64_t groups, int64_t state,
+                                    int64_t conv_kernel, int64_t chunk, double eps,
+                                    double dt_min);
+
 #endif // SHARDRT_CPU_OPS_INTERNAL_H

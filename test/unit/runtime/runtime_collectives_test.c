@@ -17,6 +17,7 @@
 
 #include "shardrt/collectives.h"
 #include "shardrt/context.h"
+#include "shardrt/convert.h"
 
 static srt_context *g_ctx;
 
@@ -257,13 +258,6 @@ static uint16_t ref_bf16(double x) {
   return (uint16_t)(u >> 16);
 }
 
-static double bf16_value(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 // Rank q's bf16 addend for element i: 8 significant bits, exponents -4..4,
 // both signs; elements 0 and 1 put a bf16 tie on ranks 0 and 1 (1 + 2^-8
 // rounds down to 1, 1 + 3 x 2^-8 up to 1 + 2^-6: ties to even), the
@@ -298,7 +292,7 @@ static void test_all_reduce_bf16(void **state) {
   ASSERT_OK(srt_collective_wait(g_ctx, 2));
   assert_memory_equal(late, sum, sizeof sum);
   assert_int_equal(max[0], 0xbf80); // -1
-  assert_true(bf16_value(max[1]) == 0.5 * (n - 1));
+  assert_true(srt_bf16_to_f32(max[1]) == 0.5 * (n - 1));
   assert_int_equal(sum[0], 0x3f80);                  // 1 + 2^-8: a tie, to even
   assert_int_equal(sum[1], ref_bf16(0x1.04p0));      // 1 + 3 x 2^-8: up to 1 + 2^-6
   for (int i = 0; i < N; ++i) {
@@ -310,7 +304,7 @@ static void test_all_reduce_bf16(void **state) {
     if (n == 2)
       assert_int_equal(sum[i], exact == 0 ? 0 : ref_bf16(exact));
     else
-      assert_true(fabs(bf16_value(sum[i]) - exact) <= (n - 1) * 0x1p-8 * mass);
+      assert_true(fabs(srt_bf16_to_f32(sum[i]) - exact) <= (n - 1) * 0x1p-8 * mass);
   }
   // Every rank the same bits: rank 0's, bucket-gathered as bf16.
   uint16_t all[4 * N];
