@@ -1,4 +1,4 @@
-// The op table's buffer columns (shardrt/ops.def: NN_BUFFER, NN_FP32_ONLY)
+// The op table's buffer columns (shardrt/ops.def: NN_BUFFER)
 // as the buffer plan reads them: each result's element type under mixed
 // precision, whether a result may share its operand's buffer, the cpu
 // kernels' scratch formulas and the attention's context-parallel scratch
@@ -68,13 +68,6 @@ static const buffer_facts kFacts[NN_OP_COUNT] = {
 #include "shardrt/ops.def"
 };
 #undef ws_none
-
-static const bool kFp32Only[NN_OP_COUNT] = {
-#define NN_FP32_ONLY(KIND) [NN_OP_##KIND] = true,
-#include "shardrt/ops.def"
-};
-
-bool tp_op_bf16_on_cpu(nn_op_kind kind) { return kind >= NN_OP_COUNT || !kFp32Only[kind]; }
 
 // The NN_BUFFER letter of `op`'s result `i`: 'c', 'f' or '0'.
 static char dtype_letter(MlirOperation op, intptr_t i) {

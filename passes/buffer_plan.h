@@ -111,8 +111,4 @@ bool tp_buffer_fused_norm(const tp_buffer_plan *plan, bool mixed_precision, Mlir
 void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_mesh *mesh,
                             const tp_buffer_policy *policy, int64_t accum, int64_t staging);
 
-/// Whether the cpu backend has a bf16 kernel for ops of `kind` (the op
-/// table's NN_FP32_ONLY rows say which not).
-bool tp_op_bf16_on_cpu(nn_op_kind kind);
-
 #endif // SHARD_PASSES_BUFFER_PLAN_H

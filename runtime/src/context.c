@@ -107,6 +107,7 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
   SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP], cpi * tp + tpi, dpi));
   SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_DP_CP], tpi, dpi * cp + cpi));
   SRT_RETURN_IF_ERROR(split_group(ctx, &ctx->groups[SRT_GROUP_CP], dpi * tp + tpi, cpi));
+  SRT_RETURN_IF_ERROR(srt_bf16_reductions_create(ctx));
 
   if (o->arena_bytes) {
     SRT_RETURN_IF_ERROR(srt_arena_init(&ctx->arena, o->arena_bytes));
@@ -127,6 +128,7 @@ srt_status srt_context_release(srt_context *ctx, srt_status stuck) {
     return stuck; // MPI is left as it is: the caller ends the job
   }
   srt_status first = NULL;
+  srt_bf16_reductions_free(ctx);
   for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
     srt_group *g = &ctx->groups[k];
     if (g->side != MPI_COMM_NULL)
@@ -168,6 +170,7 @@ srt_status srt_context_create(const srt_context_options *options,
   srt_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "context: out of memory");
+  ctx->bf16_sum = ctx->bf16_max = MPI_OP_NULL;
   for (int k = 0; k < SRT_GROUP_COUNT; ++k) {
     ctx->groups[k].comm = MPI_COMM_NULL;
     ctx->groups[k].side = MPI_COMM_NULL;
