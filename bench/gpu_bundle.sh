@@ -2,10 +2,12 @@
 # Builds the GPU bundle: one folder, at most 64 MiB, to carry to a machine
 # with an NVIDIA GPU but no compiler, MLIR, MPI, OpenBLAS or package
 # registry (the device tool's machine). It holds, gzip'ed in payload.tar.gz:
-#   bin/       the GPU tests (kernels_test, ops_test, cp_layout_test),
+#   bin/       the GPU tests (kernels_test, ops_test, cp_layout_test,
+#              mamba2_test),
 #              cuda_devices, gemm_peak, st_compare
 #   programs/  training executables compiled here for --backend=cuda, tp 1:
-#              the four tiny parity models (two also with --cpu-offload)
+#              the five tiny parity models (NemotronH's among them; two
+#              also with --cpu-offload)
 #              and the benchmark shapes (Qwen2.5-0.5B 8 x 2048, Llama-3.2-1B
 #              8 x 2048 and 4 x 4096, the last also with --cpu-offload)
 #   ref/       the cpu backend's logs of the parity runs, made here
@@ -36,7 +38,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,programs,ref,data,configs,lib}
 
-for exe in kernels_test ops_test cp_layout_test cuda_devices gemm_peak st_compare; do
+for exe in kernels_test ops_test cp_layout_test mamba2_test cuda_devices gemm_peak st_compare; do
   strip -o "$stage/bin/$exe" "$bin/$exe"
 done
 
@@ -52,7 +54,7 @@ compile() {
 # cpu runs happen here, their logs travel (bench/gpu_bundle_run.sh compares).
 "$bin/shard-tokens" --windows "$root/examples/data/shard-tales.txt" -o "$stage/data/tales.tokens" >/dev/null
 TRAIN=(--data "$stage/data/tales.tokens" --lr 1e-2 --max-grad-norm 1.0 --seed 11)
-for arch in qwen2 qwen3 llama gemma3; do
+for arch in qwen2 qwen3 llama gemma3 nemotron_h; do
   config=$root/test/e2e/configs/tiny-$arch.json
   compile "cpu-$arch" "$config" "$arch" 4 32
   "$stage/cpu-$arch" "${TRAIN[@]}" --steps 5 >"$stage/ref/$arch.cpu.log" 2>&1 \

@@ -5,7 +5,9 @@
 # cuDNN and NCCL libraries, and for the eager baseline). Unpacks, then:
 #   1. the GPU tests: kernels_test (our kernels against the CPU's on
 #      bf16-rounded inputs), ops_test (ops and the NCCL collectives at world
-#      size 1), cp_layout_test (the cp attention's token moves), and the 5-step training parity of the four tiny models
+#      size 1), cp_layout_test (the cp attention's token moves), mamba2_test
+#      (the Mamba2 mixer's ops against the cpu's), and the 5-step training
+#      parity of the five tiny models (NemotronH's among them)
 #      against the cpu logs made when the bundle was built, plus a resume,
 #      and --cpu-offload against the on-device AdamW (bit-identical);
 #   2. the bf16 GEMM peak and a device-to-device copy (gemm_peak);
@@ -50,7 +52,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 status=0
 
 echo "== GPU tests =="
-for t in kernels_test ops_test cp_layout_test; do
+for t in kernels_test ops_test cp_layout_test mamba2_test; do
   if bin/$t >"$t.log" 2>&1; then echo "PASS $t"; else tail -20 "$t.log"; echo "FAIL $t"; status=1; fi
 done
 steps_of() { awk '/^step /{split($2, k, "/"); print k[1], $5, $8}' "$1"; }
@@ -62,7 +64,7 @@ max_rel() { # CANDIDATE REFERENCE (step lines): "<n> <max rel loss> <max rel nor
     END { if (bad || n == 0) exit 1; printf "%d %.3e %.3e\n", n, ml, mg }'
 }
 TRAIN=(--data data/tales.tokens --lr 1e-2 --max-grad-norm 1.0 --seed 11)
-for arch in qwen2 qwen3 llama gemma3; do
+for arch in qwen2 qwen3 llama gemma3 nemotron_h; do
   if ! programs/$arch "${TRAIN[@]}" --steps 5 >"$arch.log" 2>&1; then
     tail -5 "$arch.log"; echo "FAIL parity $arch: the cuda run failed"; status=1; continue
   fi

@@ -1,4 +1,4 @@
-// The op table's buffer columns (shardrt/ops.def: NN_BUFFER, NN_NO_CUDA)
+// The op table's buffer columns (shardrt/ops.def: NN_BUFFER)
 // as the buffer plan reads them: each result's element type under mixed
 // precision, whether a result may share its operand's buffer, the cpu
 // kernels' scratch formulas and the attention's context-parallel scratch
@@ -35,19 +35,24 @@ static int64_t ws_rms_norm_grad_weight(MlirOperation op) {
   return 4 * srt_cpu_rms_norm_backward_workspace_floats(rows, features, norm_group(op));
 }
 
-// The Mamba2 kernels' scratch for one thread; 0 when it overflows.
-static int64_t mamba2_bytes(MlirOperation op, bool backward) {
+// A Mamba2 mixer op's sizes.
+static srt_mamba2_config mamba2_config(MlirOperation op) {
   nn_shape x = {0};
   nn_shape_of(mlirValueGetType(mlirOperationGetOperand(op, 0)), &x);
-  srt_mamba2_config c = {.batch = x.dims[0],
-                         .seq = x.dims[1],
-                         .hidden = x.dims[2],
-                         .heads = nn_attr_int(op, "num_heads", 0),
-                         .head_dim = nn_attr_int(op, "head_dim", 0),
-                         .groups = nn_attr_int(op, "n_groups", 0),
-                         .state = nn_attr_int(op, "state_size", 0),
-                         .conv_kernel = nn_attr_int(op, "conv_kernel", 0),
-                         .chunk = nn_attr_int(op, "chunk_size", 0)};
+  return (srt_mamba2_config){.batch = x.dims[0],
+                             .seq = x.dims[1],
+                             .hidden = x.dims[2],
+                             .heads = nn_attr_int(op, "num_heads", 0),
+                             .head_dim = nn_attr_int(op, "head_dim", 0),
+                             .groups = nn_attr_int(op, "n_groups", 0),
+                             .state = nn_attr_int(op, "state_size", 0),
+                             .conv_kernel = nn_attr_int(op, "conv_kernel", 0),
+                             .chunk = nn_attr_int(op, "chunk_size", 0)};
+}
+
+// The Mamba2 kernels' scratch for one thread; 0 when it overflows.
+static int64_t mamba2_bytes(MlirOperation op, bool backward) {
+  srt_mamba2_config c = mamba2_config(op);
   double parts[SRT_MAMBA2_WORKSPACE_PARTS];
   double floats = srt_mamba2_workspace_parts(&c, backward, 1, parts);
   return floats * 4 > 0 && floats * 4 < 9e18 ? (int64_t)(floats * 4) : 0;
@@ -63,13 +68,6 @@ static const buffer_facts kFacts[NN_OP_COUNT] = {
 #include "shardrt/ops.def"
 };
 #undef ws_none
-
-static const bool kNoCuda[NN_OP_COUNT] = {
-#define NN_NO_CUDA(KIND) [NN_OP_##KIND] = true,
-#include "shardrt/ops.def"
-};
-
-bool tp_op_cuda_supported(nn_op_kind kind) { return kind >= NN_OP_COUNT || !kNoCuda[kind]; }
 
 // The NN_BUFFER letter of `op`'s result `i`: 'c', 'f' or '0'.
 static char dtype_letter(MlirOperation op, intptr_t i) {
@@ -123,6 +121,17 @@ static int64_t attention_cp_bytes(MlirOperation op, bool cuda) {
                                         backward, cuda);
 }
 
+// The cuda Mamba2 ops' device scratch (srt_cuda_mamba2_scratch_parts); 0
+// for other ops.
+static int64_t mamba2_cuda_bytes(MlirOperation op) {
+  nn_op_kind k = nn_op_kind_of(op);
+  if (k != NN_OP_MAMBA2_MIXER && k != NN_OP_MAMBA2_MIXER_GRAD)
+    return 0;
+  srt_mamba2_config c = mamba2_config(op);
+  int64_t count[SRT_CUDA_MAMBA2_SCRATCH_PARTS];
+  return 4 * srt_cuda_mamba2_scratch_parts(&c, k == NN_OP_MAMBA2_MIXER_GRAD, count);
+}
+
 int64_t tp_buffer_workspace(MlirBlock body, const tp_buffer_policy *policy) {
   int64_t most = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
@@ -131,8 +140,10 @@ int64_t tp_buffer_workspace(MlirBlock body, const tp_buffer_policy *policy) {
     int64_t bytes = policy->count_workspace && k < NN_OP_COUNT && kFacts[k].workspace
                         ? kFacts[k].workspace(op)
                         : 0;
-    int64_t cp = attention_cp_bytes(op, policy->backend && !strcmp(policy->backend, "cuda"));
+    bool cuda = policy->backend && !strcmp(policy->backend, "cuda");
+    int64_t cp = attention_cp_bytes(op, cuda), mixer = cuda ? mamba2_cuda_bytes(op) : 0;
     bytes = cp > bytes ? cp : bytes;
+    bytes = mixer > bytes ? mixer : bytes;
     most = bytes > most ? bytes : most;
   }
   return most;

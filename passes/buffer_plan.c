@@ -178,11 +178,14 @@ static int64_t fp32_copy(const tp_buffer_plan *plan, MlirValue v, int64_t *offse
 
 // The bf16 cpu backend's staging (runtime/cpu/bf16_stage.h): the most
 // bytes of fp32 copies one op's bf16 operands and results take, a result
-// in place of an operand sharing its copy.
+// in place of an operand sharing its copy. The collectives and their waits
+// stage nothing: they move and sum bf16 as bf16.
 static int64_t bf16_staging(const tp_buffer_plan *plan, MlirBlock body) {
   int64_t most = 0;
   for (MlirOperation op = mlirBlockGetFirstOperation(body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
+    if (tp_is_collective(op) || tp_op_is(op, "nn.wait"))
+      continue;
     int64_t bytes = 0, at, in_at;
     intptr_t ins = mlirOperationGetNumOperands(op);
     for (intptr_t i = 0; i < ins; ++i)

@@ -111,8 +111,4 @@ bool tp_buffer_fused_norm(const tp_buffer_plan *plan, bool mixed_precision, Mlir
 void tp_buffer_plan_figures(tp_buffer_plan *plan, MlirOperation func, const tp_mesh *mesh,
                             const tp_buffer_policy *policy, int64_t accum, int64_t staging);
 
-/// Whether the cuda backend has a kernel for ops of `kind` (the op table's
-/// NN_NO_CUDA rows say which not).
-bool tp_op_cuda_supported(nn_op_kind kind);
-
 #endif // SHARD_PASSES_BUFFER_PLAN_H

@@ -65,7 +65,8 @@ tp_in_place tp_buffer_in_place(MlirOperation op);
 /// time by the cpu kernels' formulas (NN_BUFFER workspace; only with
 /// policy->count_workspace) and, on either backend (policy->mixed_precision:
 /// cuda), the attention's K/V gathered under context parallelism
-/// (srt_attention_cp_scratch_bytes); 0 if none.
+/// (srt_attention_cp_scratch_bytes); on cuda the Mamba2 mixer's device
+/// scratch (srt_cuda_mamba2_scratch_parts); 0 if none.
 int64_t tp_buffer_workspace(MlirBlock body, const tp_buffer_policy *policy);
 
 #endif // SHARD_PASSES_BUFFER_BUILD_H

@@ -20,12 +20,6 @@ typedef struct chain {
   bool scatters; // some link is a reduce-scatter (its result is smaller)
 } chain;
 
-static bool is_collective(MlirOperation op) {
-  return tp_op_is(op, "shard.all_reduce") || tp_op_is(op, "shard.reduce_scatter") ||
-         tp_op_is(op, "shard.all_gather") || tp_op_is(op, "shard.all_slice") ||
-         tp_op_is(op, "shard.all_to_all");
-}
-
 static bool one_use(MlirValue v) {
   MlirOpOperand u = mlirValueGetFirstUse(v);
   return !mlirOpOperandIsNull(u) && mlirOpOperandIsNull(mlirOpOperandGetNextUse(u));
@@ -38,7 +32,7 @@ static chain chain_of(MlirOperation store, MlirValue *source) {
   MlirValue v = mlirOperationGetOperand(store, 0);
   MlirOperation found[kMaxChain];
   while (c.n < kMaxChain && mlirValueIsAOpResult(v) && one_use(v) &&
-         is_collective(mlirOpResultGetOwner(v))) {
+         tp_is_collective(mlirOpResultGetOwner(v))) {
     found[c.n++] = mlirOpResultGetOwner(v);
     v = mlirOperationGetOperand(found[c.n - 1], 0);
   }

@@ -557,23 +557,21 @@ static void free_run(lower_run *r) {
   free(r->declared);
 }
 
-// The ops the backend has no kernel for (shardrt/ops.def: NN_NO_CUDA, which
-// are fp32 cpu kernels only): refused once, at the first, before anything
-// is planned, on backend=cuda and under param-dtype bf16 on the cpu.
-static bool mixed_supports(lower_run *r) {
+// What the cuda backend has no kernel for: the Mamba2 mixer under context
+// parallelism (runtime/cuda/ops_mamba2.c has no cp form). Refused once, at
+// the first, before anything is planned.
+static bool cuda_supports(lower_run *r) {
   for (MlirOperation op = mlirBlockGetFirstOperation(r->body); !mlirOperationIsNull(op);
        op = mlirOperationGetNextInBlock(op)) {
     nn_op_kind k = nn_op_kind_of(op);
-    if (!tp_op_cuda_supported(k)) {
+    bool mamba2 = k == NN_OP_MAMBA2_MIXER || k == NN_OP_MAMBA2_MIXER_GRAD;
+    int64_t cp = mamba2 ? nn_attr_int(op, "cp_size", 1) : 1;
+    if (cp > 1) {
       r->current = op;
-      if (r->cuda)
-        lr_fail(r, "'%s' has no CUDA kernel yet: compile NemotronH for the cpu backend "
-                "(shard-compile --backend=cpu)",
-             nn_op_name(k));
-      else
-        lr_fail(r, "'%s' has no bf16 kernel yet: compile NemotronH with param-dtype f32 "
-                "(shard-compile --param-dtype f32)",
-             nn_op_name(k));
+      lr_fail(r, "'%s' has no CUDA kernel under context parallelism (cp=%lld) yet: compile "
+              "NemotronH with cp 1 on cuda, or for the cpu backend (shard-compile "
+              "--backend=cpu)",
+              nn_op_name(k), (long long)cp);
       return false;
     }
   }
@@ -634,12 +632,6 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   bool bf16 = false;
   if (!param_dtype_of(&r, o[kOptParamDtype].s, &bf16))
     return mlirLogicalResultFailure();
-  int64_t cp = nn_attr_int(module, "nn.cp_size", 1); // a graph of one cp rank
-  if (bf16 && !r.cuda && cp > 1) { // its staged ops and the cp gathers share one scratch
-    lr_fail(&r, "param-dtype bf16 on the cpu does not run context parallelism (cp=%lld) yet: "
-            "compile with param-dtype f32, or cp 1", (long long)cp);
-    return mlirLogicalResultFailure();
-  }
   r.policy = (tp_buffer_policy){.mixed_precision = bf16,
                                  .backend = r.cuda ? "cuda" : "cpu",
                                  .offload = o[kOptCpuOffload].b,
@@ -653,7 +645,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
              "with backend=cuda, or without cpu-offload");
     return mlirLogicalResultFailure();
   }
-  if (bf16 && !mixed_supports(&r))
+  if (r.cuda && !cuda_supports(&r))
     return mlirLogicalResultFailure();
   if (o[kOptAccumulate].i < 1 || o[kOptAccumulate].i > (1 << 20)) {
     lr_fail(&r, "accumulate-steps %lld must lie in [1, 2^20]", (long long)o[kOptAccumulate].i);
@@ -681,6 +673,7 @@ static MlirLogicalResult run_lower(MlirOperation module, const tp_option_value *
   if (!r.errors) {
     nn_shape ids = shape(mlirBlockGetArgument(r.body, 0));
     // A graph of one cp rank (tp-plan's check_cp): [batch x cp, seq / cp].
+    int64_t cp = nn_attr_int(module, "nn.cp_size", 1);
     MlirStringRef model = nn_attr_str(module, "nn.config_path");
     char model_path[1024];
     snprintf(model_path, sizeof model_path, "%.*s", (int)model.length, model.data);

@@ -24,6 +24,12 @@ bool tp_op_is(MlirOperation op, const char *name) {
   return n.length == strlen(name) && !memcmp(n.data, name, n.length);
 }
 
+bool tp_is_collective(MlirOperation op) {
+  return tp_op_is(op, "shard.all_reduce") || tp_op_is(op, "shard.reduce_scatter") ||
+         tp_op_is(op, "shard.all_gather") || tp_op_is(op, "shard.all_slice") ||
+         tp_op_is(op, "shard.all_to_all");
+}
+
 bool tp_check_functions(MlirOperation module) {
   bool ok = true;
   MlirBlock body = mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0));

@@ -64,6 +64,10 @@ MlirValue tp_build_collective(tp_insert *at, tp_collective kind, MlirValue value
 /// True if `op` is the upstream op `name` (e.g. "shard.shard").
 bool tp_op_is(MlirOperation op, const char *name);
 
+/// True if `op` is one of the collectives tp_build_collective builds
+/// (shard.all_reduce, all_gather, reduce_scatter, all_slice, all_to_all).
+bool tp_is_collective(MlirOperation op);
+
 /// Reports every multi-block func.func in `module`; returns false if any.
 bool tp_check_functions(MlirOperation module);
 

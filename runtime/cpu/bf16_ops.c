@@ -12,16 +12,17 @@
 // avx512_core_bf16 or AMX kernels, fp32 accumulation: the same products up
 // to the order of the fp32 sums) and take the staged fp32 path otherwise:
 // a CPU without bf16 instructions runs the exact, slower path rather than
-// being refused. Collectives of bf16 buffers
-// move and sum fp32 copies (a bf16 sum rounds once, after the whole
-// reduction); non-blocking ones complete at once (their wait then finds a
-// free slot). The optimizer steps the fp32 master weights and refreshes
+// being refused. Collectives move and reduce each buffer in its own dtype,
+// as NCCL does on cuda: a bf16 gather, all-to-all or FSDP parameter gather
+// sends two bytes an element, and a bf16 sum (an activation's Partial ->
+// Replicate all-reduce, a reduce-scatter under sequence parallelism) adds
+// in fp32 and rounds each partial sum to bf16 (shardrt/collectives.h);
+// the gradients' reductions are fp32 because the gradients are. The
+// non-blocking ones are started and waited for as the fp32 ones. The optimizer steps the fp32 master weights and refreshes
 // each compute copy from its master, rounded to nearest even, as the cuda
 // AdamW kernel does.
 #include "bf16_stage.h"
 #include "ops_internal.h"
-#include "shardrt/collectives.h"
-#include "shardrt/context.h"
 #include "shardrt/tensor.h"
 
 #define STAGE(name)                                                            \
@@ -212,10 +213,22 @@ static int64_t kv_count(const srt_op_attention_config *c) {
   return c->batch * c->seq * c->num_kv_heads * c->head_dim;
 }
 
+static srt_status bf16_attention_cp(srt_exec *e, int64_t q, int64_t k,
+                                    int64_t v, int64_t segment_ids, int64_t out,
+                                    int64_t lse,
+                                    const srt_op_attention_config *config);
+static srt_status
+bf16_attention_grad_cp(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                       int64_t out, int64_t lse, int64_t dy, int64_t segment_ids,
+                       int64_t dq, int64_t dk, int64_t dv,
+                       const srt_op_attention_config *config);
+
 // lse stays fp32.
 static srt_status bf16_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
                                  int64_t segment_ids, int64_t out, int64_t lse,
                                  const srt_op_attention_config *config) {
+  if (config->cp_size > 1)
+    return bf16_attention_cp(e, q, k, v, segment_ids, out, lse, config);
   STAGE(attention);
   int64_t qn = q_count(config), kn = kv_count(config);
   int64_t Q = STAGE_IN(q, qn), K = STAGE_IN(k, kn), V = STAGE_IN(v, kn),
@@ -228,6 +241,9 @@ static srt_status bf16_attention_grad(srt_exec *e, int64_t q, int64_t k,
                                       int64_t dy, int64_t segment_ids,
                                       int64_t dq, int64_t dk, int64_t dv,
                                       const srt_op_attention_config *config) {
+  if (config->cp_size > 1)
+    return bf16_attention_grad_cp(e, q, k, v, out, lse, dy, segment_ids, dq, dk,
+                                  dv, config);
   STAGE(attention_grad);
   int64_t qn = q_count(config), kn = kv_count(config);
   int64_t Q = STAGE_IN(q, qn), K = STAGE_IN(k, kn), V = STAGE_IN(v, kn),
@@ -269,25 +285,54 @@ static srt_status bf16_glu_grad(srt_exec *e, int64_t gate, int64_t up,
   }
 #include "shardrt/ops.def"
 
-// NemotronH's mixer has fp32 kernels only; lower-to-runtime refuses it
-// under param-dtype bf16, so a program that calls these was not compiled
-// by this shard-compile.
-static srt_status no_mamba2(const char *op) {
-  return SRT_ERROR(
-      SRT_FAILED_PRECONDITION,
-      "%s: the Mamba2 mixer has no bf16 kernel: compile with --param-dtype f32",
-      op);
+// NemotronH's Mamba2 mixer: x and the weights' compute copies staged, the
+// conv, scan and gated norm in fp32 as the fp32 op, out rounded once. Its
+// backward writes dx in bf16 and the weight gradients in fp32 (the buffer
+// plan's "cf"). Under cp the op moves x, out, dout and dx over the cp
+// group as bf16 itself (ops_mamba2_mixer), so they are not staged.
+
+// The mixer's configuration (sizes: batch, seq, hidden, heads, head_dim,
+// groups, state, conv_kernel, chunk) with its weights in[1..8] staged in
+// `s`, and x (in[0]) unless cp moves it.
+static srt_mamba2_config stage_mixer(srt_bf16_stage *s, int64_t in[9],
+                                     const int64_t z[9], double eps,
+                                     double dt_min, int64_t cp) {
+  srt_mamba2_config c = ops_mamba2_config(z[0], z[1], z[2], z[3], z[4], z[5],
+                                          z[6], z[7], z[8], eps, dt_min);
+  int64_t counts[8];
+  ops_mamba2_weight_counts(&c, counts);
+  for (int k = 0; k < 8; ++k)
+    in[1 + k] = srt_bf16_stage_in(s, in[1 + k], counts[k]);
+  if (cp <= 1)
+    in[0] = srt_bf16_stage_in(s, in[0], z[0] * z[1] * z[2]);
+  return c;
 }
 
-static srt_status
-bf16_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w,
-                  int64_t conv_b, int64_t dt_bias, int64_t a_log, int64_t d,
-                  int64_t norm_w, int64_t out_proj, int64_t segment_ids,
-                  int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
-                  int64_t head_dim, int64_t groups, int64_t state,
-                  int64_t conv_kernel, int64_t chunk, double eps, double dt_min,
-                  int64_t cp, int64_t out) {
-  return no_mamba2("srt_cpu_bf16_op_mamba2_mixer");
+// The staging of a mixer op `name` (its arguments in scope): `in` the
+// offsets its fp32 op reads x and the weights at, `c` its configuration,
+// `moved` whether cp moves its activations (then not staged).
+#define STAGE_MIXER(name)                                                      \
+  STAGE(name);                                                                 \
+  int64_t in[9] = {x,     in_proj, conv_w, conv_b,  dt_bias,                   \
+                   a_log, d,       norm_w, out_proj};                          \
+  srt_mamba2_config c = stage_mixer(                                           \
+      &st, in,                                                                 \
+      (const int64_t[9]){batch, seq, hidden, heads, head_dim, groups, state,   \
+                         conv_kernel, chunk},                                  \
+      eps, dt_min, cp);                                                        \
+  bool moved = cp > 1
+
+static srt_status bf16_mamba2_mixer(
+    srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w, int64_t conv_b,
+    int64_t dt_bias, int64_t a_log, int64_t d, int64_t norm_w, int64_t out_proj,
+    int64_t segment_ids, int64_t batch, int64_t seq, int64_t hidden,
+    int64_t heads, int64_t head_dim, int64_t groups, int64_t state,
+    int64_t conv_kernel, int64_t chunk, double eps, double dt_min, int64_t cp,
+    int64_t out) {
+  STAGE_MIXER(mamba2_mixer); // x and out move over cp as bf16, by the op
+  int64_t O = moved ? out : STAGE_OUT(out, batch * seq * hidden);
+  RUN(ops_mamba2_mixer(e, in, segment_ids, &c, cp, O,
+                       moved ? SRT_BF16 : SRT_F32));
 }
 
 static srt_status bf16_mamba2_mixer_grad(
@@ -296,10 +341,17 @@ static srt_status bf16_mamba2_mixer_grad(
     int64_t segment_ids, int64_t batch, int64_t seq, int64_t hidden,
     int64_t heads, int64_t head_dim, int64_t groups, int64_t state,
     int64_t conv_kernel, int64_t chunk, double eps, double dt_min, int64_t cp,
-    int64_t dout, int64_t dx, int64_t d_in_proj, int64_t d_conv_w, int64_t d_conv_b,
-    int64_t d_dt_bias, int64_t d_a_log, int64_t d_d, int64_t d_norm_w,
-    int64_t d_out_proj) {
-  return no_mamba2("srt_cpu_bf16_op_mamba2_mixer_grad");
+    int64_t dout, int64_t dx, int64_t d_in_proj, int64_t d_conv_w,
+    int64_t d_conv_b, int64_t d_dt_bias, int64_t d_a_log, int64_t d_d,
+    int64_t d_norm_w, int64_t d_out_proj) {
+  STAGE_MIXER(mamba2_mixer_grad); // x, dout gathered, dx scattered by the op
+  int64_t n = batch * seq * hidden, DY = moved ? dout : STAGE_IN(dout, n),
+          DX = moved ? dx : STAGE_OUT(dx, n);
+  RUN(ops_mamba2_mixer_grad(
+      e, in, segment_ids, &c, cp, DY, DX,
+      (const int64_t[8]){d_in_proj, d_conv_w, d_conv_b, d_dt_bias, d_a_log, d_d,
+                         d_norm_w, d_out_proj},
+      moved ? SRT_BF16 : SRT_F32));
 }
 
 //===----------------------------------------------------------------------===//
@@ -361,54 +413,38 @@ bf16_ce_logits_grad(srt_exec *e, int64_t logits, int64_t labels, int64_t max,
 }
 
 //===----------------------------------------------------------------------===//
-// Collectives: fp32 ones as the cpu backend's; bf16 ones on fp32 copies,
-// blocking
+// Collectives in the dtype of their buffer: bf16 moves as bf16, sums as
+// bf16 (shardrt/collectives.h), non-blocking where the fp32 ones are
 //===----------------------------------------------------------------------===//
 
-// The size of mesh `axis`'s group (1 for an axis the fp32 op then refuses).
-static int64_t axis_size(srt_exec *e, int64_t axis) {
-  if (axis != SRT_MESH_DP && axis != SRT_MESH_TP)
-    return 1;
-  return srt_group_size(srt_context_group(
-      e->ctx, axis == SRT_MESH_DP ? SRT_GROUP_DP : SRT_GROUP_TP));
+// The element type of an op's `dtype` (srt_op_dtype).
+static srt_dtype elem_type(int64_t dtype) {
+  return dtype == SRT_OP_BF16 ? SRT_BF16 : SRT_F32;
 }
 
 static srt_status bf16_all_reduce(srt_exec *e, int64_t in, int64_t out,
                                   int64_t count, int64_t axis, int64_t is_max,
                                   int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_reduce(e, in, out, count, axis, is_max, dtype);
-  STAGE(all_reduce);
-  int64_t I = STAGE_IN(in, count), O = STAGE_OUT(out, count);
-  RUN(srt_cpu_op_all_reduce(e, I, O, count, axis, is_max, SRT_OP_F32));
+  return ops_all_reduce(e, "srt_cpu_bf16_op_all_reduce", in, out, count, axis,
+                        is_max, elem_type(dtype), -1);
 }
 
 static srt_status bf16_all_gather(srt_exec *e, int64_t in, int64_t out,
                                   int64_t axis, int64_t dim, int64_t rank,
                                   int64_t d0, int64_t d1, int64_t d2,
                                   int64_t d3, int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_gather(e, in, out, axis, dim, rank, d0, d1, d2, d3,
-                                 dtype);
-  STAGE(all_gather);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
-          O = STAGE_OUT(out, n * axis_size(e, axis));
-  RUN(srt_cpu_op_all_gather(e, I, O, axis, dim, rank, d0, d1, d2, d3,
-                            SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_all_gather", false, in, out,
+                            axis, dim, rank, shape, elem_type(dtype), -1);
 }
 
 static srt_status bf16_reduce_scatter(srt_exec *e, int64_t in, int64_t out,
                                       int64_t axis, int64_t dim, int64_t rank,
                                       int64_t d0, int64_t d1, int64_t d2,
                                       int64_t d3, int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_reduce_scatter(e, in, out, axis, dim, rank, d0, d1, d2,
-                                     d3, dtype);
-  STAGE(reduce_scatter);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
-          O = STAGE_OUT(out, n / axis_size(e, axis));
-  RUN(srt_cpu_op_reduce_scatter(e, I, O, axis, dim, rank, d0, d1, d2, d3,
-                                SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_reduce_scatter", true, in, out,
+                            axis, dim, rank, shape, elem_type(dtype), -1);
 }
 
 static srt_status bf16_all_to_all(srt_exec *e, int64_t in, int64_t out,
@@ -416,37 +452,26 @@ static srt_status bf16_all_to_all(srt_exec *e, int64_t in, int64_t out,
                                   int64_t concat_dim, int64_t rank, int64_t d0,
                                   int64_t d1, int64_t d2, int64_t d3,
                                   int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_to_all(e, in, out, axis, split_dim, concat_dim, rank,
-                                 d0, d1, d2, d3, dtype);
-  STAGE(all_to_all);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n), O = STAGE_OUT(out, n);
-  RUN(srt_cpu_op_all_to_all(e, I, O, axis, split_dim, concat_dim, rank, d0, d1,
-                            d2, d3, SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_all_to_all(e, "srt_cpu_bf16_op_all_to_all", in, out, axis,
+                        split_dim, concat_dim, rank, shape, elem_type(dtype));
 }
 
 static srt_status bf16_all_slice(srt_exec *e, int64_t in, int64_t out,
                                  int64_t axis, int64_t dim, int64_t rank,
                                  int64_t d0, int64_t d1, int64_t d2, int64_t d3,
                                  int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_slice(e, in, out, axis, dim, rank, d0, d1, d2, d3,
-                                dtype);
-  STAGE(all_slice);
-  int64_t n = d0 * d1 * d2 * d3, I = STAGE_IN(in, n),
-          O = STAGE_OUT(out, n / axis_size(e, axis));
-  RUN(srt_cpu_op_all_slice(e, I, O, axis, dim, rank, d0, d1, d2, d3,
-                           SRT_OP_F32));
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_all_slice(e, "srt_cpu_bf16_op_all_slice", in, out, axis, dim,
+                       rank, shape, elem_type(dtype));
 }
 
 static srt_status bf16_all_reduce_start(srt_exec *e, int64_t in, int64_t out,
                                         int64_t count, int64_t axis,
                                         int64_t is_max, int64_t dtype,
                                         int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_reduce_start(e, in, out, count, axis, is_max, dtype,
-                                       slot);
-  return bf16_all_reduce(e, in, out, count, axis, is_max, dtype);
+  return ops_all_reduce(e, "srt_cpu_bf16_op_all_reduce_start", in, out, count,
+                        axis, is_max, elem_type(dtype), slot);
 }
 
 static srt_status bf16_all_gather_start(srt_exec *e, int64_t in, int64_t out,
@@ -454,46 +479,56 @@ static srt_status bf16_all_gather_start(srt_exec *e, int64_t in, int64_t out,
                                         int64_t d0, int64_t d1, int64_t d2,
                                         int64_t d3, int64_t dtype,
                                         int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_all_gather_start(e, in, out, axis, dim, rank, d0, d1, d2,
-                                       d3, dtype, slot);
-  return bf16_all_gather(e, in, out, axis, dim, rank, d0, d1, d2, d3, dtype);
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_all_gather_start", false, in,
+                            out, axis, dim, rank, shape, elem_type(dtype),
+                            slot);
 }
 
 static srt_status
 bf16_reduce_scatter_start(srt_exec *e, int64_t in, int64_t out, int64_t axis,
                           int64_t dim, int64_t rank, int64_t d0, int64_t d1,
                           int64_t d2, int64_t d3, int64_t dtype, int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_reduce_scatter_start(e, in, out, axis, dim, rank, d0, d1,
-                                           d2, d3, dtype, slot);
-  return bf16_reduce_scatter(e, in, out, axis, dim, rank, d0, d1, d2, d3,
-                             dtype);
+  const int64_t shape[4] = {d0, d1, d2, d3};
+  return ops_gather_scatter(e, "srt_cpu_bf16_op_reduce_scatter_start", true,
+                            in, out, axis, dim, rank, shape, elem_type(dtype),
+                            slot);
 }
 
-// A bf16 bucket: its members staged (each `in` and `out` count as
-// srt_bucket_kind says), started and completed at once into `slot`.
 static srt_status bf16_bucket_start(srt_exec *e, const int64_t *members,
                                     int64_t kind, int64_t axis, int64_t dtype,
                                     int64_t slot) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_bucket_start(e, members, kind, axis, dtype, slot);
-  STAGE(bucket_start);
-  int64_t parts = axis_size(e, axis),
-          table[1 + 3 * SRT_MAX_BUCKET] = {members[0]};
-  for (int64_t j = 0; j < members[0]; ++j) {
-    int64_t count = members[3 + 3 * j];
-    int64_t in_n = kind == SRT_BUCKET_REDUCE_SCATTER ? parts * count : count;
-    int64_t out_n = kind == SRT_BUCKET_ALL_GATHER ? parts * count : count;
-    table[1 + 3 * j] = STAGE_IN(members[1 + 3 * j], in_n);
-    table[2 + 3 * j] = STAGE_OUT(members[2 + 3 * j], out_n);
-    table[3 + 3 * j] = count;
-  }
-  if (st.error)
-    return srt_bf16_stage_end(&st, NULL);
-  srt_status s =
-      srt_cpu_op_bucket_start(e, table, kind, axis, SRT_OP_F32, slot);
-  RUN(s ? s : srt_cpu_op_bucket_wait(e, table, slot));
+  return ops_bucket_start(e, "srt_cpu_bf16_op_bucket_start", members, kind,
+                          axis, elem_type(dtype), slot);
+}
+
+//===----------------------------------------------------------------------===//
+// Context parallelism: the cp moves of bf16 buffers in bf16
+//===----------------------------------------------------------------------===//
+
+// Attention under cp: q and out staged, K and V handed over as bf16, which
+// the op all-gathers as bf16 and widens (ops_attention).
+static srt_status bf16_attention_cp(srt_exec *e, int64_t q, int64_t k,
+                                    int64_t v, int64_t segment_ids, int64_t out,
+                                    int64_t lse,
+                                    const srt_op_attention_config *config) {
+  STAGE(attention);
+  int64_t qn = q_count(config), Q = STAGE_IN(q, qn), O = STAGE_OUT(out, qn);
+  RUN(ops_attention(e, Q, k, v, segment_ids, O, lse, config, SRT_BF16));
+}
+
+// Its backward: q, out, dy and dq staged; dK and dV written as bf16 by the
+// op's bf16 reduce-scatter.
+static srt_status
+bf16_attention_grad_cp(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                       int64_t out, int64_t lse, int64_t dy, int64_t segment_ids,
+                       int64_t dq, int64_t dk, int64_t dv,
+                       const srt_op_attention_config *config) {
+  STAGE(attention_grad);
+  int64_t qn = q_count(config), Q = STAGE_IN(q, qn), O = STAGE_IN(out, qn),
+          DY = STAGE_IN(dy, qn), DQ = STAGE_OUT(dq, qn);
+  RUN(ops_attention_grad(e, Q, k, v, O, lse, DY, segment_ids, DQ, dk, dv,
+                         config, SRT_BF16));
 }
 
 //===----------------------------------------------------------------------===//
@@ -520,7 +555,8 @@ static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
 }
 
 // The ops whose buffers are fp32 under mixed precision too (the rotary
-// tables, the loss statistics, waits) are the cpu backend's own.
+// tables, the loss statistics) and the waits (of either dtype) are the cpu
+// backend's own.
 #define bf16_rotary_embedding srt_cpu_op_rotary_embedding
 #define bf16_ce_loss_sum srt_cpu_op_ce_loss_sum
 #define bf16_ce_mean srt_cpu_op_ce_mean

@@ -17,7 +17,9 @@
 // sequence are reduce-scattered back to the local rows (Llama 3's
 // all-gather context parallelism: the masks stay on global indices, and
 // GQA sends only the KV heads). The backward gathers again rather than
-// keeping the forward's gathered K/V alive in between.
+// keeping the forward's gathered K/V alive in between. The bf16 backend's
+// K, V, dK and dV are bf16 (ops_attention): they move as bf16, as on cuda
+// (K, V widened after the gather; dK, dV rounded before their bf16 sum).
 //
 // Scratch (the context's op scratch, no allocation after the first step):
 // the kernel workspace; under cp the gathered k, v, segment ids, and for
@@ -74,10 +76,11 @@ static int64_t view_floats(const srt_op_attention_config *c, int cp, int segment
                                         segments != 0, grads != 0, false) / 4;
 }
 
-// The K/V view of this rank (the cp all-gathers happen here) in `scratch`.
+// The K/V view of this rank (the cp all-gathers happen here, of K and V
+// of element type `kv`) in `scratch`.
 static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, int64_t k,
-                               int64_t v, int64_t segment_ids, int grads, float *scratch,
-                               kv_view *w) {
+                               int64_t v, int64_t segment_ids, int grads, srt_dtype kv,
+                               float *scratch, kv_view *w) {
   const int64_t *seg = segment_ids >= 0 ? ops_i64(e, segment_ids) : NULL;
   *w = (kv_view){.cp = 1, .seq = c->seq, .k = ops_f32(e, k), .v = ops_f32(e, v), .seg = seg,
                  .free = scratch};
@@ -97,8 +100,10 @@ static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, in
   w->staging = vg + (1 + grads) * n;
   int64_t *sg = seg ? (int64_t *)(void *)(w->staging + n) : NULL;
   w->free = w->staging + n + (seg ? 2 * c->batch * w->seq : 0);
-  SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, w->k, kg, w->staging, SRT_F32, c->batch, w->seq, row));
-  SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, w->v, vg, w->staging, SRT_F32, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(
+      ops_cp_gather_f32(g, e->arena + k, kg, w->staging, kv, c->batch, w->seq, row));
+  SRT_RETURN_IF_ERROR(
+      ops_cp_gather_f32(g, e->arena + v, vg, w->staging, kv, c->batch, w->seq, row));
   if (seg)
     SRT_RETURN_IF_ERROR(ops_cp_all_gather(g, seg, sg, w->staging, SRT_I64, c->batch, w->seq, 1));
   w->k = kg;
@@ -108,11 +113,21 @@ static srt_status kv_view_init(srt_exec *e, const srt_op_attention_config *c, in
 }
 
 // Reduce-scatters the whole sequence's `grad` [B, S, KV * hd] (this rank's
-// share of every key's gradient) over cp into the local rows `out`.
+// share of every key's gradient) over cp into the local rows at arena
+// offset `out`, of element type `dtype`.
 static srt_status scatter_grad(srt_exec *e, const srt_op_attention_config *c, const kv_view *w,
-                               const float *grad, float *out) {
-  return ops_cp_reduce_scatter(srt_context_group(e->ctx, SRT_GROUP_CP), grad, out, w->staging,
-                               c->batch, w->seq, c->num_kv_heads * c->head_dim);
+                               const float *grad, int64_t out, srt_dtype dtype) {
+  return ops_cp_scatter_f32(srt_context_group(e->ctx, SRT_GROUP_CP), grad, e->arena + out,
+                            w->staging, dtype, c->batch, w->seq, c->num_kv_heads * c->head_dim);
+}
+
+// K and V of `kv` other than fp32 only under cp (the bf16 backend's).
+static srt_status check_kv(const char *op, const srt_op_attention_config *c, srt_dtype kv) {
+  if (kv != SRT_F32 && (kv != SRT_BF16 || c->cp_size <= 1))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: K/V of dtype %s with cp %lld (fp32, or bf16 under cp)", op,
+                     srt_dtype_name(kv), (long long)c->cp_size);
+  return NULL;
 }
 
 // The next run of local heads starting at h0 (replicated KV).
@@ -171,11 +186,12 @@ static srt_status op_scratch(srt_exec *e, const srt_op_attention_config *c, int6
   return ops_scratch(e, *ws + view_floats(c, cp, segment_ids >= 0, grads) + runs, scratch);
 }
 
-srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
-                                int64_t segment_ids, int64_t out, int64_t lse,
-                                const srt_op_attention_config *config) {
+srt_status ops_attention(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t segment_ids,
+                         int64_t out, int64_t lse, const srt_op_attention_config *config,
+                         srt_dtype kv) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention", config, &heads));
+  SRT_RETURN_IF_ERROR(check_kv("srt_cpu_op_attention", config, kv));
   int64_t first = heads.first_head, group = heads.group;
   const srt_op_attention_config *c = config;
   int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
@@ -186,7 +202,7 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
   float *scratch;
   SRT_RETURN_IF_ERROR(op_scratch(e, c, segment_ids, 0, &scratch, &ws));
   kv_view w;
-  SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 0, scratch + ws, &w));
+  SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 0, kv, scratch + ws, &w));
   srt_attention_config kc = kernel_config(c, &w, H, KV);
   if (!replicated)
     return srt_cpu_attention_forward(ops_f32(e, out), ops_f32(e, lse), ops_f32(e, q), w.k, w.v,
@@ -205,6 +221,12 @@ srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
     h0 += run.count;
   }
   return NULL;
+}
+
+srt_status srt_cpu_op_attention(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                int64_t segment_ids, int64_t out, int64_t lse,
+                                const srt_op_attention_config *config) {
+  return ops_attention(e, q, k, v, segment_ids, out, lse, config, SRT_F32);
 }
 
 // Replicated KV's backward: per run of local heads sharing one KV head,
@@ -240,12 +262,13 @@ static srt_status replicated_grad(srt_exec *e, const srt_op_attention_config *c,
   return NULL;
 }
 
-srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
-                                     int64_t out, int64_t lse, int64_t dy,
-                                     int64_t segment_ids, int64_t dq, int64_t dk, int64_t dv,
-                                     const srt_op_attention_config *config) {
+srt_status ops_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v, int64_t out,
+                              int64_t lse, int64_t dy, int64_t segment_ids, int64_t dq,
+                              int64_t dk, int64_t dv, const srt_op_attention_config *config,
+                              srt_dtype kv) {
   srt_attention_heads heads;
   SRT_RETURN_IF_ERROR(srt_check_attention(e, "srt_cpu_op_attention_grad", config, &heads));
+  SRT_RETURN_IF_ERROR(check_kv("srt_cpu_op_attention_grad", config, kv));
   const srt_op_attention_config *c = config;
   int cp = c->cp_size > 1 ? (int)c->cp_size : 1;
   int64_t krows = c->batch * c->seq * cp, KV = c->num_kv_heads, hd = c->head_dim, ws;
@@ -253,7 +276,7 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
   float *scratch;
   SRT_RETURN_IF_ERROR(op_scratch(e, c, segment_ids, 2, &scratch, &ws));
   kv_view w;
-  SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 2, scratch + ws, &w));
+  SRT_RETURN_IF_ERROR(kv_view_init(e, c, k, v, segment_ids, 2, kv, scratch + ws, &w));
   srt_attention_config kc = kernel_config(c, &w, c->num_heads, KV);
   // The whole sequence's dk, dv under cp (after the gathered k, v), else the outputs.
   int64_t kv_n = krows * KV * hd;
@@ -268,6 +291,13 @@ srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t 
                                         (const int64_t[6]){q, out, dy, lse, dq, 0}, dkw, dvw));
   if (cp == 1)
     return NULL;
-  SRT_RETURN_IF_ERROR(scatter_grad(e, c, &w, dkw, ops_f32(e, dk)));
-  return scatter_grad(e, c, &w, dvw, ops_f32(e, dv));
+  SRT_RETURN_IF_ERROR(scatter_grad(e, c, &w, dkw, dk, kv));
+  return scatter_grad(e, c, &w, dvw, dv, kv);
+}
+
+srt_status srt_cpu_op_attention_grad(srt_exec *e, int64_t q, int64_t k, int64_t v,
+                                     int64_t out, int64_t lse, int64_t dy,
+                                     int64_t segment_ids, int64_t dq, int64_t dk, int64_t dv,
+                                     const srt_op_attention_config *config) {
+  return ops_attention_grad(e, q, k, v, out, lse, dy, segment_ids, dq, dk, dv, config, SRT_F32);
 }

@@ -26,10 +26,10 @@
 #include "ops_internal.h"
 #include "shardrt/kernels.h"
 
-static srt_mamba2_config config_of(int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
-                                   int64_t head_dim, int64_t groups, int64_t state,
-                                   int64_t conv_kernel, int64_t chunk, double eps,
-                                   double dt_min) {
+srt_mamba2_config ops_mamba2_config(int64_t batch, int64_t seq, int64_t hidden, int64_t heads,
+                                    int64_t head_dim, int64_t groups, int64_t state,
+                                    int64_t conv_kernel, int64_t chunk, double eps,
+                                    double dt_min) {
   return (srt_mamba2_config){.batch = batch, .seq = seq, .hidden = hidden, .heads = heads,
                              .head_dim = head_dim, .groups = groups, .state = state,
                              .conv_kernel = conv_kernel, .chunk = chunk, .eps = (float)eps,
@@ -97,6 +97,11 @@ static int64_t share_floats(int k, const srt_mamba2_config *c, int cp) {
   return n[k] / cp;
 }
 
+void ops_mamba2_weight_counts(const srt_mamba2_config *c, int64_t counts[8]) {
+  for (int k = 0; k < kWeights; ++k)
+    counts[k] = share_floats(k, c, 1);
+}
+
 // This rank's cp view: the whole sequence gathered (x, and the segment ids
 // when given) and its heads' weights packed, in `scratch` after the kernel
 // workspace; `sub` is the mixer of its heads over the whole sequence.
@@ -111,7 +116,7 @@ typedef struct cp_view {
 
 static srt_status cp_view_init(srt_exec *e, const srt_mamba2_config *c, const int64_t *weights,
                                int64_t x, int64_t segment_ids, int cp, int64_t extra,
-                               bool backward, cp_view *v) {
+                               bool backward, srt_dtype dtype, cp_view *v) {
   v->group = srt_context_group(e->ctx, SRT_GROUP_CP);
   if (srt_group_size(v->group) != cp || c->heads % cp || c->groups % cp)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
@@ -144,7 +149,7 @@ static srt_status cp_view_init(srt_exec *e, const srt_mamba2_config *c, const in
     at += share_floats(k, c, cp);
   }
   v->free = at;
-  SRT_RETURN_IF_ERROR(ops_cp_all_gather(v->group, ops_f32(e, x), v->x, v->staging, SRT_F32,
+  SRT_RETURN_IF_ERROR(ops_cp_gather_f32(v->group, e->arena + x, v->x, v->staging, dtype,
                                         c->batch, v->sub.seq, c->hidden));
   if (segment_ids >= 0)
     SRT_RETURN_IF_ERROR(ops_cp_all_gather(v->group, ops_i64(e, segment_ids), seg, v->staging,
@@ -155,22 +160,22 @@ static srt_status cp_view_init(srt_exec *e, const srt_mamba2_config *c, const in
 // The forward under cp (weights: the arena offsets of the 9 inputs but
 // segment_ids, in srt_mamba2_weights' order after x).
 static srt_status cp_forward(srt_exec *e, const srt_mamba2_config *c, const int64_t *in,
-                             int64_t segment_ids, int cp, int64_t out) {
+                             int64_t segment_ids, int cp, int64_t out, srt_dtype dtype) {
   cp_view v;
-  SRT_RETURN_IF_ERROR(cp_view_init(e, c, in + 1, in[0], segment_ids, cp, 1, false, &v));
+  SRT_RETURN_IF_ERROR(cp_view_init(e, c, in + 1, in[0], segment_ids, cp, 1, false, dtype, &v));
   float *partial = v.free; // this rank's heads' share of every token's output
   SRT_RETURN_IF_ERROR(srt_cpu_mamba2_forward(partial, v.x, v.seg, &v.w, v.ws, &v.sub));
-  return ops_cp_reduce_scatter(v.group, partial, ops_f32(e, out), v.staging, c->batch,
-                               v.sub.seq, c->hidden);
+  return ops_cp_scatter_f32(v.group, partial, e->arena + out, v.staging, dtype, c->batch,
+                            v.sub.seq, c->hidden);
 }
 
 // The backward under cp: grads (zeroed by the caller) get this rank's
 // heads' rows.
 static srt_status cp_backward(srt_exec *e, const srt_mamba2_config *c, const int64_t *in,
                               int64_t segment_ids, int cp, int64_t dout, int64_t dx,
-                              const int64_t *grads) {
+                              const int64_t *grads, srt_dtype dtype) {
   cp_view v;
-  SRT_RETURN_IF_ERROR(cp_view_init(e, c, in + 1, in[0], segment_ids, cp, 2, true, &v));
+  SRT_RETURN_IF_ERROR(cp_view_init(e, c, in + 1, in[0], segment_ids, cp, 2, true, dtype, &v));
   int64_t act = c->batch * v.sub.seq * c->hidden, at = 0;
   float *gp[kWeights], *dy = v.free + act, *dx_all = v.free; // after the packed grads
   for (int k = 0; k < kWeights; ++k) {
@@ -178,15 +183,43 @@ static srt_status cp_backward(srt_exec *e, const srt_mamba2_config *c, const int
     at += share_floats(k, c, cp);
   }
   memset(gp[0], 0, (size_t)at * sizeof(float));
-  SRT_RETURN_IF_ERROR(ops_cp_all_gather(v.group, ops_f32(e, dout), dy, v.staging, SRT_F32,
-                                        c->batch, v.sub.seq, c->hidden));
+  SRT_RETURN_IF_ERROR(ops_cp_gather_f32(v.group, e->arena + dout, dy, v.staging, dtype, c->batch,
+                                        v.sub.seq, c->hidden));
   srt_mamba2_grads g = {gp[0], gp[1], gp[2], gp[3], gp[4], gp[5], gp[6], gp[7]};
   SRT_RETURN_IF_ERROR(srt_cpu_mamba2_backward(dx_all, &g, dy, v.x, v.seg, &v.w, v.ws, &v.sub));
   int rank = srt_group_rank(v.group);
   for (int k = 0; k < kWeights; ++k)
     move_share(k, c, cp, rank, ops_f32(e, grads[k]), gp[k], true);
-  return ops_cp_reduce_scatter(v.group, dx_all, ops_f32(e, dx), v.staging, c->batch, v.sub.seq,
-                               c->hidden);
+  return ops_cp_scatter_f32(v.group, dx_all, e->arena + dx, v.staging, dtype, c->batch,
+                            v.sub.seq, c->hidden);
+}
+
+// Activations of `act` other than fp32 only under cp (the bf16 backend's).
+static srt_status check_act(const char *op, int64_t cp, srt_dtype act) {
+  if (act != SRT_F32 && (act != SRT_BF16 || cp <= 1))
+    return SRT_ERROR(SRT_INVALID_ARGUMENT,
+                     "%s: activations of dtype %s with cp %lld (fp32, or bf16 under cp)", op,
+                     srt_dtype_name(act), (long long)cp);
+  return NULL;
+}
+
+// The 8 weights at the arena offsets in[1..8] as fp32 pointers.
+static srt_mamba2_weights weights_at(srt_exec *e, const int64_t in[9]) {
+  return (srt_mamba2_weights){ops_f32(e, in[1]), ops_f32(e, in[2]), ops_f32(e, in[3]),
+                              ops_f32(e, in[4]), ops_f32(e, in[5]), ops_f32(e, in[6]),
+                              ops_f32(e, in[7]), ops_f32(e, in[8])};
+}
+
+srt_status ops_mamba2_mixer(srt_exec *e, const int64_t in[9], int64_t segment_ids,
+                            const srt_mamba2_config *c, int64_t cp, int64_t out, srt_dtype act) {
+  SRT_RETURN_IF_ERROR(check_act("srt_cpu_op_mamba2_mixer", cp, act));
+  if (cp > 1)
+    return cp_forward(e, c, in, segment_ids, (int)cp, out, act);
+  float *ws = NULL; // set by workspace() on success (GCC -O3 cannot tell)
+  SRT_RETURN_IF_ERROR(workspace(e, c, false, "srt_cpu_op_mamba2_mixer", &ws));
+  srt_mamba2_weights w = weights_at(e, in);
+  return srt_cpu_mamba2_forward(ops_f32(e, out), ops_f32(e, in[0]),
+                                segment_ids_of(e, segment_ids), &w, ws, c);
 }
 
 srt_status srt_cpu_op_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int64_t conv_w,
@@ -197,19 +230,30 @@ srt_status srt_cpu_op_mamba2_mixer(srt_exec *e, int64_t x, int64_t in_proj, int6
                                    int64_t groups, int64_t state, int64_t conv_kernel,
                                    int64_t chunk, double eps, double dt_min, int64_t cp,
                                    int64_t out) {
-  srt_mamba2_config c = config_of(batch, seq, hidden, heads, head_dim, groups, state,
-                                  conv_kernel, chunk, eps, dt_min);
+  srt_mamba2_config c = ops_mamba2_config(batch, seq, hidden, heads, head_dim, groups, state,
+                                          conv_kernel, chunk, eps, dt_min);
+  return ops_mamba2_mixer(
+      e, (const int64_t[9]){x, in_proj, conv_w, conv_b, dt_bias, a_log, d, norm_w, out_proj},
+      segment_ids, &c, cp, out, SRT_F32);
+}
+
+srt_status ops_mamba2_mixer_grad(srt_exec *e, const int64_t in[9], int64_t segment_ids,
+                                 const srt_mamba2_config *c, int64_t cp, int64_t dout,
+                                 int64_t dx, const int64_t grads[8], srt_dtype act) {
+  SRT_RETURN_IF_ERROR(check_act("srt_cpu_op_mamba2_mixer_grad", cp, act));
+  // The gradients are fresh buffers: zeroed, then accumulated by the kernel.
+  for (int k = 0; k < kWeights; ++k)
+    memset(ops_f32(e, grads[k]), 0, (size_t)share_floats(k, c, 1) * sizeof(float));
   if (cp > 1)
-    return cp_forward(e, &c, (const int64_t[9]){x, in_proj, conv_w, conv_b, dt_bias, a_log, d,
-                                                norm_w, out_proj},
-                      segment_ids, (int)cp, out);
+    return cp_backward(e, c, in, segment_ids, (int)cp, dout, dx, grads, act);
   float *ws = NULL; // set by workspace() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(workspace(e, &c, false, "srt_cpu_op_mamba2_mixer", &ws));
-  srt_mamba2_weights w = {ops_f32(e, in_proj), ops_f32(e, conv_w), ops_f32(e, conv_b),
-                          ops_f32(e, dt_bias), ops_f32(e, a_log),  ops_f32(e, d),
-                          ops_f32(e, norm_w),  ops_f32(e, out_proj)};
-  return srt_cpu_mamba2_forward(ops_f32(e, out), ops_f32(e, x), segment_ids_of(e, segment_ids),
-                                &w, ws, &c);
+  SRT_RETURN_IF_ERROR(workspace(e, c, true, "srt_cpu_op_mamba2_mixer_grad", &ws));
+  srt_mamba2_weights w = weights_at(e, in);
+  srt_mamba2_grads g = {ops_f32(e, grads[0]), ops_f32(e, grads[1]), ops_f32(e, grads[2]),
+                        ops_f32(e, grads[3]), ops_f32(e, grads[4]), ops_f32(e, grads[5]),
+                        ops_f32(e, grads[6]), ops_f32(e, grads[7])};
+  return srt_cpu_mamba2_backward(ops_f32(e, dx), &g, ops_f32(e, dout), ops_f32(e, in[0]),
+                                 segment_ids_of(e, segment_ids), &w, ws, c);
 }
 
 srt_status srt_cpu_op_mamba2_mixer_grad(
@@ -220,37 +264,12 @@ srt_status srt_cpu_op_mamba2_mixer_grad(
     double dt_min, int64_t cp, int64_t dout, int64_t dx,
     int64_t d_in_proj, int64_t d_conv_w, int64_t d_conv_b, int64_t d_dt_bias, int64_t d_a_log,
     int64_t d_d, int64_t d_norm_w, int64_t d_out_proj) {
-  srt_mamba2_config c = config_of(batch, seq, hidden, heads, head_dim, groups, state,
-                                  conv_kernel, chunk, eps, dt_min);
-  int64_t inner = heads * head_dim, conv_dim = inner + 2 * groups * state;
-  // The gradients are fresh buffers: zeroed, then accumulated by the kernel.
-  const struct {
-    int64_t off, n;
-  } grads[8] = {{d_in_proj, (inner + conv_dim + heads) * hidden},
-                {d_conv_w, conv_dim * conv_kernel},
-                {d_conv_b, conv_dim},
-                {d_dt_bias, heads},
-                {d_a_log, heads},
-                {d_d, heads},
-                {d_norm_w, inner},
-                {d_out_proj, hidden * inner}};
-  for (int i = 0; i < 8; ++i)
-    memset(ops_f32(e, grads[i].off), 0, (size_t)grads[i].n * sizeof(float));
-  if (cp > 1)
-    return cp_backward(e, &c,
-                       (const int64_t[9]){x, in_proj, conv_w, conv_b, dt_bias, a_log, d, norm_w,
-                                          out_proj},
-                       segment_ids, (int)cp, dout, dx,
-                       (const int64_t[8]){d_in_proj, d_conv_w, d_conv_b, d_dt_bias, d_a_log, d_d,
-                                          d_norm_w, d_out_proj});
-  float *ws = NULL; // set by workspace() on success (GCC -O3 cannot tell)
-  SRT_RETURN_IF_ERROR(workspace(e, &c, true, "srt_cpu_op_mamba2_mixer_grad", &ws));
-  srt_mamba2_weights w = {ops_f32(e, in_proj), ops_f32(e, conv_w), ops_f32(e, conv_b),
-                          ops_f32(e, dt_bias), ops_f32(e, a_log),  ops_f32(e, d),
-                          ops_f32(e, norm_w),  ops_f32(e, out_proj)};
-  srt_mamba2_grads g = {ops_f32(e, d_in_proj), ops_f32(e, d_conv_w),  ops_f32(e, d_conv_b),
-                        ops_f32(e, d_dt_bias), ops_f32(e, d_a_log),   ops_f32(e, d_d),
-                        ops_f32(e, d_norm_w),  ops_f32(e, d_out_proj)};
-  return srt_cpu_mamba2_backward(ops_f32(e, dx), &g, ops_f32(e, dout), ops_f32(e, x),
-                                 segment_ids_of(e, segment_ids), &w, ws, &c);
+  srt_mamba2_config c = ops_mamba2_config(batch, seq, hidden, heads, head_dim, groups, state,
+                                          conv_kernel, chunk, eps, dt_min);
+  return ops_mamba2_mixer_grad(
+      e, (const int64_t[9]){x, in_proj, conv_w, conv_b, dt_bias, a_log, d, norm_w, out_proj},
+      segment_ids, &c, cp, dout, dx,
+      (const int64_t[8]){d_in_proj, d_conv_w, d_conv_b, d_dt_bias, d_a_log, d_d, d_norm_w,
+                         d_out_proj},
+      SRT_F32);
 }

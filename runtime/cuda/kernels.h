@@ -19,6 +19,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "kernels/mamba2_math.h" // m2_dims
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -286,6 +288,50 @@ cudaError_t srt_cuda_adamw(const srt_cuda_param_slot *slots, int32_t n_slots, in
 /// compute = bf16(param) for every slot in one launch (after loading).
 cudaError_t srt_cuda_refresh_compute(const srt_cuda_param_slot *slots, int32_t n_slots,
                                      int64_t total, cudaStream_t stream);
+
+//===----------------------------------------------------------------------===//
+// The Mamba2 mixer (kernels/mamba2.cu; the math in kernels/mamba2_math.h)
+//===----------------------------------------------------------------------===//
+// Intermediates are fp32, laid out as runtime/cpu/mamba2.c's: proj [n,
+// proj] (in_proj's output, z | xBC | dt), xbc [n, conv_dim], dt [n, heads],
+// y [n, inner]; seg: the int64 segment ids [batch, seq] or NULL (one
+// document per row). Weights: the fp32 values of the bf16 compute copies.
+
+/// xbc = SiLU(causal conv1d of proj's xBC columns), dt = clamp(softplus(
+/// proj's dt columns + dt_bias)), then the scan's y; w: conv_w [conv_dim,
+/// conv_kernel], conv_b [conv_dim], dt_bias, A_log, D [heads].
+cudaError_t srt_cuda_mamba2_forward_inner(float *xbc, float *dt, float *y, const float *proj,
+                                          const int64_t *seg, const float *const w[5],
+                                          const m2_dims *d, cudaStream_t stream);
+/// normed (bf16) = the gated group RMSNorm of y * silu(proj's z columns)
+/// times norm_w [inner]; rstd [n, groups] (1/rms per row group) or NULL.
+cudaError_t srt_cuda_mamba2_norm_forward(srt_bf16 *normed, float *rstd, const float *y,
+                                         const float *proj, const float *norm_w,
+                                         const m2_dims *d, cudaStream_t stream);
+/// From dnormed [n, inner]: dy [n, inner], dproj's z columns and dnorm_w
+/// [inner] (WRITTEN); rstd: the forward's.
+cudaError_t srt_cuda_mamba2_norm_backward(float *dy, float *dproj, float *dnorm_w,
+                                          const float *dnormed, const float *rstd,
+                                          const float *y, const float *proj,
+                                          const float *norm_w, const m2_dims *d,
+                                          cudaStream_t stream);
+/// Floats of scratch srt_cuda_mamba2_scan_backward needs: per-head B/C
+/// gradients and dS of one batch row, the per-row dA and dD.
+int64_t srt_cuda_mamba2_scan_backward_scratch(const m2_dims *d);
+/// The scan's gradient from dy: dxbc [n, conv_dim] (every column), ddt [n,
+/// heads], dA_log and dD [heads], all WRITTEN.
+cudaError_t srt_cuda_mamba2_scan_backward(float *dxbc, float *ddt, float *dA_log, float *dD,
+                                          const float *dy, const float *xbc, const float *dt,
+                                          const int64_t *seg, const float *A_log,
+                                          const float *D, float *scratch, const m2_dims *d,
+                                          cudaStream_t stream);
+/// dt's and the conv's gradients: dproj's dt and xBC columns, grads =
+/// {dconv_w, dconv_b, ddt_bias} (WRITTEN); dxbc (the scan's) becomes the
+/// pre-activation's gradient; w = {conv_w, conv_b, dt_bias}.
+cudaError_t srt_cuda_mamba2_conv_dt_backward(float *dproj, float *const grads[3], float *dxbc,
+                                             const float *ddt, const float *proj,
+                                             const int64_t *seg, const float *const w[3],
+                                             const m2_dims *d, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

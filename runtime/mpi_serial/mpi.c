@@ -173,6 +173,20 @@ static int done(MPI_Request *request, int rc) {
   return rc;
 }
 
+// A reduction over one process never calls its function: a user op is a
+// new handle (after MPI_SUM and MPI_MAX) the reductions accept.
+int MPI_Op_create(MPI_User_function *function, int commute, MPI_Op *op) {
+  static MPI_Op next = 3;
+  (void)commute;
+  *op = function ? next++ : MPI_OP_NULL;
+  return function ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+int MPI_Op_free(MPI_Op *op) {
+  *op = MPI_OP_NULL;
+  return MPI_SUCCESS;
+}
+
 int MPI_Barrier(MPI_Comm comm) { return check_comm(comm); }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {

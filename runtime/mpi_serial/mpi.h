@@ -21,6 +21,8 @@ typedef int MPI_Errhandler;
 typedef int MPI_Op;
 /// A datatype is its size in bytes (0: none), so copies need no table.
 typedef int MPI_Datatype;
+/// A user-defined reduction: inoutvec[i] = invec[i] op inoutvec[i], *len elements.
+typedef void MPI_User_function(void *invec, void *inoutvec, int *len, MPI_Datatype *datatype);
 typedef struct MPI_Status {
   int MPI_SOURCE, MPI_TAG, MPI_ERROR;
 } MPI_Status;
@@ -78,6 +80,9 @@ int MPI_Comm_group(MPI_Comm comm, MPI_Group *group);
 int MPI_Group_translate_ranks(MPI_Group group1, int n, const int ranks1[], MPI_Group group2,
                               int ranks2[]);
 int MPI_Group_free(MPI_Group *group);
+
+int MPI_Op_create(MPI_User_function *function, int commute, MPI_Op *op);
+int MPI_Op_free(MPI_Op *op);
 
 int MPI_Barrier(MPI_Comm comm);
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);

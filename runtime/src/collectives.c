@@ -1,5 +1,7 @@
 // Collectives over MPI: all-reduce, all-gather / reduce-scatter along any
 // dim (pack/unpack through the context's scratch), all-to-all, broadcast.
+// bf16 buffers move as two-byte elements and reduce through the context's
+// bf16 ops (reduce_bf16.c: fp32 adds, each partial sum rounded to bf16).
 // Each is started non-blocking and waited for against the context's
 // deadline (srt_context_options.timeout_s): a peer that stalled or died
 // ends the wait with an error naming the collective, the step and the ranks
@@ -10,6 +12,7 @@
 #include "shardrt/collectives.h"
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +22,21 @@
 #include "context_internal.h"
 #include "shardrt/tensor.h"
 
-// The MPI datatype of `dtype`; for_reduce restricts it to types MPI can sum.
+// The MPI datatype of `dtype`; for_reduce restricts it to types the
+// reductions take (MPI's own, and bf16 through the context's ops).
 static MPI_Datatype mpi_type(srt_dtype dtype, int for_reduce) {
   switch (dtype) {
   case SRT_F32: return MPI_FLOAT;
   case SRT_F64: return MPI_DOUBLE;
   case SRT_I32: return MPI_INT32_T;
   case SRT_I64: return MPI_INT64_T;
+  case SRT_BF16: return MPI_UINT16_T;
   default: break;
   }
   if (for_reduce)
     return MPI_DATATYPE_NULL;
   switch (dtype) {
   case SRT_F16:
-  case SRT_BF16:
   case SRT_I16: return MPI_UINT16_T;
   case SRT_I8:
   case SRT_U8:
@@ -54,7 +58,7 @@ static srt_status check_dtype(const srt_group *g, const char *what, srt_dtype dt
     return srt_group_annotate(
         g, SRT_ERROR(SRT_INVALID_ARGUMENT, "%s: dtype %s is not supported%s", what,
                      srt_dtype_name(dtype),
-                     for_reduce ? " for reductions (F32, F64, I32, I64 are)" : ""));
+                     for_reduce ? " for reductions (F32, F64, I32, I64, BF16 are)" : ""));
   return NULL;
 }
 
@@ -67,12 +71,15 @@ static srt_status check_count(const srt_group *g, const char *what, int64_t coun
   return NULL;
 }
 
+// The MPI op of `op` on `dtype` elements: MPI's own, or for bf16 the
+// context's user op (MPI_UINT16_T bits).
 static srt_status check_op(const srt_group *g, const char *what, srt_reduce_op op,
-                           MPI_Op *mop) {
+                           srt_dtype dtype, MPI_Op *mop) {
+  bool bf16 = dtype == SRT_BF16;
   if (op == SRT_REDUCE_SUM)
-    *mop = MPI_SUM;
+    *mop = bf16 ? g->ctx->bf16_sum : MPI_SUM;
   else if (op == SRT_REDUCE_MAX)
-    *mop = MPI_MAX;
+    *mop = bf16 ? g->ctx->bf16_max : MPI_MAX;
   else
     return bad_arg(g, what, "unknown reduce op (op, 0)", (long long)op, 0);
   return NULL;
@@ -306,7 +313,9 @@ srt_status srt_bucket_start(srt_group *g, srt_bucket_kind kind, const srt_bucket
   if ((unsigned)kind > SRT_BUCKET_ALL_REDUCE || n < 1 || n > SRT_MAX_BUCKET)
     return bad_arg(g, what, "unknown kind or member count outside [1, 64] (kind, n)", kind, n);
   MPI_Datatype t;
+  MPI_Op sum = MPI_OP_NULL;
   SRT_RETURN_IF_ERROR(check_dtype(g, what, dtype, kind != SRT_BUCKET_ALL_GATHER, &t));
+  SRT_RETURN_IF_ERROR(check_op(g, what, SRT_REDUCE_SUM, dtype, &sum));
   int64_t total = 0;
   for (int j = 0; j < n; ++j) {
     if (m[j].count < 0)
@@ -331,11 +340,11 @@ srt_status srt_bucket_start(srt_group *g, srt_bucket_kind kind, const srt_bucket
                   MPI_Iallgather(p->stage, (int)total, t, out, (int)total, t, g->comm, &req_));
   else if (kind == SRT_BUCKET_REDUCE_SCATTER)
     SRT_MPI_ISSUE(g, "bucket reduce-scatter", slot,
-                  MPI_Ireduce_scatter_block(p->stage, out, (int)total, t, MPI_SUM, g->comm,
+                  MPI_Ireduce_scatter_block(p->stage, out, (int)total, t, sum, g->comm,
                                             &req_));
   else
     SRT_MPI_ISSUE(g, "bucket all-reduce", slot,
-                  MPI_Iallreduce(p->stage, out, (int)total, t, MPI_SUM, g->comm, &req_));
+                  MPI_Iallreduce(p->stage, out, (int)total, t, sum, g->comm, &req_));
   return NULL;
 }
 
@@ -404,7 +413,7 @@ static srt_status all_reduce(srt_group *g, void *data, int64_t count, srt_dtype 
   MPI_Datatype t;
   MPI_Op mop = MPI_OP_NULL;
   SRT_RETURN_IF_ERROR(check_dtype(g, what, dtype, 1, &t));
-  SRT_RETURN_IF_ERROR(check_op(g, what, op, &mop));
+  SRT_RETURN_IF_ERROR(check_op(g, what, op, dtype, &mop));
   SRT_RETURN_IF_ERROR(check_count(g, what, count));
   if (count == 0 || g->size == 1)
     return NULL;
@@ -478,7 +487,7 @@ static srt_status reduce_scatter(srt_group *g, const void *in, void *out, srt_dt
   MPI_Datatype t;
   MPI_Op mop = MPI_OP_NULL;
   SRT_RETURN_IF_ERROR(check_dtype(g, what, dtype, 1, &t));
-  SRT_RETURN_IF_ERROR(check_op(g, what, op, &mop));
+  SRT_RETURN_IF_ERROR(check_op(g, what, op, dtype, &mop));
   SRT_RETURN_IF_ERROR(check_shape(g, what, ndim, full_shape, dim));
   if (full_shape[dim] % g->size != 0)
     return bad_arg(g, what, "dim size not divisible by the group size (size, group)",

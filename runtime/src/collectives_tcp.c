@@ -115,6 +115,9 @@ static int combine(void *acc, const void *x, int64_t n, srt_dtype dtype, srt_red
   case SRT_F64: SRT_TCP_COMBINE(double, double); return 0;
   case SRT_I32: SRT_TCP_COMBINE(int32_t, uint32_t); return 0; // wraps as MPI's does
   case SRT_I64: SRT_TCP_COMBINE(int64_t, uint64_t); return 0;
+  case SRT_BF16: // as the MPI path's bf16 ops: each partial sum rounded
+    (op == SRT_REDUCE_MAX ? srt_bf16_max_into : srt_bf16_sum_into)(acc, x, n);
+    return 0;
   default: return -1;
   }
 }

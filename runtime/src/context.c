@@ -178,6 +178,10 @@ static srt_status build(srt_context *ctx, const srt_context_options *o) {
     SRT_RETURN_IF_ERROR(o->tcp_mesh ? tcp_group(ctx, kinds[i], o->tcp_mesh)
                                     : split_group(ctx, &ctx->groups[kinds[i]], color, key));
   }
+  // MPI user ops, which a TCP world (no MPI) does without: collectives_tcp.c
+  // combines bf16 with the same functions.
+  if (!o->tcp_mesh)
+    SRT_RETURN_IF_ERROR(srt_bf16_reductions_create(ctx));
 
   if (o->arena_bytes) {
     SRT_RETURN_IF_ERROR(srt_arena_init(&ctx->arena, o->arena_bytes));
@@ -198,6 +202,7 @@ srt_status srt_context_release(srt_context *ctx, srt_status stuck) {
     return stuck; // MPI is left as it is: the caller ends the job
   }
   srt_status first = NULL;
+  srt_bf16_reductions_free(ctx);
   for (int k = SRT_GROUP_COUNT - 1; k >= 0; --k) {
     srt_group *g = &ctx->groups[k];
     if (g->tcp) {
@@ -246,6 +251,7 @@ srt_status srt_context_create(const srt_context_options *options,
   srt_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx)
     return SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "context: out of memory");
+  ctx->bf16_sum = ctx->bf16_max = MPI_OP_NULL;
   for (int k = 0; k < SRT_GROUP_COUNT; ++k) {
     ctx->groups[k].comm = MPI_COMM_NULL;
     ctx->groups[k].side = MPI_COMM_NULL;

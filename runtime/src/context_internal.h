@@ -73,6 +73,9 @@ struct srt_context {
   int64_t step;     // srt_context_set_step, for messages
   struct srt_profile *profile; // srt_context_set_profile, or NULL
   srt_pending pending[SRT_MAX_PENDING]; // non-blocking collectives in flight
+  // The reductions of bf16 buffers (reduce_bf16.c), MPI_OP_NULL until
+  // created.
+  MPI_Op bf16_sum, bf16_max;
 };
 
 /// Returns `s` with the context of group `g` appended once (its name, the
@@ -110,5 +113,23 @@ srt_status srt_context_release(srt_context *ctx, srt_status stuck);
 /// bytes, 64-byte aligned, contents undefined, valid until the next call.
 /// Errors: SRT_RESOURCE_EXHAUSTED naming the size and the world rank.
 srt_status srt_context_op_scratch(srt_context *ctx, size_t bytes, void **out);
+
+/// Creates ctx's bf16_sum and bf16_max (reduce_bf16.c): MPI user ops over
+/// bf16 bits sent as MPI_UINT16_T; the sum adds in fp32 and rounds each
+/// partial sum to bf16, nearest even, as NCCL's bf16 sum does. Errors:
+/// SRT_UNAVAILABLE for an MPI failure.
+srt_status srt_bf16_reductions_create(srt_context *ctx);
+
+/// acc[i] = bf16(acc[i] + x[i]) for n elements of bf16 bits: the fp32 sum
+/// rounded to nearest even (NCCL's bf16 sum, reduce_bf16.c). The MPI sum
+/// op and the TCP transport's reductions (collectives_tcp.c) both use it.
+void srt_bf16_sum_into(uint16_t *acc, const uint16_t *x, int64_t n);
+
+/// acc[i] = the larger value of acc[i] and x[i] (acc[i] where they compare
+/// equal or either is a NaN), for n elements of bf16 bits; exact.
+void srt_bf16_max_into(uint16_t *acc, const uint16_t *x, int64_t n);
+
+/// Frees the ops srt_bf16_reductions_create made (those not MPI_OP_NULL).
+void srt_bf16_reductions_free(srt_context *ctx);
 
 #endif // SHARDRT_CONTEXT_INTERNAL_H

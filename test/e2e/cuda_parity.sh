@@ -19,7 +19,8 @@
 # against the same cpu tp1 run within LOSS_RTOL / NORM_RTOL; and for llama
 # the packed documents of packed_batch (document boundaries crossing the cp
 # chunks: the segment ids are gathered too), cuda cp2 against cpu tp1 on
-# the same batch file. With one GPU these say they are skipped.
+# the same batch file. With one GPU these say they are skipped, and for
+# NemotronH always (its cuda Mamba2 mixer has no cp form yet).
 # Without a CUDA device: prints "SKIP: no CUDA device" and exits 77.
 #
 # usage: cuda_parity.sh CONFIG_DIR BIN_DIR MPIEXEC TEXT WORK_DIR DEVICES_PROBE
@@ -97,7 +98,7 @@ context_parallel() {
     || { cat "$W/$arch.cpu.docs.log" "$p.docs.log"; echo "FAIL: $arch packed documents runs"; return 1; }
   within "$arch cp2 (cuda) vs cpu tp1, packed documents" "$p.docs.log" "$W/$arch.cpu.docs.log"
 }
-for arch in qwen2 qwen3 llama gemma3; do
+for arch in qwen2 qwen3 llama gemma3 nemotron_h; do
   config=$CONFIGS/tiny-$arch.json
   compile "$arch.cpu" "$config" "$arch" --tp-size=1 || { status=1; continue; }
   compile "$arch.cuda" "$config" "$arch" --tp-size=1 --backend=cuda || { status=1; continue; }
@@ -121,6 +122,10 @@ for arch in qwen2 qwen3 llama gemma3; do
   echo "CUDA-RESUME $arch: steps 4-5 after --load, max rel loss $loss, grad norm $norm: $ok"
   [ "$ok" = ok ] || status=1
   offload "$arch" "$config" || status=1
-  context_parallel "$arch" "$config" || status=1
+  if [ "$arch" = nemotron_h ]; then # lower-to-runtime refuses the mixer under cp on cuda
+    echo "CUDA-PARITY $arch cp2: skipped (the cuda Mamba2 mixer has no cp form yet)"
+  else
+    context_parallel "$arch" "$config" || status=1
+  fi
 done
 exit $status

@@ -22,7 +22,9 @@
 // - Tensors are row-major and contiguous; `ndim` <= SRT_MAX_RANK.
 // - Buffers belong to the caller; `in` and `out` must not overlap.
 // - Dtypes: reductions take F32, F64, I32, I64 (SUM and MAX; MAX of a NaN
-//   is whatever MPI does, so check finiteness separately); data movement
+//   is whatever MPI does, so check finiteness separately) and BF16 (two
+//   bytes an element; SUM adds in fp32 and rounds each partial sum to
+//   bf16, nearest even, as NCCL's bf16 sum does; MAX exact); data movement
 //   (gather, all-to-all, broadcast) takes every dtype, 16-bit floats as bits.
 // - Per-rank element counts must fit in an int (MPI's count type); larger
 //   messages give SRT_OUT_OF_RANGE.

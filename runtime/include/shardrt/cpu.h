@@ -29,9 +29,8 @@ extern const srt_backend srt_cpu_backend;
 /// runtime/cpu/bf16_ops.c) compute in fp32 on fp32 copies of their bf16
 /// buffers, the linears' GEMMs on the bf16 operands themselves (oneDNN's
 /// bf16 matmul, fp32 accumulation) where the CPU has one, and round each
-/// bf16 result to nearest even. Errors: those of
-/// srt_cpu_ops, and SRT_FAILED_PRECONDITION for the Mamba2 mixer (no bf16
-/// kernel).
+/// bf16 result to nearest even; its collectives move and sum bf16 buffers
+/// as bf16 (shardrt/collectives.h). Errors: those of srt_cpu_ops.
 extern const srt_backend srt_cpu_bf16_backend;
 extern const srt_ops srt_cpu_bf16_ops;
 

@@ -1,7 +1,7 @@
 // Backend-neutral facts of the runtime ops (shardrt/ops.h) that a compiler
 // needs without linking or including a backend's kernels: the sizes of a
-// Mamba2 mixer, the scratch formulas of the cpu kernels and the attention's
-// context-parallel scratch (header-only, so
+// Mamba2 mixer, the scratch formulas of the cpu kernels, the cuda Mamba2
+// ops' scratch and the attention's context-parallel scratch (header-only, so
 // that the compiler's memory report counts what the kernels will allocate). shardrt/kernels.h
 // includes it; passes/ include this one instead.
 #ifndef SHARDRT_OP_FACTS_H
@@ -75,6 +75,35 @@ static inline double srt_mamba2_workspace_parts(const srt_mamba2_config *c, bool
   double total = 0;
   for (int i = 0; i < SRT_MAMBA2_WORKSPACE_PARTS; ++i)
     total += count[i] = parts[i];
+  return total;
+}
+
+/// The parts of the cuda Mamba2 ops' device scratch (runtime/cuda/
+/// ops_mamba2.c carves it in this order), in floats, each rounded up to 64
+/// (256 bytes, the GEMM operands' alignment): fp32 copies of conv_w
+/// [conv_dim, conv_kernel], conv_b [conv_dim], dt_bias, A_log, D [heads]
+/// and norm_w [inner]; proj [n, proj], xbc [n, conv_dim], dt [n, heads], y
+/// [n, inner], rstd [n, groups] and normed (bf16 [n, inner]); the
+/// backward's dnormed and dy [n, inner], dproj [n, proj], dxbc [n,
+/// conv_dim], ddt [n, heads], the scan's (srt_cuda_mamba2_scan_backward's:
+/// seq x heads x (2 state + 1) + 2 batch x heads) and dproj in bf16; n =
+/// batch x seq. Parts the forward does not use count 0. Returns the total
+/// floats. Header-only: the compiler's memory report counts it.
+enum { SRT_CUDA_MAMBA2_SCRATCH_PARTS = 19 };
+static inline int64_t srt_cuda_mamba2_scratch_parts(
+    const srt_mamba2_config *c, bool backward, int64_t count[SRT_CUDA_MAMBA2_SCRATCH_PARTS]) {
+  int64_t n = c->batch * c->seq, inner = c->heads * c->head_dim;
+  int64_t conv = inner + 2 * c->groups * c->state, proj = inner + conv + c->heads;
+  int64_t b = backward ? 1 : 0;
+  const int64_t parts[SRT_CUDA_MAMBA2_SCRATCH_PARTS] = {
+      conv * c->conv_kernel, conv, c->heads, c->heads, c->heads, inner,
+      n * proj, n * conv, n * c->heads, n * inner, n * c->groups, (n * inner + 1) / 2,
+      b * n * inner, b * n * inner, b * n * proj, b * n * conv, b * n * c->heads,
+      b * (c->seq * c->heads * (2 * c->state + 1) + 2 * c->batch * c->heads),
+      b * ((n * proj + 1) / 2)};
+  int64_t total = 0;
+  for (int i = 0; i < SRT_CUDA_MAMBA2_SCRATCH_PARTS; ++i)
+    total += count[i] = (parts[i] + 63) / 64 * 64;
   return total;
 }
 

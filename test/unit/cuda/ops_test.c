@@ -12,46 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda_runtime_api.h>
-
-#include "shardrt/context.h"
-#include "shardrt/cuda.h"
+#include "cuda_ops_test_util.h"
 #include "shardrt/kernels.h"
-
-static int g_failed;
-
-static void check(int ok, const char *what, double err) {
-  printf("%-52s %s (error %.3g)\n", what, ok ? "ok" : "FAILED", err);
-  g_failed |= !ok;
-}
-
-static uint16_t bf16_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1); // round to nearest even (finite inputs)
-  return (uint16_t)(u >> 16);
-}
-
-static float float_of(uint16_t b) {
-  uint32_t u = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 static float uniform(unsigned *state) {
   *state = *state * 1664525u + 1013904223u;
   return (float)((*state >> 8) & 0xFFFF) / 32768.0f - 1.0f;
-}
-
-// max |a - b| / max |b|.
-static double rel_err(const float *a, const float *b, int64_t n) {
-  double diff = 0, scale = 1e-30;
-  for (int64_t i = 0; i < n; ++i) {
-    diff = fmax(diff, fabs((double)a[i] - (double)b[i]));
-    scale = fmax(scale, fabs((double)b[i]));
-  }
-  return isfinite(diff) ? diff / scale : INFINITY;
 }
 
 enum { kArena = 16 << 20, N = 48, IN = 40, OUT = 24 };
@@ -67,42 +33,7 @@ static srt_param_info g_param = {"w", SRT_INIT_NORMAL, 2, {16, 64}, {16, 64},
                                  {{SRT_REPLICATE, 0}, {SRT_REPLICATE, 0}},
                                  P_W, P_G, P_M, P_V, P_C, -1, 0, {0}};
 
-static srt_status no_step(srt_exec *e, const srt_step_options *o, srt_step_result *r) {
-  return NULL;
-}
-
-static void fail_status(srt_status s, const char *what) {
-  char buf[1024];
-  fprintf(stderr, "%s: %s\n", what, srt_status_format(s, buf, sizeof buf));
-  srt_status_free(s);
-  g_failed = 1;
-}
-
-#define TRY(call)                                                                            \
-  do {                                                                                       \
-    srt_status s_ = (call);                                                                  \
-    if (s_) {                                                                                \
-      fail_status(s_, #call);                                                                \
-      return;                                                                                \
-    }                                                                                        \
-  } while (0)
-
 static uint8_t g_host[kArena];
-
-static void put_bf16(int64_t off, const float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t b = bf16_of(x[i]);
-    memcpy(g_host + off + 2 * i, &b, 2);
-  }
-}
-
-static void get_bf16(int64_t off, float *x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint16_t b;
-    memcpy(&b, g_host + off + 2 * i, 2);
-    x[i] = float_of(b);
-  }
-}
 
 static void test_linear(srt_exec *e, const srt_program *p) {
   static float x[N * IN], w[OUT * IN], b[OUT], dy[N * OUT];
@@ -116,18 +47,18 @@ static void test_linear(srt_exec *e, const srt_program *p) {
     b[i] = float_of(bf16_of(uniform(&st)));
   for (int i = 0; i < N * OUT; ++i)
     dy[i] = float_of(bf16_of(uniform(&st)));
-  put_bf16(X, x, N * IN);
-  put_bf16(W, w, OUT * IN);
-  put_bf16(B, b, OUT);
-  put_bf16(DY, dy, N * OUT);
+  put_bf16(g_host, X, x, N * IN);
+  put_bf16(g_host, W, w, OUT * IN);
+  put_bf16(g_host, B, b, OUT);
+  put_bf16(g_host, DY, dy, N * OUT);
   const srt_backend *be = &srt_cuda_backend;
   TRY(be->to_device(e->device, p, g_host, X, T1 - X));
   TRY(srt_op_linear(e, X, W, B, Y, N, IN, OUT));
   TRY(srt_op_linear_grad_input(e, DY, W, DX, N, IN, OUT));
   TRY(srt_op_linear_grad_weight(e, DY, X, DW, N, IN, OUT));
   TRY(be->to_host(e->device, p, g_host, X, T1 - X));
-  get_bf16(Y, y, N * OUT);
-  get_bf16(DX, dx, N * IN);
+  get_bf16(g_host, Y, y, N * OUT);
+  get_bf16(g_host, DX, dx, N * IN);
   memcpy(dw, g_host + DW, sizeof dw); // fp32
   TRY(srt_cpu_linear_forward(ref, x, w, b, N, IN, OUT));
   memset(dwr, 0, sizeof dwr);
@@ -148,7 +79,7 @@ static void test_collectives(srt_exec *e, const srt_program *p) {
     x[i] = float_of(bf16_of(uniform(&st)));
   for (int dtype = 0; dtype < 2; ++dtype) {
     if (dtype)
-      put_bf16(T0, x, NUM);
+      put_bf16(g_host, T0, x, NUM);
     else
       memcpy(g_host + T0, x, sizeof x);
     TRY(srt_cuda_backend.to_device(e->device, p, g_host, T0, (int64_t)sizeof x));
@@ -170,7 +101,7 @@ static void test_collectives(srt_exec *e, const srt_program *p) {
       }
       TRY(srt_cuda_backend.to_host(e->device, p, g_host, T1, (int64_t)sizeof got));
       if (dtype)
-        get_bf16(T1, got, NUM);
+        get_bf16(g_host, T1, got, NUM);
       else
         memcpy(got, g_host + T1, sizeof got);
       char what[96];
@@ -223,46 +154,20 @@ static void test_optimizer(srt_exec *e, const srt_program *p) {
   memcpy(got, g_host + P_V, sizeof got);
   err = rel_err(got, vr, PN);
   check(err < 1e-6, "AdamW second moment vs cpu", err);
-  get_bf16(P_C, got, PN);
+  get_bf16(g_host, P_C, got, PN);
   err = rel_err(got, wr, PN);
   check(err < 4e-3, "bf16 compute copy refreshed after the update", err);
 }
 
+static void body(srt_exec *e, const srt_program *p) {
+  test_linear(e, p);
+  test_collectives(e, p);
+  test_optimizer(e, p);
+}
+
 int main(int argc, char **argv) {
-  int count = 0;
-  cudaError_t ce = cudaGetDeviceCount(&count);
-  if (ce != cudaSuccess || count == 0) {
-    printf("SKIP: no CUDA device (%s)\n", ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
-    return 77;
-  }
-  MPI_Init(&argc, &argv);
-  srt_context_options co = srt_context_default_options();
-  co.arena_bytes = 4096;
-  srt_context *ctx = NULL;
-  srt_status s = srt_context_create(&co, &ctx);
-  if (s) {
-    fail_status(s, "srt_context_create");
-    MPI_Finalize();
-    return 1;
-  }
   srt_program p = {.abi = SRT_PROGRAM_ABI, .model = "ops_test", .dp = 1, .tp = 1, .batch = 1,
                    .seq = 1, .local_batch = 1, .vocab = 1, .arena_bytes = kArena,
-                   .persistent_bytes = PERSISTENT, .num_params = 1, .params = &g_param,
-                   .step = no_step, .backend = &srt_cuda_backend};
-  srt_exec e = {.ctx = ctx, .backend = &srt_cuda_backend};
-  s = srt_cuda_backend.open(ctx, &p, &e.device, &e.arena);
-  if (s) {
-    fail_status(s, "srt_cuda_backend.open");
-  } else {
-    test_linear(&e, &p);
-    test_collectives(&e, &p);
-    test_optimizer(&e, &p);
-    s = srt_cuda_backend.close(e.device);
-    if (s)
-      fail_status(s, "srt_cuda_backend.close");
-  }
-  srt_status_free(srt_context_destroy(ctx));
-  MPI_Finalize();
-  printf("%s\n", g_failed ? "FAILED" : "all cuda ops checks passed");
-  return g_failed;
+                   .persistent_bytes = PERSISTENT, .num_params = 1, .params = &g_param};
+  return run_on_cuda(argc, argv, &p, "cuda ops", body);
 }

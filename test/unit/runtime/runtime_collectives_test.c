@@ -1,5 +1,6 @@
 // MPI tests of the collectives with every rank holding different,
-// non-symmetric data: all-reduce (sum, max; F32, F64, I32, I64),
+// non-symmetric data: all-reduce (sum, max; F32, F64, I32, I64; BF16
+// against a reference rounding),
 // all-gather and reduce-scatter along dims 0, 1 and 2 (the last),
 // all-to-all between every pair of dims, broadcast, the non-blocking forms
 // (several in flight at once) and buckets (several tensors in one
@@ -9,12 +10,14 @@
 // all values are small integers or halves, so float results are exact.
 #include "runtime_test_util.h"
 
+#include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shardrt/collectives.h"
 #include "shardrt/context.h"
+#include "shardrt/convert.h"
 
 static srt_context *g_ctx;
 
@@ -232,14 +235,84 @@ static void test_all_reduce(void **state) {
   // The group's context, once, after the message (srt_group_annotate).
   char want[256];
   snprintf(want, sizeof want,
-           "all_reduce: dtype BF16 is not supported for reductions (F32, F64, I32, I64 are) "
-           "(on group 'world', rank %d of %d, world rank %d)",
+           "all_reduce: dtype F16 is not supported for reductions (F32, F64, I32, I64, BF16 "
+           "are) (on group 'world', rank %d of %d, world rank %d)",
            r, n, r);
-  srt_status s = srt_all_reduce(g, h, 2, SRT_BF16, SRT_REDUCE_SUM);
+  srt_status s = srt_all_reduce(g, h, 2, SRT_F16, SRT_REDUCE_SUM);
   assert_int_equal(srt_status_code(s), SRT_INVALID_ARGUMENT);
   assert_string_equal(srt_status_message(s), want);
   assert_int_equal(srt_status_rank(s), r);
   srt_status_free(s);
+}
+
+// bf16 bits of a double with at most 8 significant bits in bf16's normal
+// range, rounded to 8 bits first (nearest, ties to even: rint in the
+// default rounding mode): the reference rounding, by frexp rather than by
+// the library's bit trick.
+static uint16_t ref_bf16(double x) {
+  int e;
+  double m = frexp(x, &e); // |m| in [0.5, 1)
+  float f = (float)ldexp(rint(m * 256.0) / 256.0, e);
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return (uint16_t)(u >> 16);
+}
+
+// Rank q's bf16 addend for element i: 8 significant bits, exponents -4..4,
+// both signs; elements 0 and 1 put a bf16 tie on ranks 0 and 1 (1 + 2^-8
+// rounds down to 1, 1 + 3 x 2^-8 up to 1 + 2^-6: ties to even), the
+// other ranks adding 0.
+static double bf16_addend(int q, int i) {
+  static const double ties[2][2] = {{1.0, 0x1.02p0}, {0x1p-8, 0x1p-8}};
+  if (i < 2)
+    return q < 2 ? ties[q][i] : 0.0;
+  double m = 1.0 + (double)((i * 37 + q * 11) % 128) / 128.0;
+  return ldexp((i + q) % 3 ? m : -m, (i + 3 * q) % 9 - 4);
+}
+
+// bf16 reductions (the context's user ops): a sum adds in fp32 and rounds
+// each partial sum to bf16, so over 2 ranks it is the bf16 nearest the
+// exact sum (ties included), and over n ranks within (n - 1) u sum |x_q|
+// of it, u = 2^-8 (one rounding per partial sum, each at most u of the
+// partial's magnitude, itself at most sum |x_q|); every rank gets the same
+// bits; a max compares values (-1 beats -2, whose bits are larger as
+// integers); the non-blocking sum and a bf16 gather bucket give the
+// blocking forms' bits.
+static void test_all_reduce_bf16(void **state) {
+  (void)state;
+  srt_group *g = srt_context_group(g_ctx, SRT_GROUP_WORLD);
+  int n = srt_group_size(g), r = srt_group_rank(g);
+  enum { N = 41 };
+  uint16_t sum[N], late[N], max[2] = {ref_bf16(-1.0 - r), ref_bf16(0.5 * r)};
+  for (int i = 0; i < N; ++i)
+    sum[i] = late[i] = ref_bf16(bf16_addend(r, i));
+  ASSERT_OK(srt_all_reduce(g, sum, N, SRT_BF16, SRT_REDUCE_SUM));
+  ASSERT_OK(srt_all_reduce_start(g, late, N, SRT_BF16, SRT_REDUCE_SUM, 2));
+  ASSERT_OK(srt_all_reduce(g, max, 2, SRT_BF16, SRT_REDUCE_MAX));
+  ASSERT_OK(srt_collective_wait(g_ctx, 2));
+  assert_memory_equal(late, sum, sizeof sum);
+  assert_int_equal(max[0], 0xbf80); // -1
+  assert_true(srt_bf16_to_f32(max[1]) == 0.5 * (n - 1));
+  assert_int_equal(sum[0], 0x3f80);                  // 1 + 2^-8: a tie, to even
+  assert_int_equal(sum[1], ref_bf16(0x1.04p0));      // 1 + 3 x 2^-8: up to 1 + 2^-6
+  for (int i = 0; i < N; ++i) {
+    double exact = 0, mass = 0;
+    for (int q = 0; q < n; ++q) {
+      exact += bf16_addend(q, i);
+      mass += fabs(bf16_addend(q, i));
+    }
+    if (n == 2)
+      assert_int_equal(sum[i], exact == 0 ? 0 : ref_bf16(exact));
+    else
+      assert_true(fabs(srt_bf16_to_f32(sum[i]) - exact) <= (n - 1) * 0x1p-8 * mass);
+  }
+  // Every rank the same bits: rank 0's, bucket-gathered as bf16.
+  uint16_t all[4 * N];
+  srt_bucket_member m = {sum, all, N};
+  ASSERT_OK(srt_bucket_start(g, SRT_BUCKET_ALL_GATHER, &m, 1, SRT_BF16, 3));
+  ASSERT_OK(srt_bucket_wait(g_ctx, &m, 1, 3));
+  for (int q = 0; q < n; ++q)
+    assert_memory_equal(all + q * N, sum, sizeof sum);
 }
 
 // The non-blocking forms: four collectives in flight at once (a dim-0
@@ -356,6 +429,7 @@ int main(void) {
       cmocka_unit_test(test_gather_scatter_tp),
       cmocka_unit_test(test_all_to_all),
       cmocka_unit_test(test_all_reduce),
+      cmocka_unit_test(test_all_reduce_bf16),
       cmocka_unit_test(test_broadcast),
       cmocka_unit_test(test_non_blocking),
       cmocka_unit_test(test_buckets),
