@@ -3,7 +3,9 @@
 // precision (passes/buffer_facts.c, from ops.def's NN_BUFFER letters), the
 // same as on cuda: activations, their gradients and the parameters'
 // compute copies bf16; parameter gradients, attention's lse, the rotary
-// tables and the loss statistics fp32. Each op stages its bf16 buffers in
+// tables and the loss statistics fp32. The elementwise and norm ops run
+// their fp32 kernels on row tiles of their bf16 buffers
+// (bf16_elementwise.c); every other op stages its bf16 buffers in
 // fp32 (bf16_stage.h), runs the cpu backend's fp32 entry point on them and
 // rounds its bf16 results to nearest even: every op computes and
 // accumulates in fp32 exactly as the fp32 backend, and rounds once per
@@ -18,6 +20,7 @@
 // free slot). The optimizer steps the fp32 master weights and refreshes
 // each compute copy from its master, rounded to nearest even, as the cuda
 // AdamW kernel does.
+#include "bf16_elementwise.h"
 #include "bf16_stage.h"
 #include "ops_internal.h"
 #include "shardrt/collectives.h"
@@ -31,7 +34,7 @@
 #define RUN(call) return srt_bf16_stage_end(&st, st.error ? NULL : (call))
 
 //===----------------------------------------------------------------------===//
-// Embedding, linear, norms, rotary
+// Embedding, linear
 //===----------------------------------------------------------------------===//
 
 static srt_status bf16_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y,
@@ -122,86 +125,8 @@ static srt_status bf16_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db,
   RUN(srt_cpu_op_linear_grad_bias(e, DY, db, n, out));
 }
 
-static srt_status bf16_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y,
-                                int64_t n, int64_t f) {
-  STAGE(bias_add);
-  int64_t X = STAGE_IN(x, n * f), B = STAGE_IN(b, f), Y = STAGE_OUT(y, n * f);
-  RUN(srt_cpu_op_bias_add(e, X, B, Y, n, f));
-}
-
-static srt_status bf16_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y,
-                                int64_t n, int64_t features, int64_t group,
-                                double eps, double offset) {
-  STAGE(rms_norm);
-  int64_t X = STAGE_IN(x, n * features),
-          W = STAGE_IN(w, group > 0 ? group : features),
-          Y = STAGE_OUT(y, n * features);
-  RUN(srt_cpu_op_rms_norm(e, X, W, Y, n, features, group, eps, offset));
-}
-
-static srt_status bf16_add(srt_exec *e, int64_t a, int64_t b, int64_t y,
-                           int64_t n, int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_add(e, a, b, y, n, dtype);
-  STAGE(add);
-  int64_t A = STAGE_IN(a, n), B = STAGE_IN(b, n), Y = STAGE_OUT(y, n);
-  RUN(srt_cpu_op_add(e, A, B, Y, n, SRT_OP_F32));
-}
-
-// The add, its sum rounded to bf16, then the norm of the rounded sum: the
-// values of nn.add then nn.rms_norm (the cuda kernel normalises its bf16 sum).
-static srt_status bf16_add_rms_norm(srt_exec *e, int64_t a, int64_t b,
-                                    int64_t sum, int64_t w, int64_t y,
-                                    int64_t n, int64_t features, int64_t group,
-                                    double eps, double offset) {
-  SRT_RETURN_IF_ERROR(bf16_add(e, a, b, sum, n * features, SRT_OP_BF16));
-  return bf16_rms_norm(e, sum, w, y, n, features, group, eps, offset);
-}
-
-static srt_status bf16_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w,
-                                           int64_t dy, int64_t dx, int64_t n,
-                                           int64_t features, int64_t group,
-                                           double eps, double offset) {
-  STAGE(rms_norm_grad_input);
-  int64_t X = STAGE_IN(x, n * features),
-          W = STAGE_IN(w, group > 0 ? group : features),
-          DY = STAGE_IN(dy, n * features), DX = STAGE_OUT(dx, n * features);
-  RUN(srt_cpu_op_rms_norm_grad_input(e, X, W, DY, DX, n, features, group, eps,
-                                     offset));
-}
-
-static srt_status bf16_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy,
-                                            int64_t dw, int64_t n,
-                                            int64_t features, int64_t group,
-                                            double eps) {
-  STAGE(rms_norm_grad_weight);
-  int64_t X = STAGE_IN(x, n * features), DY = STAGE_IN(dy, n * features);
-  RUN(srt_cpu_op_rms_norm_grad_weight(e, X, DY, dw, n, features, group, eps));
-}
-
-static srt_status bf16_apply_rotary(srt_exec *e, int64_t x, int64_t cos,
-                                    int64_t sin, int64_t y, int64_t batch,
-                                    int64_t seq, int64_t heads,
-                                    int64_t head_dim) {
-  STAGE(apply_rotary);
-  int64_t count = batch * seq * heads * head_dim, X = STAGE_IN(x, count),
-          Y = STAGE_OUT(y, count);
-  RUN(srt_cpu_op_apply_rotary(e, X, cos, sin, Y, batch, seq, heads, head_dim));
-}
-
-static srt_status bf16_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos,
-                                         int64_t sin, int64_t dx, int64_t batch,
-                                         int64_t seq, int64_t heads,
-                                         int64_t head_dim) {
-  STAGE(apply_rotary_grad);
-  int64_t count = batch * seq * heads * head_dim, DY = STAGE_IN(dy, count),
-          DX = STAGE_OUT(dx, count);
-  RUN(srt_cpu_op_apply_rotary_grad(e, DY, cos, sin, DX, batch, seq, heads,
-                                   head_dim));
-}
-
 //===----------------------------------------------------------------------===//
-// Attention and elementwise
+// Attention and the unary activations
 //===----------------------------------------------------------------------===//
 
 // Elements of q (and out) and of k (and v) [batch, seq, heads * head_dim].
@@ -236,22 +161,6 @@ static srt_status bf16_attention_grad(srt_exec *e, int64_t q, int64_t k,
           DV = STAGE_OUT(dv, kn);
   RUN(srt_cpu_op_attention_grad(e, Q, K, V, O, lse, DY, segment_ids, DQ, DK, DV,
                                 config));
-}
-
-static srt_status bf16_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y,
-                           int64_t n, int64_t activation) {
-  STAGE(glu);
-  int64_t G = STAGE_IN(gate, n), U = STAGE_IN(up, n), Y = STAGE_OUT(y, n);
-  RUN(srt_cpu_op_glu(e, G, U, Y, n, activation));
-}
-
-static srt_status bf16_glu_grad(srt_exec *e, int64_t gate, int64_t up,
-                                int64_t dy, int64_t dgate, int64_t dup,
-                                int64_t n, int64_t activation) {
-  STAGE(glu_grad);
-  int64_t G = STAGE_IN(gate, n), U = STAGE_IN(up, n), DY = STAGE_IN(dy, n),
-          DG = STAGE_OUT(dgate, n), DU = STAGE_OUT(dup, n);
-  RUN(srt_cpu_op_glu_grad(e, G, U, DY, DG, DU, n, activation));
 }
 
 #define SRT_UNARY_OP(KIND, name)                                               \
@@ -518,6 +427,18 @@ static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
   }
   return NULL;
 }
+
+// The elementwise and norm ops run on row tiles (bf16_elementwise.c).
+#define bf16_add srt_cpu_bf16_op_add
+#define bf16_bias_add srt_cpu_bf16_op_bias_add
+#define bf16_rms_norm srt_cpu_bf16_op_rms_norm
+#define bf16_add_rms_norm srt_cpu_bf16_op_add_rms_norm
+#define bf16_rms_norm_grad_input srt_cpu_bf16_op_rms_norm_grad_input
+#define bf16_rms_norm_grad_weight srt_cpu_bf16_op_rms_norm_grad_weight
+#define bf16_apply_rotary srt_cpu_bf16_op_apply_rotary
+#define bf16_apply_rotary_grad srt_cpu_bf16_op_apply_rotary_grad
+#define bf16_glu srt_cpu_bf16_op_glu
+#define bf16_glu_grad srt_cpu_bf16_op_glu_grad
 
 // The ops whose buffers are fp32 under mixed precision too (the rotary
 // tables, the loss statistics, waits) are the cpu backend's own.

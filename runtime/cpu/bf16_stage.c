@@ -7,7 +7,7 @@
 #include "vmath.h"
 
 SRT_CPU_CLONES
-static void widen_chunk(float *dst, const uint16_t *src, int64_t n) {
+void srt_bf16_widen_tile(float *dst, const uint16_t *src, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u = (uint32_t)src[i] << 16;
@@ -16,7 +16,7 @@ static void widen_chunk(float *dst, const uint16_t *src, int64_t n) {
 }
 
 SRT_CPU_CLONES
-static void round_chunk(uint16_t *dst, const float *src, int64_t n) {
+void srt_bf16_round_tile(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     uint32_t u;
@@ -31,13 +31,13 @@ static void round_chunk(uint16_t *dst, const float *src, int64_t n) {
 void srt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    widen_chunk(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
+    srt_bf16_widen_tile(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
 }
 
 void srt_bf16_round(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    round_chunk(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
+    srt_bf16_round_tile(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
 }
 
 srt_bf16_stage srt_bf16_stage_begin(srt_exec *e, const char *op) {
@@ -74,6 +74,10 @@ static void note(srt_bf16_stage *s, srt_bf16_staged *list, int *count,
     return;
   }
   list[(*count)++] = b;
+}
+
+int64_t srt_bf16_stage_scratch(srt_bf16_stage *s, int64_t n) {
+  return take(s, n);
 }
 
 int64_t srt_bf16_stage_in(srt_bf16_stage *s, int64_t at, int64_t n) {

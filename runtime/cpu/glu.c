@@ -24,8 +24,8 @@ static inline float gelu_sigmoid_arg(float g) {
 }
 
 SRT_CPU_CLONES
-static void forward_chunk(float *out, const float *gate, const float *up, int64_t n,
-                          srt_glu_activation act) {
+void srt_cpu_glu_forward_serial(float *out, const float *gate, const float *up, int64_t n,
+                                srt_glu_activation act) {
   if (act == SRT_GLU_SILU) {
 #pragma omp simd
     for (int64_t i = 0; i < n; i++) {
@@ -45,7 +45,7 @@ void srt_cpu_glu_forward(float *out, const float *gate, const float *up,
                          int64_t n, srt_glu_activation act) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    forward_chunk(out + i0, gate + i0, up + i0, srt_chunk_end(i0, n) - i0, act);
+    srt_cpu_glu_forward_serial(out + i0, gate + i0, up + i0, srt_chunk_end(i0, n) - i0, act);
 }
 
 // act(g) and act'(g) of one gate value.
@@ -91,8 +91,9 @@ __attribute__((always_inline)) static inline void backward_loop(float *dgate, fl
 }
 
 SRT_CPU_CLONES
-static void backward_chunk(float *dgate, float *dup, const float *dout, const float *gate,
-                           const float *up, int64_t n, srt_glu_activation act) {
+void srt_cpu_glu_backward_serial(float *dgate, float *dup, const float *dout,
+                                 const float *gate, const float *up, int64_t n,
+                                 srt_glu_activation act) {
   if (act == SRT_GLU_SILU)
     backward_loop(dgate, dup, dout, gate, up, n, SRT_GLU_SILU);
   else
@@ -104,7 +105,7 @@ void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
                           srt_glu_activation act) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    backward_chunk(dgate ? dgate + i0 : NULL, dup ? dup + i0 : NULL, dout + i0, gate + i0,
+    srt_cpu_glu_backward_serial(dgate ? dgate + i0 : NULL, dup ? dup + i0 : NULL, dout + i0, gate + i0,
                    up + i0, srt_chunk_end(i0, n) - i0, act);
 }
 

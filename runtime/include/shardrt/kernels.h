@@ -165,6 +165,13 @@ void srt_cpu_rms_norm_forward(float *y, const float *x, const float *weight,
                               int64_t n, int64_t features, int64_t group,
                               float eps, float offset);
 
+/// srt_cpu_rms_norm_forward of `rows` groups of g elements (x, y: [rows,
+/// g]; weight: [g]) on the calling thread: the same bytes per row. For the
+/// tiles of a caller that splits the rows over threads itself (the bf16
+/// backend, runtime/cpu/bf16_rows.h).
+void srt_cpu_rms_norm_forward_serial(float *y, const float *x, const float *weight,
+                                     int64_t rows, int64_t g, float eps, float offset);
+
 /// The residual add and the norm of its result in one pass over each row
 /// (the decoder's `hidden = residual + h; y = norm(hidden)`):
 ///   sum = a + b (WRITTEN, [n, features]); y = srt_cpu_rms_norm_forward(sum)
@@ -190,6 +197,20 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
                                const float *x, const float *weight, int64_t n,
                                int64_t features, int64_t group, float eps,
                                float offset, float *workspace);
+
+/// srt_cpu_rms_norm_backward's dx alone over `rows` groups of g elements
+/// (dx, dy, x: [rows, g]; weight: [g]) on the calling thread; same bytes.
+void srt_cpu_rms_norm_backward_serial(float *dx, const float *dy, const float *x,
+                                      const float *weight, int64_t rows, int64_t g, float eps,
+                                      float offset);
+
+/// One block of srt_cpu_rms_norm_backward's weight gradient on the calling
+/// thread: partial[g] WRITTEN = sum over the rows (in order) of dy x r, for
+/// `rows` groups of g elements (dy, x: [rows, g]). srt_cpu_rms_norm_backward
+/// sums these partials of its blocks of SRT_RMS_NORM_ROW_BLOCK rows in
+/// block order into dweight.
+void srt_cpu_rms_norm_weight_grad_block(float *partial, const float *dy, const float *x,
+                                        int64_t rows, int64_t g, float eps);
 
 
 //===----------------------------------------------------------------------===//
@@ -269,6 +290,12 @@ void srt_cpu_apply_rotary_forward(float *out, const float *x, const float *cos,
 void srt_cpu_apply_rotary_backward(float *dx, const float *dy, const float *cos,
                                    const float *sin, int64_t B, int64_t S,
                                    int64_t heads, int64_t head_dim);
+
+/// srt_cpu_apply_rotary_forward (backward false) or _backward (true) of
+/// `tokens` tokens (B x S flattened) on the calling thread; same bytes.
+void srt_cpu_apply_rotary_serial(float *out, const float *x, const float *cos,
+                                 const float *sin, int64_t tokens, int64_t heads,
+                                 int64_t head_dim, bool backward);
 
 //===----------------------------------------------------------------------===//
 // attention (runtime/cpu/attention.c)
@@ -383,6 +410,13 @@ void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
                           const float *gate, const float *up, int64_t n,
                           srt_glu_activation act);
 
+/// srt_cpu_glu_forward and _backward on the calling thread; same bytes.
+void srt_cpu_glu_forward_serial(float *out, const float *gate, const float *up, int64_t n,
+                                srt_glu_activation act);
+void srt_cpu_glu_backward_serial(float *dgate, float *dup, const float *dout,
+                                 const float *gate, const float *up, int64_t n,
+                                 srt_glu_activation act);
+
 //===----------------------------------------------------------------------===//
 // relu2 (runtime/cpu/relu2.c)
 //===----------------------------------------------------------------------===//
@@ -401,6 +435,10 @@ void srt_cpu_relu2_backward(float *dx, const float *dout, const float *x,
 
 /// out = a + b over n elements (residual connections); out may equal a or b.
 void srt_cpu_add_forward(float *out, const float *a, const float *b, int64_t n);
+
+/// srt_cpu_add_forward on the calling thread (a tile of a caller that
+/// splits the elements over threads itself).
+void srt_cpu_add_serial(float *out, const float *a, const float *b, int64_t n);
 
 /// da = dout, db = dout, both WRITTEN (either may be NULL, or equal dout, in
 /// which case nothing is copied for it).

@@ -1,0 +1,265 @@
+// The bf16 cpu backend's elementwise and norm ops (bf16_elementwise.h):
+// each names its operands and the fp32 kernel that one tile runs
+// (bf16_rows.h); a norm's or bias's bf16 weight, one row, is widened once.
+#include "bf16_elementwise.h"
+
+#include <string.h>
+
+#include "bf16_rows.h"
+#include "ops_internal.h"
+#include "shardrt/op_facts.h"
+
+// A bf16 operand of `width` elements per row, and an fp32 one.
+static srt_bf16_operand bf(int64_t at, int64_t width) {
+  return (srt_bf16_operand){.at = at, .width = width};
+}
+static srt_bf16_operand f32(int64_t at, int64_t width) {
+  return (srt_bf16_operand){.at = at, .width = width, .f32 = true};
+}
+
+// Runs r over rows of `width` (tiles of srt_bf16_tile_rows(width)) within
+// the op's staging `st` (which holds its widened weight, if any).
+static srt_status run(srt_bf16_stage *st, srt_bf16_rows r, int64_t width) {
+  r.tile_rows = r.tile_rows > 0 ? r.tile_rows : srt_bf16_tile_rows(width);
+  if (!st->error)
+    srt_bf16_rows_run(st, &r);
+  return srt_bf16_stage_end(st, NULL);
+}
+
+// The tiles' arguments besides the operands.
+typedef struct tile_args {
+  const float *weight;
+  int64_t width, group, heads, head_dim, activation;
+  float eps, offset;
+  float *partials;
+} tile_args;
+
+//===----------------------------------------------------------------------===//
+// add, bias_add, glu
+//===----------------------------------------------------------------------===//
+
+static void add_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  (void)ctx, (void)r0;
+  srt_cpu_add_serial(op[2], op[0], op[1], rows);
+}
+
+srt_status srt_cpu_bf16_op_add(srt_exec *e, int64_t a, int64_t b, int64_t y, int64_t n,
+                               int64_t dtype) {
+  if (dtype == SRT_OP_F32)
+    return srt_cpu_op_add(e, a, b, y, n, dtype);
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_add");
+  return run(&st, (srt_bf16_rows){.num_in = 2, .num_out = 1, .ops = {bf(a, 1), bf(b, 1), bf(y, 1)},
+                                  .rows = n, .fn = add_tile},
+             1);
+}
+
+static void bias_add_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  // A row plus the bias: srt_cpu_bias_add_forward's sums.
+  for (int64_t r = 0; r < rows; r++)
+    srt_cpu_add_serial(op[1] + r * t->width, op[0] + r * t->width, t->weight, t->width);
+}
+
+srt_status srt_cpu_bf16_op_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y, int64_t n,
+                                    int64_t f) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_bias_add");
+  int64_t B = srt_bf16_stage_in(&st, b, f);
+  tile_args t = {.weight = ops_f32(e, B), .width = f};
+  return run(&st, (srt_bf16_rows){.num_in = 1, .num_out = 1, .ops = {bf(x, f), bf(y, f)},
+                                  .rows = n, .fn = bias_add_tile, .ctx = &t},
+             f);
+}
+
+static void glu_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  srt_cpu_glu_forward_serial(op[2], op[0], op[1], rows, (srt_glu_activation)t->activation);
+}
+
+srt_status srt_cpu_bf16_op_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y, int64_t n,
+                               int64_t activation) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_glu");
+  tile_args t = {.activation = activation};
+  return run(&st, (srt_bf16_rows){.num_in = 2, .num_out = 1,
+                                  .ops = {bf(gate, 1), bf(up, 1), bf(y, 1)},
+                                  .rows = n, .fn = glu_tile, .ctx = &t},
+             1);
+}
+
+static void glu_grad_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  srt_cpu_glu_backward_serial(op[3], op[4], op[2], op[0], op[1], rows,
+                              (srt_glu_activation)t->activation);
+}
+
+srt_status srt_cpu_bf16_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t dy,
+                                    int64_t dgate, int64_t dup, int64_t n, int64_t activation) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_glu_grad");
+  tile_args t = {.activation = activation};
+  return run(&st, (srt_bf16_rows){.num_in = 3, .num_out = 2,
+                                  .ops = {bf(gate, 1), bf(up, 1), bf(dy, 1), bf(dgate, 1),
+                                          bf(dup, 1)},
+                                  .rows = n, .fn = glu_grad_tile, .ctx = &t},
+             1);
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNorm: rows of one group (of the features where there is no grouping)
+//===----------------------------------------------------------------------===//
+
+// The group's width and the norm's rows of it.
+static int64_t norm_width(int64_t features, int64_t group) {
+  return group > 0 ? group : features;
+}
+static int64_t norm_rows(int64_t n, int64_t features, int64_t group) {
+  int64_t g = norm_width(features, group);
+  return g > 0 ? n * (features / g) : 0;
+}
+
+static void rms_norm_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  srt_cpu_rms_norm_forward_serial(op[1], op[0], t->weight, rows, t->width, t->eps, t->offset);
+}
+
+srt_status srt_cpu_bf16_op_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y, int64_t n,
+                                    int64_t features, int64_t group, double eps,
+                                    double offset) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_rms_norm");
+  int64_t g = norm_width(features, group), W = srt_bf16_stage_in(&st, w, g);
+  tile_args t = {.weight = ops_f32(e, W), .width = g, .eps = (float)eps,
+                 .offset = (float)offset};
+  return run(&st, (srt_bf16_rows){.num_in = 1, .num_out = 1, .ops = {bf(x, g), bf(y, g)},
+                                  .rows = norm_rows(n, features, group),
+                                  .fn = rms_norm_tile, .ctx = &t},
+             g);
+}
+
+// a + b rounded to bf16 (the sum's tile, rounded and widened back in
+// place through a small buffer), then the norm of that rounded sum.
+static void add_rms_norm_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  int64_t n = rows * t->width;
+  srt_cpu_add_serial(op[2], op[0], op[1], n);
+  uint16_t rounded[512];
+  for (int64_t i0 = 0; i0 < n; i0 += 512) {
+    int64_t m = n - i0 < 512 ? n - i0 : 512;
+    srt_bf16_round_tile(rounded, op[2] + i0, m);
+    srt_bf16_widen_tile(op[2] + i0, rounded, m);
+  }
+  int64_t g = t->group > 0 ? t->group : t->width;
+  srt_cpu_rms_norm_forward_serial(op[3], op[2], t->weight, n / g, g, t->eps, t->offset);
+}
+
+srt_status srt_cpu_bf16_op_add_rms_norm(srt_exec *e, int64_t a, int64_t b, int64_t sum,
+                                        int64_t w, int64_t y, int64_t n, int64_t features,
+                                        int64_t group, double eps, double offset) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_add_rms_norm");
+  int64_t W = srt_bf16_stage_in(&st, w, norm_width(features, group)), f = features;
+  tile_args t = {.weight = ops_f32(e, W), .width = f, .group = group, .eps = (float)eps,
+                 .offset = (float)offset};
+  return run(&st, (srt_bf16_rows){.num_in = 2, .num_out = 2,
+                                  .ops = {bf(a, f), bf(b, f), bf(sum, f), bf(y, f)},
+                                  .rows = n, .fn = add_rms_norm_tile, .ctx = &t},
+             f);
+}
+
+static void rms_norm_grad_input_tile(const void *ctx, float *const *op, int64_t r0,
+                                     int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  srt_cpu_rms_norm_backward_serial(op[2], op[1], op[0], t->weight, rows, t->width, t->eps,
+                                   t->offset);
+}
+
+srt_status srt_cpu_bf16_op_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w, int64_t dy,
+                                               int64_t dx, int64_t n, int64_t features,
+                                               int64_t group, double eps, double offset) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_rms_norm_grad_input");
+  int64_t g = norm_width(features, group), W = srt_bf16_stage_in(&st, w, g);
+  tile_args t = {.weight = ops_f32(e, W), .width = g, .eps = (float)eps,
+                 .offset = (float)offset};
+  return run(&st, (srt_bf16_rows){.num_in = 2, .num_out = 1,
+                                  .ops = {bf(x, g), bf(dy, g), bf(dx, g)},
+                                  .rows = norm_rows(n, features, group),
+                                  .fn = rms_norm_grad_input_tile, .ctx = &t},
+             g);
+}
+
+// One block of SRT_RMS_NORM_ROW_BLOCK rows (a tile): the fp32 kernel's
+// partial sum of that block (the weight gradient does not read the weight).
+static void rms_norm_grad_weight_tile(const void *ctx, float *const *op, int64_t r0,
+                                      int64_t rows) {
+  const tile_args *t = ctx;
+  srt_cpu_rms_norm_weight_grad_block(t->partials + r0 / SRT_RMS_NORM_ROW_BLOCK * t->width,
+                                     op[1], op[0], rows, t->width, t->eps);
+}
+
+srt_status srt_cpu_bf16_op_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy, int64_t dw,
+                                                int64_t n, int64_t features, int64_t group,
+                                                double eps) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_rms_norm_grad_weight");
+  int64_t g = norm_width(features, group), rows = norm_rows(n, features, group);
+  int64_t blocks = (rows + SRT_RMS_NORM_ROW_BLOCK - 1) / SRT_RMS_NORM_ROW_BLOCK;
+  int64_t P = srt_bf16_stage_scratch(&st, g * blocks);
+  tile_args t = {.width = g, .eps = (float)eps, .partials = ops_f32(e, P)};
+  SRT_RETURN_IF_ERROR(run(&st, (srt_bf16_rows){.num_in = 2, .ops = {bf(x, g), bf(dy, g)},
+                                               .rows = rows,
+                                               .tile_rows = SRT_RMS_NORM_ROW_BLOCK,
+                                               .fn = rms_norm_grad_weight_tile, .ctx = &t},
+                          g));
+  // The blocks' partials summed in block order, as the fp32 kernel sums them.
+  float *out = ops_f32(e, dw);
+  ops_zero(out, g);
+  for (int64_t b = 0; b < blocks; b++)
+    for (int64_t i = 0; i < g; i++)
+      out[i] += t.partials[b * g + i];
+  return NULL;
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary: rows of one token (its heads), the fp32 tables' rows beside them
+//===----------------------------------------------------------------------===//
+
+static void rotary_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  srt_cpu_apply_rotary_serial(op[3], op[0], op[1], op[2], rows, t->heads, t->head_dim, false);
+}
+
+static void rotary_grad_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  (void)r0;
+  srt_cpu_apply_rotary_serial(op[3], op[0], op[1], op[2], rows, t->heads, t->head_dim, true);
+}
+
+// in (bf16) -> out (bf16) over batch x seq tokens, one of the tiles above.
+static srt_status rotary(srt_exec *e, const char *op, srt_bf16_tile_fn *fn, int64_t in,
+                         int64_t cos, int64_t sin, int64_t out, int64_t tokens, int64_t heads,
+                         int64_t head_dim) {
+  srt_bf16_stage st = srt_bf16_stage_begin(e, op);
+  tile_args t = {.heads = heads, .head_dim = head_dim};
+  int64_t w = heads * head_dim;
+  return run(&st, (srt_bf16_rows){.num_in = 3, .num_out = 1,
+                                  .ops = {bf(in, w), f32(cos, head_dim), f32(sin, head_dim),
+                                          bf(out, w)},
+                                  .rows = tokens, .fn = fn, .ctx = &t},
+             w);
+}
+
+srt_status srt_cpu_bf16_op_apply_rotary(srt_exec *e, int64_t x, int64_t cos, int64_t sin,
+                                        int64_t y, int64_t batch, int64_t seq, int64_t heads,
+                                        int64_t head_dim) {
+  return rotary(e, "srt_cpu_bf16_op_apply_rotary", rotary_tile, x, cos, sin, y, batch * seq,
+                heads, head_dim);
+}
+
+srt_status srt_cpu_bf16_op_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos, int64_t sin,
+                                             int64_t dx, int64_t batch, int64_t seq,
+                                             int64_t heads, int64_t head_dim) {
+  return rotary(e, "srt_cpu_bf16_op_apply_rotary_grad", rotary_grad_tile, dy, cos, sin, dx,
+                batch * seq, heads, head_dim);
+}
