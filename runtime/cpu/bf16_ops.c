@@ -61,11 +61,24 @@ static const uint16_t *bf16_buffer(srt_exec *e, int64_t at) {
   return (const uint16_t *)(const void *)(e->arena + at);
 }
 
-// y = x w^T (+ b): oneDNN's bf16 matmul into the fp32 staging of y (from
-// the bias, beta 1, as the fp32 kernel), else the fp32 kernel on staged x
-// and w; y rounded once.
+// The bf16 buffer at arena offset `at`, to write.
+static uint16_t *bf16_out(srt_exec *e, int64_t at) {
+  return (uint16_t *)(void *)(e->arena + at);
+}
+
+// y = x w^T (+ b): without a bias oneDNN's bf16 matmul straight into y
+// (rounded once by oneDNN); with one, into the fp32 staging of y (from the
+// bias, beta 1, as the fp32 kernel); else the fp32 kernel on staged x and
+// w; y rounded once.
 static srt_status bf16_linear(srt_exec *e, int64_t x, int64_t w, int64_t b,
                               int64_t y, int64_t n, int64_t in, int64_t out) {
+  bool direct = false;
+  if (b < 0)
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm_bf16_out(&direct, false, true, n, out, in,
+                                              bf16_buffer(e, x), in, bf16_buffer(e, w),
+                                              in, bf16_out(e, y), out));
+  if (direct)
+    return NULL;
   STAGE(linear);
   int64_t B = STAGE_IN(b, out), Y = STAGE_OUT(y, n * out);
   bool used = false;
@@ -83,10 +96,16 @@ static srt_status bf16_linear(srt_exec *e, int64_t x, int64_t w, int64_t b,
   RUN(srt_cpu_op_linear(e, X, W, B, Y, n, in, out));
 }
 
-// dx = dy w, as bf16_linear.
+// dx = dy w, as bf16_linear without a bias.
 static srt_status bf16_linear_grad_input(srt_exec *e, int64_t dy, int64_t w,
                                          int64_t dx, int64_t n, int64_t in,
                                          int64_t out) {
+  bool direct = false;
+  SRT_RETURN_IF_ERROR(srt_cpu_gemm_bf16_out(&direct, false, false, n, in, out,
+                                            bf16_buffer(e, dy), out, bf16_buffer(e, w),
+                                            in, bf16_out(e, dx), in));
+  if (direct)
+    return NULL;
   STAGE(linear_grad_input);
   int64_t DX = STAGE_OUT(dx, n * in);
   bool used = false;

@@ -61,6 +61,15 @@ srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, 
                              int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
                              int64_t ldb, float beta, float *c, int64_t ldc);
 
+/// C = op(A) op(B) as srt_cpu_gemm_bf16 (beta 0) with C bf16 too: oneDNN
+/// accumulates in fp32 and rounds each element of C once to nearest even
+/// (the values of srt_cpu_gemm_bf16's fp32 C rounded, except that its bf16
+/// instructions flush results below 2^-126 to zero). *used and errors as
+/// srt_cpu_gemm_bf16.
+srt_status srt_cpu_gemm_bf16_out(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                                 int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                                 int64_t ldb, uint16_t *c, int64_t ldc);
+
 /// Writes the GEMM library, its version and the widest instruction set it
 /// dispatches to on this CPU (fp32 GEMMs use its fp32 part: AVX-512 on
 /// avx512_core_amx), e.g. "oneDNN 2.6.3 matmul and sgemm, widest isa

@@ -139,6 +139,36 @@ static void test_linear_bf16_matmul(void **state) {
   linear_case(128, 128, 128, false);
 }
 
+// A linear without a bias and dx (128^3): oneDNN's bf16 matmul writes
+// bf16 itself, each element its fp32 product (srt_cpu_gemm_bf16's) rounded
+// to nearest even, bit for bit; on a CPU without bf16 matmuls the staged
+// path runs, within check_linear's bounds either way.
+static void test_linear_bf16_out(void **state) {
+  (void)state;
+  srt_exec e = bf16_exec();
+  enum { N = 128, IN = 128, OUT = 128 };
+  int64_t x = bf16_values(51, N * IN), w = bf16_values(52, OUT * IN),
+          dy = bf16_values(53, N * OUT), zero = take(2 * (IN > OUT ? IN : OUT));
+  int64_t y = take(2 * N * OUT), dx = take(2 * N * IN), wt = take(2 * IN * OUT);
+  memset(H(zero), 0, 2 * (IN > OUT ? IN : OUT));
+  ASSERT_OK(srt_op_linear(&e, x, w, -1, y, N, IN, OUT));
+  ASSERT_OK(srt_op_linear_grad_input(&e, dy, w, dx, N, IN, OUT));
+  check_linear(H(y), H(x), H(w), H(zero), N, IN, OUT);
+  for (int64_t o = 0; o < OUT; ++o) // dx = dy w is the linear of w^T
+    for (int64_t i = 0; i < IN; ++i)
+      H(wt)[i * OUT + o] = H(w)[o * IN + i];
+  check_linear(H(dx), H(dy), H(wt), H(zero), N, OUT, IN);
+  float *c = test_malloc(sizeof(float) * N * OUT);
+  bool used;
+  ASSERT_OK(srt_cpu_gemm_bf16(&used, false, true, N, OUT, IN, H(x), IN, H(w), IN, 0.0f, c, OUT));
+  for (int64_t i = 0; used && i < N * OUT; ++i)
+    assert_int_equal(H(y)[i], srt_f32_to_bf16(c[i]));
+  ASSERT_OK(srt_cpu_gemm_bf16(&used, false, false, N, IN, OUT, H(dy), OUT, H(w), IN, 0.0f, c, IN));
+  for (int64_t i = 0; used && i < N * IN; ++i)
+    assert_int_equal(H(dx)[i], srt_f32_to_bf16(c[i]));
+  test_free(c);
+}
+
 // dw = dy^T x in fp32 from bf16 dy [n, out] and x [n, in].
 static void test_linear_grad_weight_fp32(void **state) {
   (void)state;
@@ -404,6 +434,7 @@ int main(void) {
       cmocka_unit_test(test_add_rounds_to_nearest_even),
       cmocka_unit_test(test_linear_staged),
       cmocka_unit_test(test_linear_bf16_matmul),
+      cmocka_unit_test(test_linear_bf16_out),
       cmocka_unit_test(test_linear_grad_weight_fp32),
       cmocka_unit_test(test_add_tiles),
       cmocka_unit_test(test_bias_add_tiles),
