@@ -29,13 +29,16 @@ static srt_status run(srt_bf16_stage *st, srt_bf16_rows r, int64_t width) {
 // The tiles' arguments besides the operands.
 typedef struct tile_args {
   const float *weight;
+  const uint16_t *table; // the embedding's bf16 rows
+  const int64_t *ids;
+  int64_t vocab_start, local_vocab;
   int64_t width, group, heads, head_dim, activation;
-  float eps, offset;
+  float eps, offset, scale;
   float *partials;
 } tile_args;
 
 //===----------------------------------------------------------------------===//
-// add, bias_add, glu
+// add, bias_add, glu, embedding
 //===----------------------------------------------------------------------===//
 
 static void add_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
@@ -103,6 +106,40 @@ srt_status srt_cpu_bf16_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64
                                           bf(dup, 1)},
                                   .rows = n, .fn = glu_grad_tile, .ctx = &t},
              1);
+}
+
+// Each token's row of the bf16 table widened (zero outside the local
+// range), times the scale as srt_cpu_embedding_forward multiplies: the
+// table is read where a token looks it up, never widened whole.
+static void embedding_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
+  const tile_args *t = ctx;
+  for (int64_t r = 0; r < rows; r++) {
+    float *o = op[0] + r * t->width;
+    uint64_t row = (uint64_t)t->ids[r0 + r] - (uint64_t)t->vocab_start;
+    if (row >= (uint64_t)t->local_vocab) {
+      memset(o, 0, (size_t)t->width * sizeof *o);
+      continue;
+    }
+    srt_bf16_widen_tile(o, t->table + (int64_t)row * t->width, t->width);
+    if (t->scale != 1.0f)
+      for (int64_t i = 0; i < t->width; i++)
+        o[i] = o[i] * t->scale;
+  }
+}
+
+srt_status srt_cpu_bf16_op_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y, int64_t n,
+                                     int64_t hidden, int64_t local_vocab, int64_t vocab_axis,
+                                     double scale) {
+  const char *op = "srt_cpu_bf16_op_embedding";
+  int64_t index, size;
+  SRT_RETURN_IF_ERROR(srt_op_axis(e, op, vocab_axis, &index, &size));
+  srt_bf16_stage st = srt_bf16_stage_begin(e, op);
+  tile_args t = {.table = (const uint16_t *)(const void *)(e->arena + w), .ids = ops_i64(e, ids),
+                 .vocab_start = index * local_vocab, .local_vocab = local_vocab,
+                 .width = hidden, .scale = (float)scale};
+  return run(&st, (srt_bf16_rows){.num_out = 1, .ops = {bf(y, hidden)}, .rows = n,
+                                  .fn = embedding_tile, .ctx = &t},
+             hidden);
 }
 
 //===----------------------------------------------------------------------===//

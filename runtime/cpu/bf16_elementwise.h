@@ -11,6 +11,12 @@
 
 #include "shardrt/backend.h"
 
+/// The embedding's lookup of bf16 table rows into bf16 y (the rows a
+/// token reads, not the whole table, are widened).
+srt_status srt_cpu_bf16_op_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y, int64_t n,
+                                     int64_t hidden, int64_t local_vocab, int64_t vocab_axis,
+                                     double scale);
+
 /// y = x + bias (bf16 x, bias, y).
 srt_status srt_cpu_bf16_op_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y, int64_t n,
                                     int64_t f);

@@ -37,15 +37,6 @@
 // Embedding, linear
 //===----------------------------------------------------------------------===//
 
-static srt_status bf16_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y,
-                                 int64_t n, int64_t hidden, int64_t local_vocab,
-                                 int64_t vocab_axis, double scale) {
-  STAGE(embedding);
-  int64_t W = STAGE_IN(w, local_vocab * hidden), Y = STAGE_OUT(y, n * hidden);
-  RUN(srt_cpu_op_embedding(e, ids, W, Y, n, hidden, local_vocab, vocab_axis,
-                           scale));
-}
-
 static srt_status bf16_embedding_grad(srt_exec *e, int64_t ids, int64_t dy,
                                       int64_t dw, int64_t n, int64_t hidden,
                                       int64_t local_vocab, int64_t vocab_axis,
@@ -449,6 +440,7 @@ static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
 
 // The elementwise and norm ops run on row tiles (bf16_elementwise.c).
 #define bf16_add srt_cpu_bf16_op_add
+#define bf16_embedding srt_cpu_bf16_op_embedding
 #define bf16_bias_add srt_cpu_bf16_op_bias_add
 #define bf16_rms_norm srt_cpu_bf16_op_rms_norm
 #define bf16_add_rms_norm srt_cpu_bf16_op_add_rms_norm

@@ -428,6 +428,33 @@ static void test_rotary_tiles(void **state) {
   test_free(fx), test_free(wy), test_free(wdx), test_free(ry), test_free(rdx), test_free(mag);
 }
 
+// The embedding's lookup (ids in and out of the table, scale 1 and
+// Gemma's sqrt(hidden)): the fp32 kernel on the widened table, rounded,
+// and float64 w scale within half a bf16 ulp.
+static void embedding_case(float scale) {
+  srt_exec e = bf16_exec();
+  enum { N = 300, HIDDEN = 96, VOCAB = 50 };
+  int64_t ids = take(8 * N), w = bf16_values(54, VOCAB * HIDDEN), y = take(2 * N * HIDDEN);
+  int64_t *id = (int64_t *)(void *)(g_bf16_arena + ids);
+  for (int64_t t = 0; t < N; ++t)
+    id[t] = (t * 7) % (VOCAB + 5) - 2; // -2, -1 and VOCAB.. are out of range
+  ASSERT_OK(srt_op_embedding(&e, ids, w, y, N, HIDDEN, VOCAB, -1, scale));
+  float *fw = widened(w, VOCAB * HIDDEN), *want = test_malloc(4 * N * HIDDEN);
+  srt_cpu_embedding_forward(want, id, fw, N, HIDDEN, 0, VOCAB, scale);
+  double *ref = doubles(N * HIDDEN), *mag = doubles(N * HIDDEN);
+  for (int64_t t = 0; t < N; ++t)
+    for (int64_t i = 0; id[t] >= 0 && id[t] < VOCAB && i < HIDDEN; ++i)
+      ref[t * HIDDEN + i] = (double)fw[id[t] * HIDDEN + i] * scale;
+  expect_bf16("embedding", y, want, ref, mag, N * HIDDEN);
+  test_free(fw), test_free(want), test_free(ref), test_free(mag);
+}
+
+static void test_embedding_rows(void **state) {
+  (void)state;
+  embedding_case(1.0f);
+  embedding_case(9.8125f);
+}
+
 int main(void) {
   MPI_Init(NULL, NULL);
   const struct CMUnitTest tests[] = {
@@ -442,6 +469,7 @@ int main(void) {
       cmocka_unit_test(test_rms_norm_tiles),
       cmocka_unit_test(test_rms_norm_grad_weight_tiles),
       cmocka_unit_test(test_rotary_tiles),
+      cmocka_unit_test(test_embedding_rows),
   };
   int failed = cmocka_run_group_tests(tests, bf16_setup, bf16_teardown);
   MPI_Finalize();
