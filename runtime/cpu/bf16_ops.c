@@ -415,29 +415,6 @@ static srt_status bf16_bucket_start(srt_exec *e, const int64_t *members,
   RUN(s ? s : srt_cpu_op_bucket_wait(e, table, slot));
 }
 
-//===----------------------------------------------------------------------===//
-// The optimizer step
-//===----------------------------------------------------------------------===//
-
-// The cpu backend's step (grad norm, clipping, AdamW on the fp32 masters),
-// then, where it updated them, each compute copy rounded from its master.
-static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
-                                      const srt_step_options *options,
-                                      int64_t loss, srt_step_result *result) {
-  SRT_RETURN_IF_ERROR(
-      srt_cpu_op_optimizer_step(e, program, options, loss, result));
-  if (options->forward_only || options->accumulate == 1 || result->skipped)
-    return NULL;
-  for (int32_t i = 0; i < program->num_params; ++i) {
-    const srt_param_info *p = &program->params[i];
-    if (p->compute_offset >= 0)
-      srt_bf16_round((uint16_t *)(void *)(e->arena + p->compute_offset),
-                     (const float *)(const void *)(e->arena + p->offset),
-                     srt_shape_numel(p->rank, p->local_shape));
-  }
-  return NULL;
-}
-
 // The elementwise and norm ops run on row tiles (bf16_elementwise.c).
 #define bf16_add srt_cpu_bf16_op_add
 #define bf16_embedding srt_cpu_bf16_op_embedding
@@ -450,6 +427,9 @@ static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
 #define bf16_apply_rotary_grad srt_cpu_bf16_op_apply_rotary_grad
 #define bf16_glu srt_cpu_bf16_op_glu
 #define bf16_glu_grad srt_cpu_bf16_op_glu_grad
+// The optimizer step is the cpu backend's (grad norm, clipping, AdamW on
+// the fp32 masters), which rounds each updated master into its compute copy.
+#define bf16_optimizer_step srt_cpu_op_optimizer_step
 
 // The ops whose buffers are fp32 under mixed precision too (the rotary
 // tables, the loss statistics, waits) are the cpu backend's own.

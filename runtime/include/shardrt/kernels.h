@@ -667,6 +667,14 @@ void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
                         float grad_scale, int64_t n, int64_t t,
                         const srt_adamw_config *config);
 
+/// srt_cpu_adamw_step (the same bytes in param, m, v) that also writes
+/// compute [n], the parameters' bf16 copy, each updated fp32 value rounded
+/// to nearest even (ties to even, NaN kept quiet), chunk by chunk while the
+/// chunk is in cache: the mixed-precision refresh of the compute copies.
+void srt_cpu_adamw_step_bf16(float *param, uint16_t *compute, float *m, float *v,
+                             const float *grad, float grad_scale, int64_t n, int64_t t,
+                             const srt_adamw_config *config);
+
 #ifdef __cplusplus
 }
 #endif
