@@ -5,9 +5,10 @@
 
 #include "vmath.h"
 
-// Elements per tile: every operand's tile of a thread (up to 6 x 16 KiB)
-// stays in a core's L2 between the widening, the kernel and the rounding.
-enum { kTileElements = 4096 };
+// Elements per tile: every operand's tile of a thread (up to 6 x 4 KiB)
+// stays in a core's L1 between the widening, the kernel and the rounding
+// (measured on Zen 4: GLU's gradient 15% faster than with 4096).
+enum { kTileElements = 1024 };
 
 int64_t srt_bf16_tile_rows(int64_t width) {
   return width >= kTileElements || width <= 0 ? 1 : kTileElements / width;

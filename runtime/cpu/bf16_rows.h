@@ -1,6 +1,6 @@
 // Row tiles of the bf16 cpu backend's elementwise and norm ops
 // (bf16_elementwise.c): instead of staging whole bf16 buffers in fp32
-// (bf16_stage.h), an op splits its rows into tiles of a few thousand
+// (bf16_stage.h), an op splits its rows into tiles of about a thousand
 // elements; each of the kernels' threads widens one tile of every bf16
 // input into its own fp32 buffers (which stay in its cache), runs the fp32
 // kernel on that tile and rounds the tile's bf16 outputs to nearest even.
@@ -44,8 +44,8 @@ typedef struct srt_bf16_rows {
   const void *ctx;
 } srt_bf16_rows;
 
-/// Rows per tile for operands up to `width` elements wide: about 4096
-/// elements (16 KiB per fp32 operand), at least one row.
+/// Rows per tile for operands up to `width` elements wide: about 1024
+/// elements (4 KiB per fp32 operand), at least one row.
 int64_t srt_bf16_tile_rows(int64_t width);
 
 /// Runs `r` tile by tile on the kernels' threads, each thread's fp32

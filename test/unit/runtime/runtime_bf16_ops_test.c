@@ -247,7 +247,7 @@ static void test_add_tiles(void **state) {
 static void test_bias_add_tiles(void **state) {
   (void)state;
   srt_exec e = bf16_exec();
-  enum { N = 300, F = 96 };
+  enum { N = 301, F = 96 };
   int64_t x = bf16_values(33, N * F), b = bf16_values(34, F), y = take(2 * N * F);
   ASSERT_OK(srt_op_bias_add(&e, x, b, y, N, F));
   float *fx = widened(x, N * F), *fb = widened(b, F), *want = test_malloc(4 * N * F);
@@ -315,7 +315,7 @@ static double rstd64(const float *x, int64_t g, double eps) {
 // of `group` (0: F), offset as Gemma's.
 static void rms_norm_case(int64_t group, double offset) {
   srt_exec e = bf16_exec();
-  enum { N = 300, F = 96 };
+  enum { N = 301, F = 96 };
   const double eps = 1e-5;
   int64_t g = group > 0 ? group : F, rows = N * F / g;
   int64_t x = bf16_values(41, N * F), w = bf16_values(42, g), dy = bf16_values(43, N * F);
@@ -433,7 +433,7 @@ static void test_rotary_tiles(void **state) {
 // and float64 w scale within half a bf16 ulp.
 static void embedding_case(float scale) {
   srt_exec e = bf16_exec();
-  enum { N = 300, HIDDEN = 96, VOCAB = 50 };
+  enum { N = 301, HIDDEN = 96, VOCAB = 50 };
   int64_t ids = take(8 * N), w = bf16_values(54, VOCAB * HIDDEN), y = take(2 * N * HIDDEN);
   int64_t *id = (int64_t *)(void *)(g_bf16_arena + ids);
   for (int64_t t = 0; t < N; ++t)
