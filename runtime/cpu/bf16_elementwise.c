@@ -1,6 +1,7 @@
 // The bf16 cpu backend's elementwise and norm ops (bf16_elementwise.h):
 // each names its operands and the fp32 kernel that one tile runs
 // (bf16_rows.h); a norm's or bias's bf16 weight, one row, is widened once.
+// The adds and GLU run their kernels' bf16 loops over chunks instead.
 #include "bf16_elementwise.h"
 
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "bf16_rows.h"
 #include "ops_internal.h"
 #include "shardrt/op_facts.h"
+#include "vmath.h"
 
 // A bf16 operand of `width` elements per row, and an fp32 one.
 static srt_bf16_operand bf(int64_t at, int64_t width) {
@@ -41,19 +43,21 @@ typedef struct tile_args {
 // add, bias_add, glu, embedding
 //===----------------------------------------------------------------------===//
 
-static void add_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
-  (void)ctx, (void)r0;
-  srt_cpu_add_serial(op[2], op[0], op[1], rows);
+// The bf16 buffer at arena offset `at`.
+static uint16_t *h16(srt_exec *e, int64_t at) {
+  return (uint16_t *)(void *)(e->arena + at);
 }
 
 srt_status srt_cpu_bf16_op_add(srt_exec *e, int64_t a, int64_t b, int64_t y, int64_t n,
                                int64_t dtype) {
   if (dtype == SRT_OP_F32)
     return srt_cpu_op_add(e, a, b, y, n, dtype);
-  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_add");
-  return run(&st, (srt_bf16_rows){.num_in = 2, .num_out = 1, .ops = {bf(a, 1), bf(b, 1), bf(y, 1)},
-                                  .rows = n, .fn = add_tile},
-             1);
+  uint16_t *Y = h16(e, y);
+  const uint16_t *A = h16(e, a), *B = h16(e, b);
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    srt_cpu_add_bf16_serial(Y + i0, A + i0, B + i0, srt_chunk_end(i0, n) - i0);
+  return NULL;
 }
 
 static void bias_add_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
@@ -74,20 +78,16 @@ srt_status srt_cpu_bf16_op_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y
              f);
 }
 
-static void glu_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
-  const tile_args *t = ctx;
-  (void)r0;
-  srt_cpu_glu_forward_serial(op[2], op[0], op[1], rows, (srt_glu_activation)t->activation);
-}
-
+// GLU reads and writes bf16 in its own loops (glu.c), no tiles.
 srt_status srt_cpu_bf16_op_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y, int64_t n,
                                int64_t activation) {
-  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_glu");
-  tile_args t = {.activation = activation};
-  return run(&st, (srt_bf16_rows){.num_in = 2, .num_out = 1,
-                                  .ops = {bf(gate, 1), bf(up, 1), bf(y, 1)},
-                                  .rows = n, .fn = glu_tile, .ctx = &t},
-             1);
+  uint16_t *Y = h16(e, y);
+  const uint16_t *G = h16(e, gate), *U = h16(e, up);
+#pragma omp parallel for schedule(static) if (n > kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    srt_cpu_glu_forward_bf16_serial(Y + i0, G + i0, U + i0, srt_chunk_end(i0, n) - i0,
+                                    (srt_glu_activation)activation);
+  return NULL;
 }
 
 static void glu_grad_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
@@ -99,6 +99,16 @@ static void glu_grad_tile(const void *ctx, float *const *op, int64_t r0, int64_t
 
 srt_status srt_cpu_bf16_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t dy,
                                     int64_t dgate, int64_t dup, int64_t n, int64_t activation) {
+  if (dgate >= 0 && dup >= 0) {
+    uint16_t *DG = h16(e, dgate), *DU = h16(e, dup);
+    const uint16_t *G = h16(e, gate), *U = h16(e, up), *DY = h16(e, dy);
+#pragma omp parallel for schedule(static) if (n > kChunk)
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+      srt_cpu_glu_backward_bf16_serial(DG + i0, DU + i0, DY + i0, G + i0, U + i0,
+                                       srt_chunk_end(i0, n) - i0, (srt_glu_activation)activation);
+    return NULL;
+  }
+  // One of the two gradients alone: the fp32 kernel on tiles.
   srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_glu_grad");
   tile_args t = {.activation = activation};
   return run(&st, (srt_bf16_rows){.num_in = 3, .num_out = 2,

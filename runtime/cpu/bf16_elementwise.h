@@ -1,7 +1,8 @@
 // The bf16 cpu backend's elementwise and norm entry points
 // (bf16_elementwise.c), which srt_cpu_bf16_ops (bf16_ops.c) lists: the
 // cpu backend's fp32 kernels on row tiles of their bf16 buffers
-// (bf16_rows.h). Arguments, shapes and errors are those of the fp32 entry
+// (bf16_rows.h), or, for the adds and GLU, their bf16 loops (the fp32
+// per-element math between bf16 loads and rounded stores). Arguments, shapes and errors are those of the fp32 entry
 // points of the same name (shardrt/cpu.h); every buffer is bf16 except
 // the rotary tables (fp32) and the norm's weight gradient (fp32).
 #ifndef SHARDRT_CPU_BF16_ELEMENTWISE_H

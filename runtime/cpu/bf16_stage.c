@@ -9,23 +9,15 @@
 SRT_CPU_CLONES
 void srt_bf16_widen_tile(float *dst, const uint16_t *src, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u = (uint32_t)src[i] << 16;
-    memcpy(&dst[i], &u, sizeof u);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = srt_bf16_load(src[i]);
 }
 
 SRT_CPU_CLONES
 void srt_bf16_round_tile(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    memcpy(&u, &src[i], sizeof u);
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    // NaN (exponent all ones, mantissa non-zero): its sign and top bits, quiet.
-    dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u
-                                                        : rounded);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = srt_bf16_store(src[i]);
 }
 
 void srt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {

@@ -426,6 +426,16 @@ void srt_cpu_glu_backward_serial(float *dgate, float *dup, const float *dout,
                                  const float *gate, const float *up, int64_t n,
                                  srt_glu_activation act);
 
+/// The two on the calling thread with bf16 operands and results (raw
+/// bits): each result the fp32 kernel's value of the exactly widened
+/// operands, rounded once to nearest even. The backward writes both dgate
+/// and dup (neither NULL); they may alias dout, not gate or up.
+void srt_cpu_glu_forward_bf16_serial(uint16_t *out, const uint16_t *gate, const uint16_t *up,
+                                     int64_t n, srt_glu_activation act);
+void srt_cpu_glu_backward_bf16_serial(uint16_t *dgate, uint16_t *dup, const uint16_t *dout,
+                                      const uint16_t *gate, const uint16_t *up, int64_t n,
+                                      srt_glu_activation act);
+
 //===----------------------------------------------------------------------===//
 // relu2 (runtime/cpu/relu2.c)
 //===----------------------------------------------------------------------===//
@@ -448,6 +458,11 @@ void srt_cpu_add_forward(float *out, const float *a, const float *b, int64_t n);
 /// srt_cpu_add_forward on the calling thread (a tile of a caller that
 /// splits the elements over threads itself).
 void srt_cpu_add_serial(float *out, const float *a, const float *b, int64_t n);
+
+/// out = a + b of bf16 operands (raw bits) on the calling thread: the fp32
+/// sum of the exactly widened values, rounded once to nearest even (ties to
+/// even, NaN kept quiet); out may equal a or b.
+void srt_cpu_add_bf16_serial(uint16_t *out, const uint16_t *a, const uint16_t *b, int64_t n);
 
 /// da = dout, db = dout, both WRITTEN (either may be NULL, or equal dout, in
 /// which case nothing is copied for it).

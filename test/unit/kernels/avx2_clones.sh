@@ -35,6 +35,9 @@ check() { # OBJECT FUNCTION
 }
 check glu.c.o srt_cpu_glu_forward_serial
 check glu.c.o srt_cpu_glu_backward_serial
+check glu.c.o srt_cpu_glu_forward_bf16_serial
+check glu.c.o srt_cpu_glu_backward_bf16_serial
+check add.c.o srt_cpu_add_bf16_serial
 check adamw.c.o adamw_chunk
 check cross_entropy.c.o row_sum_exp
 check cross_entropy.c.o softmax_grad_row
