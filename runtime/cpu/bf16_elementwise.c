@@ -34,7 +34,7 @@ typedef struct tile_args {
   const uint16_t *table; // the embedding's bf16 rows
   const int64_t *ids;
   int64_t vocab_start, local_vocab;
-  int64_t width, group, heads, head_dim, activation;
+  int64_t width, group, heads, head_dim;
   float eps, offset, scale;
   float *partials;
 } tile_args;
@@ -90,32 +90,15 @@ srt_status srt_cpu_bf16_op_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y,
   return NULL;
 }
 
-static void glu_grad_tile(const void *ctx, float *const *op, int64_t r0, int64_t rows) {
-  const tile_args *t = ctx;
-  (void)r0;
-  srt_cpu_glu_backward_serial(op[3], op[4], op[2], op[0], op[1], rows,
-                              (srt_glu_activation)t->activation);
-}
-
 srt_status srt_cpu_bf16_op_glu_grad(srt_exec *e, int64_t gate, int64_t up, int64_t dy,
                                     int64_t dgate, int64_t dup, int64_t n, int64_t activation) {
-  if (dgate >= 0 && dup >= 0) {
-    uint16_t *DG = h16(e, dgate), *DU = h16(e, dup);
-    const uint16_t *G = h16(e, gate), *U = h16(e, up), *DY = h16(e, dy);
+  uint16_t *DG = h16(e, dgate), *DU = h16(e, dup);
+  const uint16_t *G = h16(e, gate), *U = h16(e, up), *DY = h16(e, dy);
 #pragma omp parallel for schedule(static) if (n > kChunk)
-    for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-      srt_cpu_glu_backward_bf16_serial(DG + i0, DU + i0, DY + i0, G + i0, U + i0,
-                                       srt_chunk_end(i0, n) - i0, (srt_glu_activation)activation);
-    return NULL;
-  }
-  // One of the two gradients alone: the fp32 kernel on tiles.
-  srt_bf16_stage st = srt_bf16_stage_begin(e, "srt_cpu_bf16_op_glu_grad");
-  tile_args t = {.activation = activation};
-  return run(&st, (srt_bf16_rows){.num_in = 3, .num_out = 2,
-                                  .ops = {bf(gate, 1), bf(up, 1), bf(dy, 1), bf(dgate, 1),
-                                          bf(dup, 1)},
-                                  .rows = n, .fn = glu_grad_tile, .ctx = &t},
-             1);
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+    srt_cpu_glu_backward_bf16_serial(DG + i0, DU + i0, DY + i0, G + i0, U + i0,
+                                     srt_chunk_end(i0, n) - i0, (srt_glu_activation)activation);
+  return NULL;
 }
 
 // Each token's row of the bf16 table widened (zero outside the local
