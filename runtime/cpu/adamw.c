@@ -5,6 +5,7 @@
 
 #include <math.h>
 
+#include "bf16_stage.h"
 #include "vmath.h"
 
 // The scalars of one step, rounded to fp32 once.
@@ -31,9 +32,10 @@ static void adamw_chunk(float *param, float *m, float *v, const float *grad, int
   }
 }
 
-void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
-                        float grad_scale, int64_t n, int64_t t,
-                        const srt_adamw_config *config) {
+// The step; with `compute`, each chunk's updated parameters rounded into it
+// while the chunk is in cache.
+static void step(float *param, uint16_t *compute, float *m, float *v, const float *grad,
+                 float grad_scale, int64_t n, int64_t t, const srt_adamw_config *config) {
   const srt_adamw_config *c = config;
   // Scalars in double, then rounded once to fp32, as torch passes Python
   // floats to its fp32 kernels.
@@ -48,6 +50,21 @@ void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
                      .bc2_sqrt = (float)sqrt(bc2),
                      .eps = c->eps};
 #pragma omp parallel for schedule(static) if (n > kChunk)
-  for (int64_t i0 = 0; i0 < n; i0 += kChunk)
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
     adamw_chunk(param + i0, m + i0, v + i0, grad + i0, srt_chunk_end(i0, n) - i0, k);
+    if (compute)
+      srt_bf16_round_tile(compute + i0, param + i0, srt_chunk_end(i0, n) - i0);
+  }
+}
+
+void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
+                        float grad_scale, int64_t n, int64_t t,
+                        const srt_adamw_config *config) {
+  step(param, NULL, m, v, grad, grad_scale, n, t, config);
+}
+
+void srt_cpu_adamw_step_bf16(float *param, uint16_t *compute, float *m, float *v,
+                             const float *grad, float grad_scale, int64_t n, int64_t t,
+                             const srt_adamw_config *config) {
+  step(param, compute, m, v, grad, grad_scale, n, t, config);
 }

@@ -9,17 +9,24 @@
 #include "vmath.h"
 
 SRT_CPU_CLONES
-static void add_chunk(float *out, const float *a, const float *b, int64_t n) {
+void srt_cpu_add_serial(float *out, const float *a, const float *b, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; i++)
     out[i] = a[i] + b[i];
+}
+
+SRT_CPU_CLONES
+void srt_cpu_add_bf16_serial(uint16_t *out, const uint16_t *a, const uint16_t *b, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; i++)
+    out[i] = srt_bf16_store(srt_bf16_load(a[i]) + srt_bf16_load(b[i]));
 }
 
 void srt_cpu_add_forward(float *out, const float *a, const float *b,
                          int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    add_chunk(out + i0, a + i0, b + i0, srt_chunk_end(i0, n) - i0);
+    srt_cpu_add_serial(out + i0, a + i0, b + i0, srt_chunk_end(i0, n) - i0);
 }
 
 // dst = src over chunks on the kernels' threads (a no-op when they alias).

@@ -3,7 +3,9 @@
 // precision (passes/buffer_facts.c, from ops.def's NN_BUFFER letters), the
 // same as on cuda: activations, their gradients and the parameters'
 // compute copies bf16; parameter gradients, attention's lse, the rotary
-// tables and the loss statistics fp32. Each op stages its bf16 buffers in
+// tables and the loss statistics fp32. The elementwise and norm ops run
+// their fp32 kernels on row tiles of their bf16 buffers
+// (bf16_elementwise.c); every other op stages its bf16 buffers in
 // fp32 (bf16_stage.h), runs the cpu backend's fp32 entry point on them and
 // rounds its bf16 results to nearest even: every op computes and
 // accumulates in fp32 exactly as the fp32 backend, and rounds once per
@@ -18,9 +20,10 @@
 // Replicate all-reduce, a reduce-scatter under sequence parallelism) adds
 // in fp32 and rounds each partial sum to bf16 (shardrt/collectives.h);
 // the gradients' reductions are fp32 because the gradients are. The
-// non-blocking ones are started and waited for as the fp32 ones. The optimizer steps the fp32 master weights and refreshes
-// each compute copy from its master, rounded to nearest even, as the cuda
-// AdamW kernel does.
+// non-blocking ones are started and waited for as the fp32 ones. The
+// optimizer steps the fp32 master weights and refreshes each compute copy
+// from its master, rounded to nearest even, as the cuda AdamW kernel does.
+#include "bf16_elementwise.h"
 #include "bf16_stage.h"
 #include "ops_internal.h"
 #include "shardrt/tensor.h"
@@ -32,17 +35,8 @@
 #define RUN(call) return srt_bf16_stage_end(&st, st.error ? NULL : (call))
 
 //===----------------------------------------------------------------------===//
-// Embedding, linear, norms, rotary
+// Embedding, linear
 //===----------------------------------------------------------------------===//
-
-static srt_status bf16_embedding(srt_exec *e, int64_t ids, int64_t w, int64_t y,
-                                 int64_t n, int64_t hidden, int64_t local_vocab,
-                                 int64_t vocab_axis, double scale) {
-  STAGE(embedding);
-  int64_t W = STAGE_IN(w, local_vocab * hidden), Y = STAGE_OUT(y, n * hidden);
-  RUN(srt_cpu_op_embedding(e, ids, W, Y, n, hidden, local_vocab, vocab_axis,
-                           scale));
-}
 
 static srt_status bf16_embedding_grad(srt_exec *e, int64_t ids, int64_t dy,
                                       int64_t dw, int64_t n, int64_t hidden,
@@ -59,11 +53,24 @@ static const uint16_t *bf16_buffer(srt_exec *e, int64_t at) {
   return (const uint16_t *)(const void *)(e->arena + at);
 }
 
-// y = x w^T (+ b): oneDNN's bf16 matmul into the fp32 staging of y (from
-// the bias, beta 1, as the fp32 kernel), else the fp32 kernel on staged x
-// and w; y rounded once.
+// The bf16 buffer at arena offset `at`, to write.
+static uint16_t *bf16_out(srt_exec *e, int64_t at) {
+  return (uint16_t *)(void *)(e->arena + at);
+}
+
+// y = x w^T (+ b): without a bias oneDNN's bf16 matmul straight into y
+// (rounded once by oneDNN); with one, into the fp32 staging of y (from the
+// bias, beta 1, as the fp32 kernel); else the fp32 kernel on staged x and
+// w; y rounded once.
 static srt_status bf16_linear(srt_exec *e, int64_t x, int64_t w, int64_t b,
                               int64_t y, int64_t n, int64_t in, int64_t out) {
+  bool direct = false;
+  if (b < 0)
+    SRT_RETURN_IF_ERROR(srt_cpu_gemm_bf16_out(&direct, false, true, n, out, in,
+                                              bf16_buffer(e, x), in, bf16_buffer(e, w),
+                                              in, bf16_out(e, y), out));
+  if (direct)
+    return NULL;
   STAGE(linear);
   int64_t B = STAGE_IN(b, out), Y = STAGE_OUT(y, n * out);
   bool used = false;
@@ -81,10 +88,16 @@ static srt_status bf16_linear(srt_exec *e, int64_t x, int64_t w, int64_t b,
   RUN(srt_cpu_op_linear(e, X, W, B, Y, n, in, out));
 }
 
-// dx = dy w, as bf16_linear.
+// dx = dy w, as bf16_linear without a bias.
 static srt_status bf16_linear_grad_input(srt_exec *e, int64_t dy, int64_t w,
                                          int64_t dx, int64_t n, int64_t in,
                                          int64_t out) {
+  bool direct = false;
+  SRT_RETURN_IF_ERROR(srt_cpu_gemm_bf16_out(&direct, false, false, n, in, out,
+                                            bf16_buffer(e, dy), out, bf16_buffer(e, w),
+                                            in, bf16_out(e, dx), in));
+  if (direct)
+    return NULL;
   STAGE(linear_grad_input);
   int64_t DX = STAGE_OUT(dx, n * in);
   bool used = false;
@@ -123,86 +136,8 @@ static srt_status bf16_linear_grad_bias(srt_exec *e, int64_t dy, int64_t db,
   RUN(srt_cpu_op_linear_grad_bias(e, DY, db, n, out));
 }
 
-static srt_status bf16_bias_add(srt_exec *e, int64_t x, int64_t b, int64_t y,
-                                int64_t n, int64_t f) {
-  STAGE(bias_add);
-  int64_t X = STAGE_IN(x, n * f), B = STAGE_IN(b, f), Y = STAGE_OUT(y, n * f);
-  RUN(srt_cpu_op_bias_add(e, X, B, Y, n, f));
-}
-
-static srt_status bf16_rms_norm(srt_exec *e, int64_t x, int64_t w, int64_t y,
-                                int64_t n, int64_t features, int64_t group,
-                                double eps, double offset) {
-  STAGE(rms_norm);
-  int64_t X = STAGE_IN(x, n * features),
-          W = STAGE_IN(w, group > 0 ? group : features),
-          Y = STAGE_OUT(y, n * features);
-  RUN(srt_cpu_op_rms_norm(e, X, W, Y, n, features, group, eps, offset));
-}
-
-static srt_status bf16_add(srt_exec *e, int64_t a, int64_t b, int64_t y,
-                           int64_t n, int64_t dtype) {
-  if (dtype == SRT_OP_F32)
-    return srt_cpu_op_add(e, a, b, y, n, dtype);
-  STAGE(add);
-  int64_t A = STAGE_IN(a, n), B = STAGE_IN(b, n), Y = STAGE_OUT(y, n);
-  RUN(srt_cpu_op_add(e, A, B, Y, n, SRT_OP_F32));
-}
-
-// The add, its sum rounded to bf16, then the norm of the rounded sum: the
-// values of nn.add then nn.rms_norm (the cuda kernel normalises its bf16 sum).
-static srt_status bf16_add_rms_norm(srt_exec *e, int64_t a, int64_t b,
-                                    int64_t sum, int64_t w, int64_t y,
-                                    int64_t n, int64_t features, int64_t group,
-                                    double eps, double offset) {
-  SRT_RETURN_IF_ERROR(bf16_add(e, a, b, sum, n * features, SRT_OP_BF16));
-  return bf16_rms_norm(e, sum, w, y, n, features, group, eps, offset);
-}
-
-static srt_status bf16_rms_norm_grad_input(srt_exec *e, int64_t x, int64_t w,
-                                           int64_t dy, int64_t dx, int64_t n,
-                                           int64_t features, int64_t group,
-                                           double eps, double offset) {
-  STAGE(rms_norm_grad_input);
-  int64_t X = STAGE_IN(x, n * features),
-          W = STAGE_IN(w, group > 0 ? group : features),
-          DY = STAGE_IN(dy, n * features), DX = STAGE_OUT(dx, n * features);
-  RUN(srt_cpu_op_rms_norm_grad_input(e, X, W, DY, DX, n, features, group, eps,
-                                     offset));
-}
-
-static srt_status bf16_rms_norm_grad_weight(srt_exec *e, int64_t x, int64_t dy,
-                                            int64_t dw, int64_t n,
-                                            int64_t features, int64_t group,
-                                            double eps) {
-  STAGE(rms_norm_grad_weight);
-  int64_t X = STAGE_IN(x, n * features), DY = STAGE_IN(dy, n * features);
-  RUN(srt_cpu_op_rms_norm_grad_weight(e, X, DY, dw, n, features, group, eps));
-}
-
-static srt_status bf16_apply_rotary(srt_exec *e, int64_t x, int64_t cos,
-                                    int64_t sin, int64_t y, int64_t batch,
-                                    int64_t seq, int64_t heads,
-                                    int64_t head_dim) {
-  STAGE(apply_rotary);
-  int64_t count = batch * seq * heads * head_dim, X = STAGE_IN(x, count),
-          Y = STAGE_OUT(y, count);
-  RUN(srt_cpu_op_apply_rotary(e, X, cos, sin, Y, batch, seq, heads, head_dim));
-}
-
-static srt_status bf16_apply_rotary_grad(srt_exec *e, int64_t dy, int64_t cos,
-                                         int64_t sin, int64_t dx, int64_t batch,
-                                         int64_t seq, int64_t heads,
-                                         int64_t head_dim) {
-  STAGE(apply_rotary_grad);
-  int64_t count = batch * seq * heads * head_dim, DY = STAGE_IN(dy, count),
-          DX = STAGE_OUT(dx, count);
-  RUN(srt_cpu_op_apply_rotary_grad(e, DY, cos, sin, DX, batch, seq, heads,
-                                   head_dim));
-}
-
 //===----------------------------------------------------------------------===//
-// Attention and elementwise
+// Attention and the unary activations
 //===----------------------------------------------------------------------===//
 
 // Elements of q (and out) and of k (and v) [batch, seq, heads * head_dim].
@@ -252,22 +187,6 @@ static srt_status bf16_attention_grad(srt_exec *e, int64_t q, int64_t k,
           DV = STAGE_OUT(dv, kn);
   RUN(srt_cpu_op_attention_grad(e, Q, K, V, O, lse, DY, segment_ids, DQ, DK, DV,
                                 config));
-}
-
-static srt_status bf16_glu(srt_exec *e, int64_t gate, int64_t up, int64_t y,
-                           int64_t n, int64_t activation) {
-  STAGE(glu);
-  int64_t G = STAGE_IN(gate, n), U = STAGE_IN(up, n), Y = STAGE_OUT(y, n);
-  RUN(srt_cpu_op_glu(e, G, U, Y, n, activation));
-}
-
-static srt_status bf16_glu_grad(srt_exec *e, int64_t gate, int64_t up,
-                                int64_t dy, int64_t dgate, int64_t dup,
-                                int64_t n, int64_t activation) {
-  STAGE(glu_grad);
-  int64_t G = STAGE_IN(gate, n), U = STAGE_IN(up, n), DY = STAGE_IN(dy, n),
-          DG = STAGE_OUT(dgate, n), DU = STAGE_OUT(dup, n);
-  RUN(srt_cpu_op_glu_grad(e, G, U, DY, DG, DU, n, activation));
 }
 
 #define SRT_UNARY_OP(KIND, name)                                               \
@@ -531,28 +450,21 @@ bf16_attention_grad_cp(srt_exec *e, int64_t q, int64_t k, int64_t v,
                          config, SRT_BF16));
 }
 
-//===----------------------------------------------------------------------===//
-// The optimizer step
-//===----------------------------------------------------------------------===//
-
-// The cpu backend's step (grad norm, clipping, AdamW on the fp32 masters),
-// then, where it updated them, each compute copy rounded from its master.
-static srt_status bf16_optimizer_step(srt_exec *e, const srt_program *program,
-                                      const srt_step_options *options,
-                                      int64_t loss, srt_step_result *result) {
-  SRT_RETURN_IF_ERROR(
-      srt_cpu_op_optimizer_step(e, program, options, loss, result));
-  if (options->forward_only || options->accumulate == 1 || result->skipped)
-    return NULL;
-  for (int32_t i = 0; i < program->num_params; ++i) {
-    const srt_param_info *p = &program->params[i];
-    if (p->compute_offset >= 0)
-      srt_bf16_round((uint16_t *)(void *)(e->arena + p->compute_offset),
-                     (const float *)(const void *)(e->arena + p->offset),
-                     srt_shape_numel(p->rank, p->local_shape));
-  }
-  return NULL;
-}
+// The elementwise and norm ops run on row tiles (bf16_elementwise.c).
+#define bf16_add srt_cpu_bf16_op_add
+#define bf16_embedding srt_cpu_bf16_op_embedding
+#define bf16_bias_add srt_cpu_bf16_op_bias_add
+#define bf16_rms_norm srt_cpu_bf16_op_rms_norm
+#define bf16_add_rms_norm srt_cpu_bf16_op_add_rms_norm
+#define bf16_rms_norm_grad_input srt_cpu_bf16_op_rms_norm_grad_input
+#define bf16_rms_norm_grad_weight srt_cpu_bf16_op_rms_norm_grad_weight
+#define bf16_apply_rotary srt_cpu_bf16_op_apply_rotary
+#define bf16_apply_rotary_grad srt_cpu_bf16_op_apply_rotary_grad
+#define bf16_glu srt_cpu_bf16_op_glu
+#define bf16_glu_grad srt_cpu_bf16_op_glu_grad
+// The optimizer step is the cpu backend's (grad norm, clipping, AdamW on
+// the fp32 masters), which rounds each updated master into its compute copy.
+#define bf16_optimizer_step srt_cpu_op_optimizer_step
 
 // The ops whose buffers are fp32 under mixed precision too (the rotary
 // tables, the loss statistics) and the waits (of either dtype) are the cpu

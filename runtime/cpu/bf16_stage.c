@@ -7,37 +7,29 @@
 #include "vmath.h"
 
 SRT_CPU_CLONES
-static void widen_chunk(float *dst, const uint16_t *src, int64_t n) {
+void srt_bf16_widen_tile(float *dst, const uint16_t *src, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u = (uint32_t)src[i] << 16;
-    memcpy(&dst[i], &u, sizeof u);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = srt_bf16_load(src[i]);
 }
 
 SRT_CPU_CLONES
-static void round_chunk(uint16_t *dst, const float *src, int64_t n) {
+void srt_bf16_round_tile(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    memcpy(&u, &src[i], sizeof u);
-    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-    // NaN (exponent all ones, mantissa non-zero): its sign and top bits, quiet.
-    dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u
-                                                        : rounded);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = srt_bf16_store(src[i]);
 }
 
 void srt_bf16_widen(float *dst, const uint16_t *src, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    widen_chunk(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
+    srt_bf16_widen_tile(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
 }
 
 void srt_bf16_round(uint16_t *dst, const float *src, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    round_chunk(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
+    srt_bf16_round_tile(dst + i0, src + i0, srt_chunk_end(i0, n) - i0);
 }
 
 srt_bf16_stage srt_bf16_stage_begin(srt_exec *e, const char *op) {
@@ -74,6 +66,10 @@ static void note(srt_bf16_stage *s, srt_bf16_staged *list, int *count,
     return;
   }
   list[(*count)++] = b;
+}
+
+int64_t srt_bf16_stage_scratch(srt_bf16_stage *s, int64_t n) {
+  return take(s, n);
 }
 
 int64_t srt_bf16_stage_in(srt_bf16_stage *s, int64_t at, int64_t n) {

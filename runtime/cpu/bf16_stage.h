@@ -57,6 +57,11 @@ int64_t srt_bf16_stage_in(srt_bf16_stage *s, int64_t at, int64_t n);
 /// runs in place too), else new. Errors as srt_bf16_stage_in.
 int64_t srt_bf16_stage_out(srt_bf16_stage *s, int64_t at, int64_t n);
 
+/// The offset of n fp32 of scratch in the tail, 64-byte aligned, for the
+/// op's own use until srt_bf16_stage_end; -1 with the error recorded (as
+/// srt_bf16_stage_in) when the tail is full.
+int64_t srt_bf16_stage_scratch(srt_bf16_stage *s, int64_t n);
+
 /// Rounds the staged outputs back when `status` is NULL; returns the
 /// staging's error, else `status`.
 srt_status srt_bf16_stage_end(srt_bf16_stage *s, srt_status status);
@@ -65,5 +70,10 @@ srt_status srt_bf16_stage_end(srt_bf16_stage *s, srt_status status);
 /// (nearest, ties to even; NaN stays a quiet NaN), on the kernels' threads.
 void srt_bf16_widen(float *dst, const uint16_t *src, int64_t n);
 void srt_bf16_round(uint16_t *dst, const float *src, int64_t n);
+
+/// The same conversions on the calling thread: a tile of an op that its
+/// own threads split (bf16_rows.h).
+void srt_bf16_widen_tile(float *dst, const uint16_t *src, int64_t n);
+void srt_bf16_round_tile(uint16_t *dst, const float *src, int64_t n);
 
 #endif // SHARDRT_CPU_BF16_STAGE_H

@@ -29,7 +29,8 @@ enum { kCacheEntries = 64 };
 // fixes a primitive's thread count when it makes it) and the primitive.
 typedef struct matmul_entry {
   bool trans_a, trans_b, accumulate;
-  dnnl_data_type_t ab; // A's and B's elements: dnnl_f32, or dnnl_bf16 (C is fp32)
+  dnnl_data_type_t ab; // A's and B's elements: dnnl_f32, or dnnl_bf16
+  dnnl_data_type_t cd; // C's: dnnl_f32, or dnnl_bf16 (A and B bf16, beta 0)
   int threads;
   int64_t m, n, k, lda, ldb, ldc;
   dnnl_primitive_t primitive;
@@ -61,7 +62,7 @@ static dnnl_status_t make_matmul(matmul_entry *e) {
   dnnl_status_t s;
   if ((s = operand_desc(&e->a, e->m, e->k, e->lda, e->trans_a, e->ab)) ||
       (s = operand_desc(&e->b, e->k, e->n, e->ldb, e->trans_b, e->ab)) ||
-      (s = operand_desc(&e->c, e->m, e->n, e->ldc, false, dnnl_f32)))
+      (s = operand_desc(&e->c, e->m, e->n, e->ldc, false, e->cd)))
     return s;
   dnnl_matmul_desc_t desc;
   if ((s = dnnl_matmul_desc_init(&desc, &e->a, &e->b, NULL, &e->c)))
@@ -103,6 +104,7 @@ static matmul_entry *find_matmul(const matmul_entry *key) {
   for (int i = 0; i < g_matmul.used; i++) {
     matmul_entry *e = &g_matmul.entries[i];
     if (e->trans_a == key->trans_a && e->trans_b == key->trans_b && e->ab == key->ab &&
+        e->cd == key->cd &&
         e->accumulate == key->accumulate && e->threads == key->threads && e->m == key->m && e->n == key->n &&
         e->k == key->k && e->lda == key->lda && e->ldb == key->ldb && e->ldc == key->ldc)
       return e;
@@ -124,7 +126,7 @@ static matmul_entry *find_matmul(const matmul_entry *key) {
 
 // Runs a cached primitive on the operands: dnnl_success, or oneDNN's refusal.
 static dnnl_status_t run_matmul(const matmul_entry *e, const void *a, const void *b,
-                                float *c) {
+                                void *c) {
   dnnl_memory_t ma = NULL, mb = NULL, mc = NULL;
   dnnl_status_t s;
   if (!(s = dnnl_memory_create(&ma, &e->a, g_matmul.engine, (void *)a)) &&
@@ -140,13 +142,14 @@ static dnnl_status_t run_matmul(const matmul_entry *e, const void *a, const void
   return s;
 }
 
-// C = op(A) op(B) (+ C when beta is 1) through a cached matmul primitive.
-// *used is false when this product is not one for the primitive (or oneDNN
-// makes none for it): nothing was written and dnnl_sgemm is to run.
-static dnnl_status_t try_matmul(bool *used, dnnl_data_type_t ab, bool trans_a, bool trans_b,
-                                int64_t m, int64_t n, int64_t k, float alpha, const void *a,
-                                int64_t lda, const void *b, int64_t ldb, float beta, float *c,
-                                int64_t ldc) {
+// C = op(A) op(B) (+ C when beta is 1) through a cached matmul primitive,
+// A and B of type ab, C of type cd. *used is false when this product is not
+// one for the primitive (or oneDNN makes none for it): nothing was written
+// and dnnl_sgemm is to run.
+static dnnl_status_t try_matmul(bool *used, dnnl_data_type_t ab, dnnl_data_type_t cd,
+                                bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                float alpha, const void *a, int64_t lda, const void *b,
+                                int64_t ldb, float beta, void *c, int64_t ldc) {
   *used = false;
   // omp_get_level, not omp_in_parallel: a team of one thread is no active
   // region, and its tiles must stay on dnnl_sgemm like every other team's.
@@ -154,6 +157,7 @@ static dnnl_status_t try_matmul(bool *used, dnnl_data_type_t ab, bool trans_a, b
       (double)m * (double)n * (double)k < kPrimitiveFlops)
     return dnnl_success;
   matmul_entry key = {.trans_a = trans_a, .trans_b = trans_b, .accumulate = beta == 1.0f, .ab = ab,
+                      .cd = cd,
                       .threads = omp_get_max_threads(), .m = m, .n = n, .k = k,
                       .lda = lda, .ldb = ldb, .ldc = ldc};
   dnnl_status_t s = dnnl_success;
@@ -186,8 +190,8 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   srt_cpu_fix_threads(); // oneDNN's parts assume the whole team: threads.c
   bool primitive;
   dnnl_status_t s =
-      try_matmul(&primitive, dnnl_f32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c,
-                 ldc);
+      try_matmul(&primitive, dnnl_f32, dnnl_f32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                 beta, c, ldc);
   if (!primitive)
     s = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                    beta, c, ldc);
@@ -201,15 +205,16 @@ srt_status srt_cpu_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   return NULL;
 }
 
-srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                             int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
-                             int64_t ldb, float beta, float *c, int64_t ldc) {
+// The bf16 matmul with C of type cd (srt_cpu_gemm_bf16 and _bf16_out).
+static srt_status gemm_bf16(bool *used, dnnl_data_type_t cd, bool trans_a, bool trans_b,
+                            int64_t m, int64_t n, int64_t k, const uint16_t *a, int64_t lda,
+                            const uint16_t *b, int64_t ldb, float beta, void *c, int64_t ldc) {
   *used = false;
   if (m <= 0 || n <= 0 || k <= 0)
     return NULL;
   srt_cpu_fix_threads(); // as srt_cpu_gemm
-  dnnl_status_t s =
-      try_matmul(used, dnnl_bf16, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  dnnl_status_t s = try_matmul(used, dnnl_bf16, cd, trans_a, trans_b, m, n, k, 1.0f, a, lda, b,
+                               ldb, beta, c, ldc);
   if (s != dnnl_success)
     return SRT_ERROR(SRT_INVALID_ARGUMENT,
                      "gemm: oneDNN's bf16 matmul refused %c%c m=%lld n=%lld k=%lld lda=%lld "
@@ -217,6 +222,18 @@ srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, 
                      trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', (long long)m, (long long)n,
                      (long long)k, (long long)lda, (long long)ldb, (long long)ldc, (int)s);
   return NULL;
+}
+
+srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                             int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                             int64_t ldb, float beta, float *c, int64_t ldc) {
+  return gemm_bf16(used, dnnl_f32, trans_a, trans_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
+srt_status srt_cpu_gemm_bf16_out(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                                 int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                                 int64_t ldb, uint16_t *c, int64_t ldc) {
+  return gemm_bf16(used, dnnl_bf16, trans_a, trans_b, m, n, k, a, lda, b, ldb, 0.0f, c, ldc);
 }
 
 static const char *isa_name(dnnl_cpu_isa_t isa) {

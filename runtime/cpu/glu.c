@@ -23,21 +23,41 @@ static inline float gelu_sigmoid_arg(float g) {
   return 2.0f * kGeluK * (g + kGeluA * g * g * g);
 }
 
+// act(g) u of one element; `act` a constant after inlining (a branch on it
+// inside a vector loop would compute both activations for every lane).
+__attribute__((always_inline)) static inline float forward_value(float g, float u,
+                                                                 srt_glu_activation act) {
+  return act == SRT_GLU_SILU ? g * sigmoid(g) * u : g * sigmoid(gelu_sigmoid_arg(g)) * u;
+}
+
 SRT_CPU_CLONES
-static void forward_chunk(float *out, const float *gate, const float *up, int64_t n,
-                          srt_glu_activation act) {
+void srt_cpu_glu_forward_serial(float *out, const float *gate, const float *up, int64_t n,
+                                srt_glu_activation act) {
   if (act == SRT_GLU_SILU) {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-      float g = gate[i];
-      out[i] = g * sigmoid(g) * up[i];
-    }
+    for (int64_t i = 0; i < n; i++)
+      out[i] = forward_value(gate[i], up[i], SRT_GLU_SILU);
   } else {
 #pragma omp simd
-    for (int64_t i = 0; i < n; i++) {
-      float g = gate[i];
-      out[i] = g * sigmoid(gelu_sigmoid_arg(g)) * up[i];
-    }
+    for (int64_t i = 0; i < n; i++)
+      out[i] = forward_value(gate[i], up[i], SRT_GLU_GELU_TANH);
+  }
+}
+
+// The same values of bf16 operands, each result rounded once.
+SRT_CPU_CLONES
+void srt_cpu_glu_forward_bf16_serial(uint16_t *out, const uint16_t *gate, const uint16_t *up,
+                                     int64_t n, srt_glu_activation act) {
+  if (act == SRT_GLU_SILU) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+      out[i] = srt_bf16_store(
+          forward_value(srt_bf16_load(gate[i]), srt_bf16_load(up[i]), SRT_GLU_SILU));
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; i++)
+      out[i] = srt_bf16_store(
+          forward_value(srt_bf16_load(gate[i]), srt_bf16_load(up[i]), SRT_GLU_GELU_TANH));
   }
 }
 
@@ -45,7 +65,7 @@ void srt_cpu_glu_forward(float *out, const float *gate, const float *up,
                          int64_t n, srt_glu_activation act) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    forward_chunk(out + i0, gate + i0, up + i0, srt_chunk_end(i0, n) - i0, act);
+    srt_cpu_glu_forward_serial(out + i0, gate + i0, up + i0, srt_chunk_end(i0, n) - i0, act);
 }
 
 // act(g) and act'(g) of one gate value.
@@ -90,9 +110,34 @@ __attribute__((always_inline)) static inline void backward_loop(float *dgate, fl
   }
 }
 
+// backward_loop of bf16 operands (dgate and dup both written), each result
+// rounded once.
+__attribute__((always_inline)) static inline void backward_bf16_loop(
+    uint16_t *dgate, uint16_t *dup, const uint16_t *dout, const uint16_t *gate,
+    const uint16_t *up, int64_t n, srt_glu_activation act) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; i++) {
+    float a, da, go = srt_bf16_load(dout[i]), u = srt_bf16_load(up[i]);
+    activation(srt_bf16_load(gate[i]), act, &a, &da);
+    dgate[i] = srt_bf16_store(go * u * da);
+    dup[i] = srt_bf16_store(go * a);
+  }
+}
+
 SRT_CPU_CLONES
-static void backward_chunk(float *dgate, float *dup, const float *dout, const float *gate,
-                           const float *up, int64_t n, srt_glu_activation act) {
+void srt_cpu_glu_backward_bf16_serial(uint16_t *dgate, uint16_t *dup, const uint16_t *dout,
+                                      const uint16_t *gate, const uint16_t *up, int64_t n,
+                                      srt_glu_activation act) {
+  if (act == SRT_GLU_SILU)
+    backward_bf16_loop(dgate, dup, dout, gate, up, n, SRT_GLU_SILU);
+  else
+    backward_bf16_loop(dgate, dup, dout, gate, up, n, SRT_GLU_GELU_TANH);
+}
+
+SRT_CPU_CLONES
+void srt_cpu_glu_backward_serial(float *dgate, float *dup, const float *dout,
+                                 const float *gate, const float *up, int64_t n,
+                                 srt_glu_activation act) {
   if (act == SRT_GLU_SILU)
     backward_loop(dgate, dup, dout, gate, up, n, SRT_GLU_SILU);
   else
@@ -104,7 +149,7 @@ void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
                           srt_glu_activation act) {
 #pragma omp parallel for schedule(static) if (n > kChunk)
   for (int64_t i0 = 0; i0 < n; i0 += kChunk)
-    backward_chunk(dgate ? dgate + i0 : NULL, dup ? dup + i0 : NULL, dout + i0, gate + i0,
+    srt_cpu_glu_backward_serial(dgate ? dgate + i0 : NULL, dup ? dup + i0 : NULL, dout + i0, gate + i0,
                    up + i0, srt_chunk_end(i0, n) - i0, act);
 }
 

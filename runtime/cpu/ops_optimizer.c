@@ -108,13 +108,18 @@ srt_status srt_cpu_op_optimizer_step(srt_exec *e, const srt_program *program,
                          .beta2 = options->beta2,
                          .eps = options->eps,
                          .weight_decay = options->weight_decay};
+  // A parameter with a bf16 compute copy (the bf16 backend's programs) has
+  // it refreshed from the updated master in the same pass.
   for (int32_t i = 0; i < n; ++i) {
     const srt_param_info *p = &program->params[i];
-    srt_cpu_adamw_step((float *)(void *)(e->arena + p->offset),
-                       (float *)(void *)(e->arena + p->m_offset),
-                       (float *)(void *)(e->arena + p->v_offset),
-                       (const float *)(const void *)(e->arena + p->grad_offset),
-                       scale, srt_tensor_local_numel(&grads[i]), options->step, &ac);
+    srt_cpu_adamw_step_bf16((float *)(void *)(e->arena + p->offset),
+                            p->compute_offset >= 0
+                                ? (uint16_t *)(void *)(e->arena + p->compute_offset)
+                                : NULL,
+                            (float *)(void *)(e->arena + p->m_offset),
+                            (float *)(void *)(e->arena + p->v_offset),
+                            (const float *)(const void *)(e->arena + p->grad_offset),
+                            scale, srt_tensor_local_numel(&grads[i]), options->step, &ac);
   }
   return NULL;
 }

@@ -49,6 +49,12 @@ void srt_cpu_rms_norm_forward(float *y, const float *x, const float *weight,
     forward_row(y + r * g, x + r * g, weight, g, group_rstd(x + r * g, g, eps), offset);
 }
 
+void srt_cpu_rms_norm_forward_serial(float *y, const float *x, const float *weight,
+                                     int64_t rows, int64_t g, float eps, float offset) {
+  for (int64_t r = 0; r < rows; r++)
+    forward_row(y + r * g, x + r * g, weight, g, group_rstd(x + r * g, g, eps), offset);
+}
+
 void srt_cpu_add_rms_norm_forward(float *sum, float *y, const float *a, const float *b,
                                   const float *weight, int64_t n, int64_t features,
                                   int64_t group, float eps, float offset) {
@@ -101,6 +107,21 @@ static void weight_grad_row(float *partial, const float *dy, const float *x, int
     partial[i] += dy[i] * x[i] * rstd;
 }
 
+void srt_cpu_rms_norm_backward_serial(float *dx, const float *dy, const float *x,
+                                      const float *weight, int64_t rows, int64_t g, float eps,
+                                      float offset) {
+  for (int64_t r = 0; r < rows; r++)
+    backward_row(dx + r * g, NULL, dy + r * g, x + r * g, weight, g,
+                 group_rstd(x + r * g, g, eps), offset);
+}
+
+void srt_cpu_rms_norm_weight_grad_block(float *partial, const float *dy, const float *x,
+                                        int64_t rows, int64_t g, float eps) {
+  memset(partial, 0, (size_t)g * sizeof(float));
+  for (int64_t r = 0; r < rows; r++)
+    weight_grad_row(partial, dy + r * g, x + r * g, g, group_rstd(x + r * g, g, eps));
+}
+
 // dweight[i0, i1) += the blocks' partial sums, in block order.
 SRT_CPU_CLONES
 static void sum_blocks(float *dweight, const float *partial, int64_t blocks, int64_t g,
@@ -138,15 +159,16 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; b++) {
       float *partial = workspace + b * g;
-      memset(partial, 0, (size_t)g * sizeof(float));
-      int64_t r1 = (b + 1) * kNormRowBlock < rows ? (b + 1) * kNormRowBlock : rows;
-      for (int64_t r = b * kNormRowBlock; r < r1; r++) {
-        float s = group_rstd(x + r * g, g, eps);
-        if (dx)
-          backward_row(dx + r * g, partial, dy + r * g, x + r * g, weight, g, s, offset);
-        else
-          weight_grad_row(partial, dy + r * g, x + r * g, g, s);
+      int64_t r0 = b * kNormRowBlock;
+      int64_t r1 = r0 + kNormRowBlock < rows ? r0 + kNormRowBlock : rows;
+      if (!dx) {
+        srt_cpu_rms_norm_weight_grad_block(partial, dy + r0 * g, x + r0 * g, r1 - r0, g, eps);
+        continue;
       }
+      memset(partial, 0, (size_t)g * sizeof(float));
+      for (int64_t r = r0; r < r1; r++)
+        backward_row(dx + r * g, partial, dy + r * g, x + r * g, weight, g,
+                     group_rstd(x + r * g, g, eps), offset);
     }
     // The implicit barrier above: every partial is there.
 #pragma omp for schedule(static)

@@ -125,6 +125,17 @@ static void unrotate_head(float *dh, const float *gh, const float *c, const floa
   }
 }
 
+void srt_cpu_apply_rotary_serial(float *out, const float *x, const float *cos,
+                                 const float *sin, int64_t tokens, int64_t heads,
+                                 int64_t head_dim, bool backward) {
+  int64_t half = head_dim / 2, width = heads * head_dim;
+  for (int64_t t = 0; t < tokens; t++)
+    for (int64_t h = 0; h < heads; h++)
+      (backward ? unrotate_head : rotate_head)(out + t * width + h * head_dim,
+                                               x + t * width + h * head_dim,
+                                               cos + t * head_dim, sin + t * head_dim, half);
+}
+
 void srt_cpu_apply_rotary_forward(float *out, const float *x, const float *cos,
                                   const float *sin, int64_t B, int64_t S,
                                   int64_t heads, int64_t head_dim) {

@@ -61,6 +61,15 @@ srt_status srt_cpu_gemm_bf16(bool *used, bool trans_a, bool trans_b, int64_t m, 
                              int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
                              int64_t ldb, float beta, float *c, int64_t ldc);
 
+/// C = op(A) op(B) as srt_cpu_gemm_bf16 (beta 0) with C bf16 too: oneDNN
+/// accumulates in fp32 and rounds each element of C once to nearest even
+/// (the values of srt_cpu_gemm_bf16's fp32 C rounded, except that its bf16
+/// instructions flush results below 2^-126 to zero). *used and errors as
+/// srt_cpu_gemm_bf16.
+srt_status srt_cpu_gemm_bf16_out(bool *used, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                                 int64_t k, const uint16_t *a, int64_t lda, const uint16_t *b,
+                                 int64_t ldb, uint16_t *c, int64_t ldc);
+
 /// Writes the GEMM library, its version and the widest instruction set it
 /// dispatches to on this CPU (fp32 GEMMs use its fp32 part: AVX-512 on
 /// avx512_core_amx), e.g. "oneDNN 2.6.3 matmul and sgemm, widest isa
@@ -165,6 +174,13 @@ void srt_cpu_rms_norm_forward(float *y, const float *x, const float *weight,
                               int64_t n, int64_t features, int64_t group,
                               float eps, float offset);
 
+/// srt_cpu_rms_norm_forward of `rows` groups of g elements (x, y: [rows,
+/// g]; weight: [g]) on the calling thread: the same bytes per row. For the
+/// tiles of a caller that splits the rows over threads itself (the bf16
+/// backend, runtime/cpu/bf16_rows.h).
+void srt_cpu_rms_norm_forward_serial(float *y, const float *x, const float *weight,
+                                     int64_t rows, int64_t g, float eps, float offset);
+
 /// The residual add and the norm of its result in one pass over each row
 /// (the decoder's `hidden = residual + h; y = norm(hidden)`):
 ///   sum = a + b (WRITTEN, [n, features]); y = srt_cpu_rms_norm_forward(sum)
@@ -190,6 +206,20 @@ void srt_cpu_rms_norm_backward(float *dx, float *dweight, const float *dy,
                                const float *x, const float *weight, int64_t n,
                                int64_t features, int64_t group, float eps,
                                float offset, float *workspace);
+
+/// srt_cpu_rms_norm_backward's dx alone over `rows` groups of g elements
+/// (dx, dy, x: [rows, g]; weight: [g]) on the calling thread; same bytes.
+void srt_cpu_rms_norm_backward_serial(float *dx, const float *dy, const float *x,
+                                      const float *weight, int64_t rows, int64_t g, float eps,
+                                      float offset);
+
+/// One block of srt_cpu_rms_norm_backward's weight gradient on the calling
+/// thread: partial[g] WRITTEN = sum over the rows (in order) of dy x r, for
+/// `rows` groups of g elements (dy, x: [rows, g]). srt_cpu_rms_norm_backward
+/// sums these partials of its blocks of SRT_RMS_NORM_ROW_BLOCK rows in
+/// block order into dweight.
+void srt_cpu_rms_norm_weight_grad_block(float *partial, const float *dy, const float *x,
+                                        int64_t rows, int64_t g, float eps);
 
 
 //===----------------------------------------------------------------------===//
@@ -269,6 +299,12 @@ void srt_cpu_apply_rotary_forward(float *out, const float *x, const float *cos,
 void srt_cpu_apply_rotary_backward(float *dx, const float *dy, const float *cos,
                                    const float *sin, int64_t B, int64_t S,
                                    int64_t heads, int64_t head_dim);
+
+/// srt_cpu_apply_rotary_forward (backward false) or _backward (true) of
+/// `tokens` tokens (B x S flattened) on the calling thread; same bytes.
+void srt_cpu_apply_rotary_serial(float *out, const float *x, const float *cos,
+                                 const float *sin, int64_t tokens, int64_t heads,
+                                 int64_t head_dim, bool backward);
 
 //===----------------------------------------------------------------------===//
 // attention (runtime/cpu/attention.c)
@@ -383,6 +419,23 @@ void srt_cpu_glu_backward(float *dgate, float *dup, const float *dout,
                           const float *gate, const float *up, int64_t n,
                           srt_glu_activation act);
 
+/// srt_cpu_glu_forward and _backward on the calling thread; same bytes.
+void srt_cpu_glu_forward_serial(float *out, const float *gate, const float *up, int64_t n,
+                                srt_glu_activation act);
+void srt_cpu_glu_backward_serial(float *dgate, float *dup, const float *dout,
+                                 const float *gate, const float *up, int64_t n,
+                                 srt_glu_activation act);
+
+/// The two on the calling thread with bf16 operands and results (raw
+/// bits): each result the fp32 kernel's value of the exactly widened
+/// operands, rounded once to nearest even. The backward writes both dgate
+/// and dup (neither NULL); they may alias dout, not gate or up.
+void srt_cpu_glu_forward_bf16_serial(uint16_t *out, const uint16_t *gate, const uint16_t *up,
+                                     int64_t n, srt_glu_activation act);
+void srt_cpu_glu_backward_bf16_serial(uint16_t *dgate, uint16_t *dup, const uint16_t *dout,
+                                      const uint16_t *gate, const uint16_t *up, int64_t n,
+                                      srt_glu_activation act);
+
 //===----------------------------------------------------------------------===//
 // relu2 (runtime/cpu/relu2.c)
 //===----------------------------------------------------------------------===//
@@ -401,6 +454,15 @@ void srt_cpu_relu2_backward(float *dx, const float *dout, const float *x,
 
 /// out = a + b over n elements (residual connections); out may equal a or b.
 void srt_cpu_add_forward(float *out, const float *a, const float *b, int64_t n);
+
+/// srt_cpu_add_forward on the calling thread (a tile of a caller that
+/// splits the elements over threads itself).
+void srt_cpu_add_serial(float *out, const float *a, const float *b, int64_t n);
+
+/// out = a + b of bf16 operands (raw bits) on the calling thread: the fp32
+/// sum of the exactly widened values, rounded once to nearest even (ties to
+/// even, NaN kept quiet); out may equal a or b.
+void srt_cpu_add_bf16_serial(uint16_t *out, const uint16_t *a, const uint16_t *b, int64_t n);
 
 /// da = dout, db = dout, both WRITTEN (either may be NULL, or equal dout, in
 /// which case nothing is copied for it).
@@ -619,6 +681,14 @@ typedef struct srt_adamw_config {
 void srt_cpu_adamw_step(float *param, float *m, float *v, const float *grad,
                         float grad_scale, int64_t n, int64_t t,
                         const srt_adamw_config *config);
+
+/// srt_cpu_adamw_step (the same bytes in param, m, v) that also writes
+/// compute [n], the parameters' bf16 copy, each updated fp32 value rounded
+/// to nearest even (ties to even, NaN kept quiet), chunk by chunk while the
+/// chunk is in cache: the mixed-precision refresh of the compute copies.
+void srt_cpu_adamw_step_bf16(float *param, uint16_t *compute, float *m, float *v,
+                             const float *grad, float grad_scale, int64_t n, int64_t t,
+                             const srt_adamw_config *config);
 
 #ifdef __cplusplus
 }

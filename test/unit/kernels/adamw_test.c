@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "kernel_testing.h"
+#include "shardrt/convert.h"
 #include "shardrt/kernels.h"
 
 enum { kN = 257, kSteps = 10 };
@@ -110,12 +111,39 @@ static void test_grad_scale_is_scaling_first(void **state) {
   assert_true(g[123] == g0);
 }
 
+// The bf16 variant: param, m and v the bytes of srt_cpu_adamw_step, and
+// the compute copy each updated parameter rounded to nearest even (the
+// scalar srt_f32_to_bf16), over several chunks and both threads.
+static void test_bf16_compute_copy(void **state) {
+  (void)state;
+  srt_adamw_config c = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f,
+                        .eps = 1e-8f, .weight_decay = 0.01f};
+  test_rng rng = {11};
+  enum { n = 40000 };
+  static float p1[n], m1[n], v1[n], p2[n], m2[n], v2[n], g[n];
+  static uint16_t compute[n];
+  test_fill(p1, n, &rng, -1, 1);
+  test_fill(m1, n, &rng, -0.1f, 0.1f);
+  test_fill(v1, n, &rng, 0, 0.01f);
+  test_fill(g, n, &rng, -2, 2);
+  for (int i = 0; i < n; i++)
+    p2[i] = p1[i], m2[i] = m1[i], v2[i] = v1[i];
+  srt_cpu_adamw_step(p1, m1, v1, g, 0.5f, n, 3, &c);
+  srt_cpu_adamw_step_bf16(p2, compute, m2, v2, g, 0.5f, n, 3, &c);
+  assert_memory_equal(p1, p2, sizeof p1);
+  assert_memory_equal(m1, m2, sizeof m1);
+  assert_memory_equal(v1, v2, sizeof v1);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(compute[i], srt_f32_to_bf16(p1[i]));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_torch_defaults),
       cmocka_unit_test(test_large_lr_and_decay),
       cmocka_unit_test(test_first_step_closed_form),
       cmocka_unit_test(test_grad_scale_is_scaling_first),
+      cmocka_unit_test(test_bf16_compute_copy),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@ lib=$1
 command -v objdump >/dev/null || { echo "SKIP: no objdump"; exit 77; }
 dis=$(objdump -d --no-show-raw-insn "$lib" 2>/dev/null) || { echo "FAIL: objdump $lib"; exit 1; }
 grep -q 'arch_x86_64_v3>:' <<<"$dis" || { echo "SKIP: no x86-64-v3 clones in $lib"; exit 77; }
-# file-local clone names: glu.c's forward_chunk, ... (names repeat across
+# clone names: glu.c's srt_cpu_glu_forward_serial, ... (names repeat across
 # files, so each is looked for in its own object's part of the listing).
 status=0
 check() { # OBJECT FUNCTION
@@ -33,8 +33,11 @@ check() { # OBJECT FUNCTION
     status=1
   fi
 }
-check glu.c.o forward_chunk
-check glu.c.o backward_chunk
+check glu.c.o srt_cpu_glu_forward_serial
+check glu.c.o srt_cpu_glu_backward_serial
+check glu.c.o srt_cpu_glu_forward_bf16_serial
+check glu.c.o srt_cpu_glu_backward_bf16_serial
+check add.c.o srt_cpu_add_bf16_serial
 check adamw.c.o adamw_chunk
 check cross_entropy.c.o row_sum_exp
 check cross_entropy.c.o softmax_grad_row
