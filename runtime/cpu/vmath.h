@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "shardrt/bf16_inline.h" // srt_bf16_load / srt_bf16_store
+
 /// The loops a kernel spends its time in, compiled for x86-64-v4 (AVX-512),
 /// v3 (AVX2 + FMA) and the baseline, the clone picked at load time from the
 /// CPU's feature bits (GCC's target_clones, an ifunc). Elsewhere (clang's
@@ -34,25 +36,6 @@ enum { kColumnBlock = 64 };
 /// The end of the chunk starting at i0 of [0, n).
 static inline int64_t srt_chunk_end(int64_t i0, int64_t n) {
   return i0 + kChunk < n ? i0 + kChunk : n;
-}
-
-/// The fp32 value of the bf16 bits h (exact: bf16 is fp32's top half).
-static inline float srt_bf16_load(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-/// f rounded to bf16 bits, to nearest with ties to even (the cuda kernels'
-/// __float2bfloat16); a NaN stays a NaN, quiet, with its sign and top
-/// mantissa bits. Branch-free, so loops calling it vectorise.
-static inline uint16_t srt_bf16_store(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  // NaN (exponent all ones, mantissa non-zero): its sign and top bits, quiet.
-  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : rounded);
 }
 
 /// e^r for |r| <= ln2 / 2 (Cephes expf's degree-7 polynomial), times 2^n

@@ -1,6 +1,8 @@
 // bfloat16 / binary16 <-> float32 by bit manipulation (IEEE 754 layouts).
 #include "shardrt/convert.h"
 
+#include "shardrt/bf16_inline.h"
+
 #include <string.h>
 
 static float from_bits(uint32_t u) {
@@ -15,7 +17,7 @@ static uint32_t to_bits(float f) {
   return u;
 }
 
-float srt_bf16_to_f32(uint16_t bits) { return from_bits((uint32_t)bits << 16); }
+float srt_bf16_to_f32(uint16_t bits) { return srt_bf16_load(bits); }
 
 float srt_f16_to_f32(uint16_t bits) {
   uint32_t sign = (uint32_t)(bits & 0x8000u) << 16;
@@ -37,13 +39,7 @@ float srt_f16_to_f32(uint16_t bits) {
   return from_bits(sign | (e << 23) | ((mant & 0x3ffu) << 13));
 }
 
-uint16_t srt_f32_to_bf16(float x) {
-  uint32_t u = to_bits(x);
-  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep sign, force quiet
-    return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u); // round to nearest, ties to even
-  return (uint16_t)(u >> 16);
-}
+uint16_t srt_f32_to_bf16(float x) { return srt_bf16_store(x); }
 
 uint16_t srt_f32_to_f16(float x) {
   uint32_t u = to_bits(x);

@@ -13,35 +13,17 @@
 // integers) and is exact.
 #include "context_internal.h"
 
-#include <string.h>
-
-// The fp32 value of bf16 bits (exact).
-static inline float widen(uint16_t h) {
-  uint32_t u = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-// `f` rounded to bf16 bits, nearest even; a NaN stays a quiet NaN with its
-// sign (srt_f32_to_bf16's rounding, inline so that the loops vectorise).
-static inline uint16_t narrow(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u)
-    return (uint16_t)((u >> 16) | 0x40u);
-  return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
+#include "shardrt/bf16_inline.h"
 
 void srt_bf16_sum_into(uint16_t *acc, const uint16_t *x, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i)
-    acc[i] = narrow(widen(x[i]) + widen(acc[i]));
+    acc[i] = srt_bf16_store(srt_bf16_load(x[i]) + srt_bf16_load(acc[i]));
 }
 
 void srt_bf16_max_into(uint16_t *acc, const uint16_t *x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
-    if (widen(x[i]) > widen(acc[i]))
+    if (srt_bf16_load(x[i]) > srt_bf16_load(acc[i]))
       acc[i] = x[i];
 }
 
