@@ -128,7 +128,7 @@ static void check_all_reduce(srt_context *ctx, srt_group *g, const int *m, int n
 // Gather along dim 1 of [2, 3] (packed) and reduce-scatter along dim 1 of
 // [2, 3n] (packed): out[a][r*3 + b] is rank r's in[a][b].
 static void check_gather_scatter(srt_group *g, const int *m, int n, int me) {
-  float in[6], out[96], want[96], full[96];
+  float in[6], out[96] = {0}, want[96] = {0}, full[96];
   int64_t local[2] = {2, 3}, whole[2] = {2, 3 * n};
   for (int i = 0; i < 6; ++i)
     in[i] = value(me, i);
