@@ -119,8 +119,13 @@ srt_status srt_launch_env_read(srt_getenv_fn get, void *user, srt_launch_env *ou
     e.kind = SRT_LAUNCH_TORCHRUN, s = read_torchrun(get, user, &e);
   else if (get("SLURM_PROCID", user))
     e.kind = SRT_LAUNCH_SLURM, s = read_slurm(get, user, &e);
-  if (!s && (e.kind == SRT_LAUNCH_TORCHRUN || e.kind == SRT_LAUNCH_SLURM))
+  if (!s && (e.kind == SRT_LAUNCH_TORCHRUN || e.kind == SRT_LAUNCH_SLURM)) {
     s = rendezvous_port(get, user, &e);
+    e.start_timeout_s = SRT_LAUNCH_START_TIMEOUT;
+    if (!s && get("SHARD_RENDEZVOUS_TIMEOUT", user))
+      s = env_int(get, user, srt_launch_kind_name(e.kind), "SHARD_RENDEZVOUS_TIMEOUT", 1, 86400,
+                  &e.start_timeout_s);
+  }
   if (!s)
     *out = e;
   return s;

@@ -25,6 +25,10 @@ typedef struct rdv_conn {
   char peer[64];    // "address:port"
 } rdv_conn;
 
+// conn_of_rank's mark of a rank whose connection closed after its hello
+// was accepted (it may arrive again); -1 marks one never seen.
+enum { kLeft = -2 };
+
 typedef struct rdv_server {
   const srt_rendezvous_options *o;
   int world;
@@ -32,7 +36,7 @@ typedef struct rdv_server {
   int lfd;
   rdv_conn *conns;  // cap slots, nconns used
   int nconns, cap;
-  int *conn_of_rank; // world entries: the index in conns, or -1
+  int *conn_of_rank; // world entries: the index in conns, -1 or kLeft
   int arrived;      // ranks > 0 whose hello was accepted
   srt_rendezvous_result *out;
 } rdv_server;
@@ -121,10 +125,29 @@ static srt_status check_hello(rdv_server *s, int i) {
   return NULL;
 }
 
+// conns[i], a rank already in, became readable: it sends nothing after its
+// hello, so it closed (died, or was killed) or broke the protocol. Either
+// way it leaves the table, as if it had never arrived (a restarted rank may
+// take its place before the deadline).
+static srt_status forget_rank(rdv_server *s, int i) {
+  unsigned char byte;
+  ssize_t k = recv(s->conns[i].fd, &byte, 1, 0);
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return NULL;
+  int rank = s->conns[i].rank;
+  s->conn_of_rank[rank] = kLeft;
+  s->out->hosts[rank][0] = '\0';
+  s->arrived--;
+  drop_conn(s, i);
+  return NULL;
+}
+
 // Reads what conns[i] has sent; a complete hello is checked. A stranger (a
 // wrong magic) or a connection closed before its hello is dropped.
 static srt_status read_hello(rdv_server *s, int i) {
   rdv_conn *c = &s->conns[i];
+  if (c->rank >= 0)
+    return forget_rank(s, i);
   ssize_t k = recv(c->fd, c->hello + c->got, RDV_HELLO_BYTES - c->got, 0);
   if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
     return NULL;
@@ -151,21 +174,39 @@ static void refuse_all(rdv_server *s, int bad, const char *reason) {
 }
 
 // The error after the deadline: which ranks did not arrive.
-static srt_status missing_ranks(rdv_server *s) {
-  char list[512] = "";
+// The ranks r whose conn_of_rank is `mark` (-1: never arrived; kLeft)
+// as "rank 2" or "ranks 1, 3, ..." into list; their number.
+static int rank_list(const rdv_server *s, int mark, char *list, size_t len) {
   size_t n = 0;
-  int shown = 0;
-  for (int r = 1; r < s->world && n < sizeof list - 16; ++r)
-    if (s->conn_of_rank[r] < 0)
-      n += (size_t)snprintf(list + n, sizeof list - n, "%s%d", shown++ ? ", " : "", r);
-  if (shown < s->world - 1 - s->arrived)
-    snprintf(list + n, sizeof list - n, ", ...");
+  int count = 0, shown = 0;
+  for (int r = 1; r < s->world; ++r) {
+    if (s->conn_of_rank[r] != mark)
+      continue;
+    if (n < len - 16)
+      n += (size_t)snprintf(list + n, len - n, "%s%d", shown++ ? ", " : "", r);
+    ++count;
+  }
+  if (shown < count)
+    snprintf(list + n, len - n, ", ...");
+  return count;
+}
+
+static srt_status missing_ranks(rdv_server *s) {
+  char list[512] = "", left[512] = "", what[1100];
+  int missing = rank_list(s, -1, list, sizeof list);
+  int n_left = rank_list(s, kLeft, left, sizeof left);
+  size_t n = 0;
+  if (missing)
+    n = (size_t)snprintf(what, sizeof what, "%d of %d ranks did not arrive: %s %s", missing,
+                         s->world, missing > 1 ? "ranks" : "rank", list);
+  if (n_left)
+    snprintf(what + n, sizeof what - n, "%s%s %s arrived, then closed %s connection (gave "
+             "up or died)", missing ? "; " : "", n_left > 1 ? "ranks" : "rank", left,
+             n_left > 1 ? "their" : "its");
   char at[300];
   where(&s->o->env, at, sizeof at);
   srt_status st = SRT_ERROR(SRT_DEADLINE_EXCEEDED, "rank 0 timed out after %g s at "
-                            "MASTER_ADDR:MASTER_PORT %s: %d of %d ranks did not arrive: "
-                            "%s %s", s->o->timeout_s, at, s->world - 1 - s->arrived,
-                            s->world, shown > 1 ? "ranks" : "rank", list);
+                            "MASTER_ADDR:MASTER_PORT %s: %s", s->o->timeout_s, at, what);
   refuse_all(s, -1, srt_status_message(st));
   return st;
 }
@@ -182,9 +223,10 @@ static srt_status gather_hellos(rdv_server *s) {
       break;
     }
     p[0] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+    // Ranks already in are watched too: one that dies before the payload
+    // (its socket reads EOF) leaves the table and may come back.
     for (int i = 0; i < s->nconns; ++i)
-      if (s->conns[i].rank < 0)
-        idx[n] = i, p[n++] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
+      idx[n] = i, p[n++] = (struct pollfd){.fd = s->conns[i].fd, .events = POLLIN};
     if (poll(p, (nfds_t)n, ms) < 0 && errno != EINTR)
       st = SRT_ERROR(SRT_UNAVAILABLE, "rank 0: poll: %s", strerror(errno));
     // Highest index first: drop_conn moves the last connection into the

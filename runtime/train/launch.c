@@ -18,12 +18,12 @@
 #include "shardrt/launch_env.h"
 #include "shardrt/tcp_mesh.h"
 
-// The mesh's build deadline and that of the plane's exchanges through
-// rank 0 (seconds): the processes of a job start within this of each
-// other; the steps' collectives have --timeout.
-enum { kPlaneTimeout = 300 };
-
 static srt_tcp_mesh *plane; // NULL: MPI
+// The mesh's build deadline and that of the plane's exchanges through rank
+// 0 (seconds, the launch's start_timeout_s: SHARD_RENDEZVOUS_TIMEOUT or
+// 300): the processes of a job start within this of each other; the
+// steps' collectives have --timeout.
+static int plane_timeout = SRT_LAUNCH_START_TIMEOUT;
 
 bool train_launch_uses_tcp(const srt_launch_env *e) {
   return (e->kind == SRT_LAUNCH_TORCHRUN || e->kind == SRT_LAUNCH_SLURM) && e->world_size > 1;
@@ -34,7 +34,8 @@ srt_status train_plane_start(const srt_launch_env *e, int *argc, char ***argv) {
     MPI_Init(argc, argv);
     return NULL;
   }
-  return srt_tcp_mesh_connect(e, kPlaneTimeout, &plane);
+  plane_timeout = e->start_timeout_s;
+  return srt_tcp_mesh_connect(e, plane_timeout, &plane);
 }
 
 void train_plane_end(void) {
@@ -75,7 +76,7 @@ static void plane_failed(srt_status s) {
 
 void train_plane_bcast(void *buf, size_t bytes) {
   if (plane) {
-    srt_status s = srt_tcp_mesh_bcast(plane, buf, bytes, kPlaneTimeout);
+    srt_status s = srt_tcp_mesh_bcast(plane, buf, bytes, plane_timeout);
     if (s)
       plane_failed(s);
     return;
@@ -92,7 +93,7 @@ void train_plane_bcast(void *buf, size_t bytes) {
 static void tcp_allreduce(void *v, srt_dtype dtype, srt_reduce_op op) {
   size_t elem = dtype == SRT_F64 ? sizeof(double) : sizeof(int64_t);
   unsigned char *all = malloc((size_t)plane->size * elem);
-  srt_status s = all ? srt_tcp_mesh_allgather(plane, v, all, elem, kPlaneTimeout)
+  srt_status s = all ? srt_tcp_mesh_allgather(plane, v, all, elem, plane_timeout)
                      : SRT_ERROR(SRT_RESOURCE_EXHAUSTED, "host plane: no memory");
   if (s) {
     free(all);

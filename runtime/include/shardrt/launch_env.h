@@ -39,7 +39,14 @@ typedef struct srt_launch_env {
   int local_rank;  // the rank among the processes of this host, >= 0
   char master_addr[SRT_LAUNCH_HOST_LEN]; // rank 0's host name or address
   int master_port; // 1..65535 (0 for NONE and MPI)
+  int start_timeout_s; // seconds for every process to join the rendezvous and mesh
 } srt_launch_env;
+
+/// The start-up deadline of an env launch unless SHARD_RENDEZVOUS_TIMEOUT
+/// says otherwise (seconds): the processes of a job start within this of
+/// each other (torchrun's rendezvous waits 900 s; a lost rank is then
+/// named sooner).
+#define SRT_LAUNCH_START_TIMEOUT 300
 
 /// Looks up one environment variable: its value or NULL when unset.
 /// `user` is the pointer given to srt_launch_env_read.
@@ -57,13 +64,15 @@ typedef const char *(*srt_getenv_fn)(const char *name, void *user);
 /// else SRT_LAUNCH_NONE. For torchrun and Slurm, SHARD_RENDEZVOUS_PORT, when
 /// set, is the port instead; it is required under torchrun when
 /// TORCHELASTIC_USE_AGENT_STORE=True (MASTER_PORT is then held by
-/// torchrun's own store on rank 0's host).
+/// torchrun's own store on rank 0's host). SHARD_RENDEZVOUS_TIMEOUT (whole
+/// seconds, 1..86400) replaces SRT_LAUNCH_START_TIMEOUT.
 ///
 /// Errors: SRT_INVALID_ARGUMENT naming the variable and its value: a
 /// required variable unset, a value that is not a decimal integer, RANK
 /// outside [0, WORLD_SIZE), WORLD_SIZE < 1, LOCAL_RANK < 0, a port outside
 /// 1..65535, an empty or too long MASTER_ADDR, a malformed node list,
-/// torchrun's store on MASTER_PORT without SHARD_RENDEZVOUS_PORT.
+/// torchrun's store on MASTER_PORT without SHARD_RENDEZVOUS_PORT, a
+/// SHARD_RENDEZVOUS_TIMEOUT outside 1..86400.
 /// `out` is fully written on success only.
 srt_status srt_launch_env_read(srt_getenv_fn get, void *user, srt_launch_env *out);
 

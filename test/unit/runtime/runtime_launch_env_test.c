@@ -80,6 +80,24 @@ static void test_rendezvous_port(void **state) {
                "Slurm launch: SHARD_RENDEZVOUS_PORT='x' is not a decimal integer");
 }
 
+// The start-up deadline: 300 s unless SHARD_RENDEZVOUS_TIMEOUT says
+// otherwise, in 1..86400 s.
+static void test_start_timeout(void **state) {
+  (void)state;
+  const char *plain[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=n01",
+                         "MASTER_PORT=29500", NULL};
+  srt_launch_env e;
+  ASSERT_OK(read_env(plain, &e));
+  assert_int_equal(e.start_timeout_s, 300);
+  const char *set[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=n01",
+                       "MASTER_PORT=29500", "SHARD_RENDEZVOUS_TIMEOUT=20", NULL};
+  ASSERT_OK(read_env(set, &e));
+  assert_int_equal(e.start_timeout_s, 20);
+  const char *zero[] = {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=n01",
+                        "MASTER_PORT=29500", "SHARD_RENDEZVOUS_TIMEOUT=0", NULL};
+  ASSERT_ERROR(read_env(zero, &e), SRT_INVALID_ARGUMENT, "SHARD_RENDEZVOUS_TIMEOUT=0");
+}
+
 static void test_slurm(void **state) {
   (void)state;
   const char *vars[] = {"SLURM_PROCID=5",   "SLURM_NTASKS=6",
@@ -166,7 +184,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_torchrun),       cmocka_unit_test(test_none_and_mpi),
       cmocka_unit_test(test_slurm),          cmocka_unit_test(test_slurm_hostlist),
-      cmocka_unit_test(test_refusals),       cmocka_unit_test(test_rendezvous_port),
+      cmocka_unit_test(test_refusals),       cmocka_unit_test(test_rendezvous_port), cmocka_unit_test(test_start_timeout),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

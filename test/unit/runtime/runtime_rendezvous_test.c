@@ -179,6 +179,57 @@ static void test_cut_hello(void **state) {
   expect_child_ok(pid);
 }
 
+// Rank 1 sends its hello and dies before rank 2 arrives: rank 0 forgets it
+// (it would otherwise hand the payload to a dead socket and call the
+// rendezvous met), so a restarted rank 1 is let in, not refused as arriving
+// twice; with nobody to replace it rank 0 ends at its deadline saying it
+// arrived and left.
+static void test_rank_dies_after_hello(void **state) {
+  (void)state;
+  for (int restart = 1; restart >= 0; --restart) {
+    int port = test_free_port();
+    pid_t pid = restart ? fork_rank0(3, port, 5, SRT_OK, "")
+                        : fork_rank0(3, port, 1, SRT_DEADLINE_EXCEEDED,
+                                     "rank 1 arrived, then closed its connection");
+    int fd = raw_connect(port);
+    unsigned char h[kHelloBytes] = {0};
+    put32(h, 0x56524853u);
+    put32(h + 4, SRT_RENDEZVOUS_VERSION);
+    put32(h + 8, 1);
+    put32(h + 12, 3);
+    assert_int_equal(send(fd, h, sizeof h, 0), (ssize_t)sizeof h);
+    poll(NULL, 0, 100); // rank 0 has taken the hello
+    close(fd);          // ... and rank 1 dies
+    poll(NULL, 0, 100);
+    pid_t r1 = 0;
+    if (restart) {
+      r1 = fork();
+      assert_true(r1 >= 0);
+      if (r1 == 0) {
+        srt_rendezvous_options o = {.env = env_of(1, 3, port), .timeout_s = 5,
+                                    .host_name = "again"};
+        srt_rendezvous_result r;
+        srt_status st = srt_rendezvous(&o, &r);
+        int ok = !st && r.payload_bytes == 3 && !memcmp(r.payload, "abc", 3);
+        if (!st)
+          srt_rendezvous_result_free(&r);
+        srt_status_free(st);
+        _exit(ok ? 0 : 1);
+      }
+      poll(NULL, 0, 100);
+    }
+    srt_rendezvous_options o = {.env = env_of(2, 3, port), .timeout_s = 5, .host_name = "r2"};
+    if (restart) {
+      expect_met(&o, "abc");
+      expect_child_ok(r1);
+    } else {
+      srt_rendezvous_result r;
+      ASSERT_ERROR(srt_rendezvous(&o, &r), SRT_UNAVAILABLE, "rank 0 ended the rendezvous");
+    }
+    expect_child_ok(pid);
+  }
+}
+
 // A listener that answers a hello with garbage is no rank 0 of ours.
 static void test_garbage_answer(void **state) {
   (void)state;
@@ -213,7 +264,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_world_of_one), cmocka_unit_test(test_stranger_dropped),
       cmocka_unit_test(test_bad_hellos),   cmocka_unit_test(test_cut_hello),
-      cmocka_unit_test(test_garbage_answer),
+      cmocka_unit_test(test_garbage_answer), cmocka_unit_test(test_rank_dies_after_hello),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
